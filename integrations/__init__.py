@@ -1,0 +1,1 @@
+"""Framework adapters: Lightning callback and DeepSpeed engine attach. They import downwards only."""

@@ -1,0 +1,40 @@
+"""PreNeT callbacks: how long will this training run take here, and elsewhere?
+
+Public API::
+
+    from prenet_callbacks import PreNeTCallback, estimate, Report, list_hardware, lookup_hardware
+
+Names are resolved lazily so that ``import prenet_callbacks`` stays cheap and does not import
+Lightning or DeepSpeed; `PreNeTCallback` comes from `integrations.lightning`.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "PreNeTCallback": "integrations.lightning",
+    "Report": "prenet_callbacks.report",
+    "estimate": "prenet_callbacks.estimate",
+    "Estimate": "prenet_callbacks.estimate",
+    "list_hardware": "prenet_callbacks.hardware",
+    "lookup_hardware": "prenet_callbacks.hardware",
+    "current_device": "prenet_callbacks.hardware",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'prenet_callbacks' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

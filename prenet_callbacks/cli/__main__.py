@@ -1,0 +1,5 @@
+import sys
+
+from prenet_callbacks.cli import main
+
+sys.exit(main())
