@@ -1,0 +1,285 @@
+"""`PreNeTCallback`: predict a Lightning fit's wall time a few steps in, and refine it.
+
+    from prenet_callbacks import PreNeTCallback
+    trainer = Trainer(max_epochs=20, callbacks=[PreNeTCallback()])
+
+The class derives from the ``Callback`` of every Lightning package installed
+(``pytorch_lightning`` and ``lightning.pytorch``), so both trainers accept it.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any, Callable, Sequence, TypeVar
+
+import torch
+
+from integrations.lightning_plan import plan_from_trainer
+from prenet_callbacks.config import validate_session_config
+from prenet_callbacks.render import print_report
+from prenet_callbacks.session import PredictionSession, SessionConfig
+
+F = TypeVar("F", bound=Callable[..., Any])
+REPORT_FILENAME = "prenet_report.json"
+
+
+def _callback_bases() -> tuple[type, ...]:
+    bases: list[type] = []
+    try:
+        from pytorch_lightning import Callback as PLCallback
+
+        bases.append(PLCallback)
+    except ImportError:
+        pass
+    try:
+        from lightning.pytorch import Callback as LCallback
+
+        bases.append(LCallback)
+    except ImportError:
+        pass
+    if not bases:
+        raise ImportError("PreNeTCallback needs pytorch-lightning or lightning: pip install pytorch-lightning")
+    return tuple(bases)
+
+
+def _hook(method: F) -> F:
+    """A Lightning hook body: any error makes the session step aside, never the fit fail."""
+
+    @functools.wraps(method)
+    def wrapper(self: "PreNeTCallback", *args: Any, **kwargs: Any) -> Any:
+        session = self.session
+        if session.disabled:
+            return None
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as error:  # noqa: BLE001 - the callback must never break the run
+            session.fail(error, where=f"PreNeTCallback.{method.__name__}")
+            return None
+
+    return wrapper  # type: ignore[return-value]
+
+
+class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
+    """Profile the first optimizer steps and predict the whole fit's wall time.
+
+    Args:
+        warmup_steps: optimizer steps skipped before anything is measured (allocator, cuDNN
+            autotuning, ``torch.compile``).
+        profile_steps: optimizer steps profiled per module (forward/backward time, ops, features).
+        timing_steps: clean optimizer steps timed before the first prediction (fewer in short runs,
+            so that it comes within the first few percent of the run).
+        report_path: where rank 0 writes the JSON report; default ``<trainer.log_dir>/prenet_report.json``.
+        log_every_n_steps: refine the prediction and log ``prenet/*`` metrics this often (optimizer steps).
+        targets: other hardware to project onto (``["A100", "8x H100"]``); ``None`` for the default set,
+            ``[]`` for none.
+        print_report: print the table on rank 0 after the first prediction.
+        profile_layers: set False to skip the per-module profile and keep only step timing.
+
+    Attributes:
+        report: the `Report` (also written as JSON), with the history of predictions.
+    """
+
+    def __init__(
+        self,
+        warmup_steps: int = 3,
+        profile_steps: int = 3,
+        report_path: str | os.PathLike[str] | None = None,
+        log_every_n_steps: int = 50,
+        targets: Sequence[str] | None = None,
+        *,
+        timing_steps: int = 10,
+        print_report: bool = True,
+        profile_layers: bool = True,
+    ) -> None:
+        super().__init__()
+        self.config: SessionConfig = validate_session_config(
+            warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
+            log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
+            print_report=print_report, profile_layers=profile_layers,
+        )
+        self._user_report_path = self.config.report_path
+        self.session = PredictionSession(self.config)
+        self._last_global_step = 0
+
+    @property
+    def report(self):  # noqa: ANN201 - `Report`, imported lazily by users
+        return self.session.report
+
+    @property
+    def state_key(self) -> str:
+        return self._generate_state_key(report_path=str(self._user_report_path))
+
+    # -- fit lifecycle ------------------------------------------------------------------------------
+    @_hook
+    def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
+        session = self.session
+        session.is_rank_zero = bool(trainer.is_global_zero)
+        session.config.report_path = self._user_report_path or _default_report_path(trainer)
+        session.printer = print_report
+        session.logger_sinks = [_logger_sink(logger) for logger in trainer.loggers]
+        session.fit_start(current=_current_run(trainer, pl_module))
+        self._wrap_save_checkpoint(trainer)
+
+    @_hook
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        session = self.session
+        plan = plan_from_trainer(trainer, pl_module)
+        session.set_plan(plan)
+        if trainer.val_check_batch is None:
+            session.report.limitations.append("time-based validation (val_check_interval as a duration) is not counted")
+        self._last_global_step = int(trainer.global_step)
+        if self.config.profile_layers:
+            session.attach_profiler(_make_profiler(pl_module, session))
+
+    @_hook
+    def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
+        self.session.fit_end()
+
+    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        self.session.close()
+
+    def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        self.session.close()
+
+    # -- training ---------------------------------------------------------------------------------
+    @_hook
+    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        self.session.train_epoch_start()
+
+    @_hook
+    def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
+        self.session.batch_start()
+
+    @_hook
+    def on_before_backward(self, trainer: Any, pl_module: Any, loss: torch.Tensor) -> None:
+        self.session.before_backward()
+
+    @_hook
+    def on_after_backward(self, trainer: Any, pl_module: Any) -> None:
+        self.session.after_backward()
+
+    @_hook
+    def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
+        self.session.before_optimizer_step()
+
+    @_hook
+    def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        global_step = int(trainer.global_step)
+        stepped = global_step != self._last_global_step
+        self._last_global_step = global_step
+        session = self.session
+        if stepped and session.measurements.state_bytes is None and session.steps_seen >= 1:
+            session.set_state_bytes(_state_bytes(pl_module, trainer.optimizers))
+        session.batch_end(stepped=stepped, global_step=global_step)
+
+    @_hook
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        self.session.epoch_end()
+
+    # -- validation -------------------------------------------------------------------------------
+    @_hook
+    def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
+        if trainer.state.fn == "fit" or getattr(trainer.state.fn, "value", None) == "fit":
+            self.session.validation_start(sanity=bool(trainer.sanity_checking))
+
+    @_hook
+    def on_validation_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
+                                batch_idx: int, dataloader_idx: int = 0) -> None:
+        self.session.validation_batch_end(sanity=bool(trainer.sanity_checking))
+
+    @_hook
+    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+        self.session.validation_end(sanity=bool(trainer.sanity_checking))
+
+    # -- checkpoints ------------------------------------------------------------------------------
+    def _wrap_save_checkpoint(self, trainer: Any) -> None:
+        """Time every checkpoint write by wrapping this trainer's ``save_checkpoint`` (undone at the end).
+
+        Lightning has no hook after a save is written; the wrapper calls straight through with the
+        same arguments and lets every exception pass unchanged.
+        """
+        session = self.session
+        original = trainer.save_checkpoint
+
+        @functools.wraps(original)
+        def timed_save_checkpoint(*args: Any, **kwargs: Any) -> Any:
+            session.checkpoint_start()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                session.checkpoint_end()
+
+        trainer.save_checkpoint = timed_save_checkpoint
+
+        def restore() -> None:
+            if trainer.__dict__.get("save_checkpoint") is timed_save_checkpoint:
+                del trainer.save_checkpoint
+
+        session.add_cleanup(restore)
+
+    # -- resume -----------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        try:
+            return self.session.state_dict()
+        except Exception as error:  # noqa: BLE001
+            self.session.fail(error, where="state_dict")
+            return {}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        if state_dict:
+            self.session.load_state_dict(state_dict)
+
+
+# ------------------------------------------------------------------------------------------------
+def _default_report_path(trainer: Any) -> Path:
+    base = trainer.log_dir or trainer.default_root_dir or "."
+    return Path(base) / REPORT_FILENAME
+
+
+def _logger_sink(logger: Any) -> Callable[[dict[str, float], int], None]:
+    def sink(metrics: dict[str, float], step: int) -> None:
+        logger.log_metrics(metrics, step=step)
+
+    return sink
+
+
+def _current_run(trainer: Any, pl_module: Any) -> dict[str, Any]:
+    """What runs where: device, its catalog name, devices, precision."""
+    device = pl_module.device
+    current: dict[str, Any] = {
+        "device": device.type,
+        "name": str(device),
+        "catalog_name": None,
+        "devices": int(getattr(trainer, "world_size", 1) or 1),
+        "precision": str(trainer.precision),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "strategy": type(trainer.strategy).__name__,
+        "framework": "lightning",
+    }
+    try:
+        from prenet_callbacks.hardware import current_device
+
+        info = current_device()
+        current["name"] = info.name
+        current["catalog_name"] = info.accelerator.name if info.accelerator is not None else None
+        if info.cpu_cores:
+            current["cpu_cores"] = info.cpu_cores
+    except ImportError:
+        pass
+    return current
+
+
+def _make_profiler(pl_module: Any, session: PredictionSession) -> Any:
+    from prenet_callbacks.profiling import ModuleProfiler
+
+    return ModuleProfiler(pl_module, device=pl_module.device)
+
+
+def _state_bytes(module: torch.nn.Module, optimizers: Sequence[Any]) -> float:
+    """Bytes a checkpoint holds: parameters, buffers and optimizer state."""
+    total = sum(t.numel() * t.element_size() for t in module.state_dict().values() if torch.is_tensor(t))
+    for optimizer in optimizers or []:
+        for state in getattr(optimizer, "state", {}).values():
+            total += sum(v.numel() * v.element_size() for v in state.values() if torch.is_tensor(v))
+    return float(total)

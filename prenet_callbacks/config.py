@@ -1,0 +1,87 @@
+"""Validation of what users pass to the integrations, before any training starts.
+
+Every error is a `ValueError` naming the argument, the value and the fix.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from prenet_callbacks.session import SessionConfig
+
+
+def _positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r} ({type(value).__name__}); "
+                         f"pass e.g. {name}={max(minimum, 3)}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}; pass e.g. {name}={max(minimum, 3)}")
+    return value
+
+
+def validate_report_path(value: Any, name: str = "report_path") -> Path | None:
+    """A file path for the JSON report; not a directory, and not inside a file."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise ValueError(f"{name} must be a file path (str or os.PathLike), got {type(value).__name__}")
+    path = Path(value).expanduser()
+    if str(value).strip() == "":
+        raise ValueError(f"{name} is empty; pass a file path such as 'runs/prenet_report.json', or None for the default")
+    if path.is_dir() or str(value).endswith(("/", os.sep)):
+        raise ValueError(f"{name} {str(value)!r} is a directory; pass a file path such as "
+                         f"'{path / 'prenet_report.json'}'")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{name} {str(value)!r} lies inside {str(parent)!r}, which is a file; "
+                                 "choose a path inside a directory")
+            break
+    return path
+
+
+def validate_targets(targets: Sequence[str] | None, name: str = "targets") -> list[str] | None:
+    """Target hardware names, each resolved against the catalog now (closest names on a typo)."""
+    if targets is None:
+        return None
+    if isinstance(targets, str):
+        targets = [targets]
+    if not isinstance(targets, (list, tuple)):
+        raise ValueError(f"{name} must be a list of hardware names such as ['A100', '8x H100'], got {type(targets).__name__}")
+    cleaned = []
+    for target in targets:
+        if not isinstance(target, str) or not target.strip():
+            raise ValueError(f"{name} entries must be non-empty strings such as 'H100' or '8x H100', got {target!r}")
+        cleaned.append(target.strip())
+    try:
+        from prenet_callbacks.hardware import parse_target
+    except ImportError:  # catalog not installed in this build: checked when projecting
+        return cleaned
+    for target in cleaned:
+        parse_target(target)  # raises ValueError listing the closest known names
+    return cleaned
+
+
+def validate_session_config(
+    *,
+    warmup_steps: int,
+    profile_steps: int,
+    timing_steps: int,
+    log_every_n_steps: int,
+    report_path: Any,
+    targets: Sequence[str] | None,
+    print_report: bool,
+    profile_layers: bool,
+) -> SessionConfig:
+    """Check every argument and build the `SessionConfig`; raise `ValueError` on bad input."""
+    return SessionConfig(
+        warmup_steps=_positive_int("warmup_steps", warmup_steps, minimum=0),
+        profile_steps=_positive_int("profile_steps", profile_steps),
+        timing_steps=_positive_int("timing_steps", timing_steps),
+        log_every_n_steps=_positive_int("log_every_n_steps", log_every_n_steps),
+        report_path=validate_report_path(report_path),
+        targets=validate_targets(targets),
+        print_report=bool(print_report),
+        profile_layers=bool(profile_layers),
+    )

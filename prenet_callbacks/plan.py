@@ -1,0 +1,216 @@
+"""The run plan: how many training batches, validation runs and checkpoint saves a fit will do.
+
+Framework-agnostic. The Lightning adapter fills it from the trainer's settings, the DeepSpeed
+adapter from ``total_steps``. Counting follows Lightning's own rules (``_should_check_val_fx``,
+``ModelCheckpoint``) so that the ETA counts exactly the events the loop will run.
+
+Positions are *global training-batch counts*: batch ``g`` (1-based) is the g-th loop iteration of
+the whole fit, across epochs. An optimizer step happens every ``accumulate`` batches and at the
+last batch of each epoch.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+INF = float("inf")
+
+
+@dataclass
+class CheckpointRule:
+    """When one checkpoint callback saves.
+
+    ``trigger`` is ``"validation_end"`` (after validation runs, in epochs where
+    ``(epoch + 1) % every_n_epochs == 0``), ``"train_epoch_end"`` (same epoch condition, at the
+    end of the epoch) or ``"steps"`` (every ``every_n_train_steps`` optimizer steps).
+    """
+
+    trigger: str
+    every_n_epochs: int = 1
+    every_n_train_steps: int = 0
+    files_per_save: int = 1  # save_last adds a second file per save
+
+
+@dataclass
+class RunPlan:
+    """Everything the loop will do, from the trainer's settings.
+
+    Attributes:
+        total_batches: training batches in the whole fit (``inf`` when unknown).
+        batches_per_epoch: batches in one epoch (``inf`` for an iterable dataset without length).
+        max_epochs: epochs, or ``None`` when bounded only by steps.
+        accumulate: batches per optimizer step (gradient accumulation).
+        start_batch / start_epoch / start_step: where a resumed fit starts.
+        val_batches: batches in one validation run (all validation dataloaders), 0 = no validation.
+        val_check_batch: validate every this many batches (``inf``: at the end of each epoch).
+        check_val_every_n_epoch: validation only in these epochs; ``None``: count batches globally.
+        sanity_val_batches: batches of the sanity check before training.
+        checkpoints: one rule per checkpoint callback.
+        max_time_s: ``Trainer(max_time=...)``, which caps the fit.
+        unknown_reason: why ``total_batches`` is unknown (iterable dataset and no ``max_steps``).
+    """
+
+    total_batches: float
+    batches_per_epoch: float
+    max_epochs: int | None = None
+    accumulate: int = 1
+    steps_per_batch: float | None = None  # optimizer steps per batch when not 1/accumulate (manual optimization)
+    start_batch: int = 0
+    start_epoch: int = 0
+    start_step: int = 0
+    val_batches: int = 0
+    val_check_batch: float = INF
+    check_val_every_n_epoch: int | None = 1
+    sanity_val_batches: int = 0
+    checkpoints: list[CheckpointRule] = field(default_factory=list)
+    max_time_s: float | None = None
+    unknown_reason: str | None = None
+
+    # -- derived quantities -----------------------------------------------------------------
+    @property
+    def known_length(self) -> bool:
+        return math.isfinite(self.total_batches)
+
+    @property
+    def total_steps(self) -> float:
+        """Optimizer steps in the whole fit (``inf`` when unknown)."""
+        if not self.known_length:
+            return INF
+        return self.steps_done_after(int(self.total_batches))
+
+    def steps_done_after(self, batches: int) -> int:
+        """Optimizer steps completed once ``batches`` global batches have run."""
+        if self.steps_per_batch is not None:
+            return int(round(batches * self.steps_per_batch))
+        if not math.isfinite(self.batches_per_epoch):
+            return batches // self.accumulate
+        bpe = int(self.batches_per_epoch)
+        full_epochs, rest = divmod(batches, bpe)
+        return full_epochs * math.ceil(bpe / self.accumulate) + rest // self.accumulate
+
+    def batches_for_steps(self, steps: int) -> int:
+        """Smallest number of global batches that completes ``steps`` optimizer steps."""
+        if self.steps_per_batch:
+            return int(math.ceil(steps / self.steps_per_batch))
+        if not math.isfinite(self.batches_per_epoch):
+            return steps * self.accumulate
+        bpe = int(self.batches_per_epoch)
+        per_epoch = math.ceil(bpe / self.accumulate)
+        full_epochs, rest = divmod(steps, per_epoch)
+        return full_epochs * bpe + rest * self.accumulate
+
+    def epoch_of(self, batch: int) -> int:
+        """Epoch index of global batch ``batch`` (1-based batch count)."""
+        if not math.isfinite(self.batches_per_epoch) or batch <= 0:
+            return 0
+        return (batch - 1) // int(self.batches_per_epoch)
+
+    # -- event counts between two global batch positions (exclusive, inclusive] -----------------
+    def validation_runs_between(self, after: int, upto: float) -> int:
+        """Validation runs triggered at batches in ``(after, upto]``."""
+        if self.val_batches <= 0 or not math.isfinite(upto) or upto <= after:
+            return 0
+        upto = int(upto)
+        vcb = self.val_check_batch
+        if self.check_val_every_n_epoch is None:
+            if not math.isfinite(vcb):
+                return 0
+            vcb = int(vcb)
+            return upto // vcb - after // vcb
+        if not math.isfinite(self.batches_per_epoch):
+            return 0  # iterable dataset: validation only at the end of the (unknown) epoch
+        bpe = int(self.batches_per_epoch)
+        every = self.check_val_every_n_epoch
+        period = bpe if not math.isfinite(vcb) else int(vcb)
+        count = 0
+        for epoch in range(self.epoch_of(after + 1), self.epoch_of(upto) + 1):
+            if (epoch + 1) % every:
+                continue
+            first = max(after + 1, epoch * bpe + 1) - epoch * bpe  # batch-in-epoch range, 1-based
+            last = min(upto, (epoch + 1) * bpe) - epoch * bpe
+            if last >= first:
+                count += last // period - (first - 1) // period
+        return count
+
+    def epoch_ends_between(self, after: int, upto: float) -> int:
+        """Epoch boundaries (end of an epoch followed by another) in ``(after, upto)``."""
+        if not math.isfinite(self.batches_per_epoch) or not math.isfinite(upto):
+            return 0
+        bpe = int(self.batches_per_epoch)
+        # an epoch ending exactly at `upto` is the end of the fit, not a boundary
+        return max(0, (int(upto) - 1) // bpe - after // bpe)
+
+    def checkpoint_saves_between(self, after: int, upto: float) -> int:
+        """Checkpoint files written at batches in ``(after, upto]`` (all callbacks)."""
+        if not math.isfinite(upto) or upto <= after:
+            return 0
+        upto = int(upto)
+        files = 0
+        for rule in self.checkpoints:
+            files += rule.files_per_save * self._saves_for_rule(rule, after, upto)
+        return files
+
+    def _saves_for_rule(self, rule: CheckpointRule, after: int, upto: int) -> int:
+        if rule.trigger == "steps":
+            if rule.every_n_train_steps <= 0:
+                return 0
+            n = rule.every_n_train_steps
+            return self.steps_done_after(upto) // n - self.steps_done_after(after) // n
+        if not math.isfinite(self.batches_per_epoch):
+            return 0
+        bpe = int(self.batches_per_epoch)
+        every = max(1, rule.every_n_epochs)
+        if rule.trigger == "train_epoch_end":
+            saves = 0
+            for epoch in range(self.epoch_of(after + 1), self.epoch_of(upto) + 1):
+                ends_at = (epoch + 1) * bpe
+                if after < ends_at <= upto and (epoch + 1) % every == 0:
+                    saves += 1
+            # a fit that stops mid-epoch (max_steps) still runs on_train_epoch_end
+            if upto == self.total_batches and upto % bpe and (self.epoch_of(upto) + 1) % every == 0:
+                saves += 1
+            return saves
+        # validation_end: one save per validation run in the right epochs (deduplicated by step)
+        if every == 1:
+            return self.validation_runs_between(after, upto)
+        saves = 0
+        for epoch in range(self.epoch_of(after + 1), self.epoch_of(upto) + 1):
+            if (epoch + 1) % every == 0:
+                lo, hi = max(after, epoch * bpe), min(upto, (epoch + 1) * bpe)
+                saves += self.validation_runs_between(lo, hi)
+        return saves
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("total_batches", "batches_per_epoch", "val_check_batch"):
+            if not math.isfinite(data[key]):
+                data[key] = None  # JSON has no infinity
+        data["total_steps"] = self.total_steps if self.known_length else None
+        data["validation_runs"] = self.validation_runs_between(self.start_batch, self.total_batches)
+        data["checkpoint_saves"] = self.checkpoint_saves_between(self.start_batch, self.total_batches)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunPlan":
+        data = dict(data)
+        data.pop("total_steps", None)
+        data.pop("validation_runs", None)
+        data.pop("checkpoint_saves", None)
+        for key in ("total_batches", "batches_per_epoch", "val_check_batch"):
+            if data.get(key) is None:
+                data[key] = INF
+        data["checkpoints"] = [CheckpointRule(**rule) for rule in data.get("checkpoints", [])]
+        return cls(**data)
+
+
+def plan_for_steps(total_steps: int, *, accumulate: int = 1, start_step: int = 0) -> RunPlan:
+    """A plan with no epochs, validation or checkpoints: ``total_steps`` optimizer steps."""
+    return RunPlan(
+        total_batches=float(total_steps * accumulate),
+        batches_per_epoch=INF,
+        accumulate=accumulate,
+        start_batch=start_step * accumulate,
+        start_step=start_step,
+        check_val_every_n_epoch=None,
+    )

@@ -1,0 +1,494 @@
+"""The engine behind every integration: a small state machine fed with training events.
+
+Adapters (Lightning callback, DeepSpeed attach) translate their framework's hooks into calls on a
+`PredictionSession`; the session times steps, runs the per-module profiler for a short window,
+predicts the whole fit, refines the prediction, logs and writes the report.
+
+The session must never break a run. Every public method is guarded: an exception inside it
+becomes one warning, all hooks are removed and the session goes quiet for the rest of the fit.
+
+Timeline, in optimizer steps since the fit started::
+
+    | warm-up | per-module profiling | clean timing | first prediction, then refinements ...
+"""
+from __future__ import annotations
+
+import functools
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from prenet_callbacks.eta import Prediction, RunMeasurements, predict_fit
+from prenet_callbacks.plan import RunPlan
+from prenet_callbacks.report import Report
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Fewest clean steps a first prediction rests on, and the share of the run it may wait for.
+_MIN_TIMING_STEPS = 3
+_FIRST_PREDICTION_BY = 0.04
+# Reports are rewritten at most this often during the fit (and always at the end).
+_REPORT_WRITE_INTERVAL_S = 30.0
+
+
+class PreNeTWarning(UserWarning):
+    """Something went wrong inside PreNeT; training goes on without it."""
+
+
+@dataclass
+class SessionConfig:
+    """What the user chose. Validated by the integrations' constructors."""
+
+    warmup_steps: int = 3
+    profile_steps: int = 3
+    timing_steps: int = 10
+    log_every_n_steps: int = 50
+    report_path: Path | None = None
+    targets: list[str] | None = None
+    print_report: bool = True
+    profile_layers: bool = True
+
+
+def guarded(method: F) -> F:
+    """Run a session method; on any error warn once, clean up and disable the session."""
+
+    @functools.wraps(method)
+    def wrapper(self: "PredictionSession", *args: Any, **kwargs: Any) -> Any:
+        if self.disabled:
+            return None
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as error:  # noqa: BLE001 - by design: never let monitoring break training
+            self.fail(error, where=method.__name__)
+            return None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@dataclass
+class _StepClock:
+    """Timestamps of the current batch's phases (perf_counter seconds)."""
+
+    batch_start: float | None = None
+    before_backward: float | None = None
+    after_backward: float | None = None
+    before_optimizer: float | None = None
+    phases: dict[str, float] = field(default_factory=lambda: {
+        "data_s": 0.0, "forward_s": 0.0, "backward_s": 0.0, "optimizer_s": 0.0, "other_s": 0.0})
+    batches: int = 0
+
+
+class PredictionSession:
+    """Times a training run and predicts its total wall time. See the module docstring."""
+
+    def __init__(self, config: SessionConfig, *, is_rank_zero: bool = True,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.config = config
+        self.is_rank_zero = is_rank_zero
+        self.now = clock
+        self.disabled = False
+        self.failure: str | None = None
+        self.report = Report()
+        self.measurements = RunMeasurements()
+        self.plan: RunPlan | None = None
+        self.profiler: Any = None
+        self.logger_sinks: list[Callable[[dict[str, float], int], None]] = []
+        self.printer: Callable[[Report], None] | None = None
+        self._cleanups: list[Callable[[], None]] = []
+        self._reset_fit_state()
+
+    def _reset_fit_state(self) -> None:
+        self.fit_start_time: float | None = None
+        self.done_batches = 0          # global batches finished in this fit (plus the resume point)
+        self.done_steps = 0            # optimizer steps (trainer.global_step)
+        self.steps_seen = 0            # optimizer steps seen in this fit call
+        self.first_batch_start: float | None = None
+        self.last_batch_end: float | None = None
+        self.accounted_s = 0.0         # validation/checkpoint time inside the current interval
+        self.validation_in_interval = 0.0
+        self.epoch_start_time: float | None = None
+        self.epoch_first_batch = True
+        self.val_start: float | None = None
+        self.sanity_batch_ends: list[float] = []
+        self.ckpt_start: float | None = None
+        self.step_clock = _StepClock()
+        self.window_phases: list[dict[str, float]] = []
+        self.first_prediction_made = False
+        self.last_logged_step = -1
+        self.last_report_write = -math.inf
+        self.profiling = False
+        self.profile_done = False
+
+    # ------------------------------------------------------------------------------------------
+    # Failure handling
+    # ------------------------------------------------------------------------------------------
+    def fail(self, error: BaseException, where: str = "") -> None:
+        """Step aside: one warning, every hook removed, nothing more from this session."""
+        if self.disabled:
+            return
+        self.disabled = True
+        self.failure = f"{type(error).__name__}: {error}"
+        self._run_cleanups()
+        warnings.warn(
+            f"PreNeT stepped aside after an internal error{f' in {where}' if where else ''} ({self.failure}). "
+            "Training continues unchanged, without PreNeT's predictions.",
+            PreNeTWarning,
+            stacklevel=3,
+        )
+
+    def add_cleanup(self, cleanup: Callable[[], None]) -> None:
+        """Register an undo action (remove a hook, restore a wrapped method); run once at the end."""
+        self._cleanups.append(cleanup)
+
+    def _run_cleanups(self) -> None:
+        profiler, self.profiler = self.profiler, None
+        if profiler is not None:
+            try:
+                profiler.stop()
+            except Exception:  # noqa: BLE001 - cleanup must go on
+                pass
+        self.profiling = False
+        while self._cleanups:
+            cleanup = self._cleanups.pop()
+            try:
+                cleanup()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def close(self) -> None:
+        """Remove every hook and wrapper (idempotent; also after a failure)."""
+        self._run_cleanups()
+
+    # ------------------------------------------------------------------------------------------
+    # Fit lifecycle
+    # ------------------------------------------------------------------------------------------
+    @guarded
+    def fit_start(self, current: dict[str, Any] | None = None) -> None:
+        self._reset_fit_state()
+        self.fit_start_time = self.now()
+        if current:
+            self.report.current.update(current)
+        self.report.actual = None
+        self.report.extra.setdefault("fits", 0)
+        self.report.extra["fits"] += 1
+
+    @guarded
+    def set_plan(self, plan: RunPlan) -> None:
+        self.plan = plan
+        self.done_batches = plan.start_batch
+        self.done_steps = plan.start_step
+        self.report.plan = plan.to_dict()
+        if plan.known_length:
+            # Keep the first prediction early in short runs: shrink the clean timing window.
+            steps_left = plan.total_steps - plan.start_step
+            budget = int(steps_left * _FIRST_PREDICTION_BY) - self.config.warmup_steps - self.config.profile_steps
+            self._timing_steps = max(_MIN_TIMING_STEPS, min(self.config.timing_steps, budget))
+        else:
+            self._timing_steps = self.config.timing_steps
+
+    @guarded
+    def attach_profiler(self, profiler: Any) -> None:
+        """Give the session a module profiler (``start/suspend/resume/begin_phase/end_step/stop``)."""
+        self.profiler = profiler
+
+    @guarded
+    def set_state_bytes(self, state_bytes: float) -> None:
+        self.measurements.state_bytes = float(state_bytes)
+
+    # -- sanity check and validation --------------------------------------------------------------
+    @guarded
+    def validation_start(self, sanity: bool = False) -> None:
+        self.val_start = self.now()
+        self.sanity_batch_ends = []
+
+    @guarded
+    def validation_batch_end(self, sanity: bool = False) -> None:
+        if sanity:
+            self.sanity_batch_ends.append(self.now())
+
+    @guarded
+    def validation_end(self, sanity: bool = False) -> None:
+        if self.val_start is None:
+            return
+        end = self.now()
+        duration = end - self.val_start
+        self.val_start = None
+        if sanity:
+            ends = self.sanity_batch_ends
+            if len(ends) >= 2:
+                per_batch = (ends[-1] - ends[0]) / (len(ends) - 1)
+                self.measurements.sanity_val_per_batch = per_batch
+                self.measurements.sanity_val_fixed = max(0.0, duration - per_batch * len(ends))
+            elif len(ends) == 1:
+                self.measurements.sanity_val_per_batch = duration
+                self.measurements.sanity_val_fixed = 0.0
+            return
+        self.accounted_s += duration
+        self.validation_in_interval += duration
+
+    @guarded
+    def checkpoint_start(self) -> None:
+        self.ckpt_start = self.now()
+
+    @guarded
+    def checkpoint_end(self) -> None:
+        if self.ckpt_start is None:
+            return
+        duration = self.now() - self.ckpt_start
+        self.ckpt_start = None
+        self.measurements.checkpoint_file.add(duration)
+        self.accounted_s += duration
+
+    # -- training batches ---------------------------------------------------------------------------
+    @guarded
+    def train_epoch_start(self) -> None:
+        self.epoch_start_time = self.now()
+        self.epoch_first_batch = True
+
+    @guarded
+    def batch_start(self) -> None:
+        now = self.now()
+        clock = self.step_clock
+        if self.first_batch_start is None:
+            self.first_batch_start = now
+            if self.fit_start_time is not None:
+                self.measurements.setup_s = now - self.fit_start_time
+            if self.epoch_start_time is not None:
+                self.measurements.first_epoch_start_s = now - self.epoch_start_time
+        elif self.last_batch_end is not None and not self.epoch_first_batch and not self.accounted_s:
+            wait = now - self.last_batch_end
+            clock.phases["data_s"] += wait
+            if self._in_timing_phase:
+                self.measurements.data_per_batch.add(wait)
+        clock.batch_start = now
+        clock.before_backward = clock.after_backward = clock.before_optimizer = None
+        if self._in_profile_window and self.profiler is not None:
+            if not self.profiling:
+                self.profiler.start()
+                self.profiling = True
+            else:
+                self.profiler.resume()
+
+    @guarded
+    def before_backward(self) -> None:
+        clock = self.step_clock
+        clock.before_backward = self.now()
+        if clock.batch_start is not None:
+            forward = clock.before_backward - clock.batch_start
+            clock.phases["forward_s"] += forward
+            if self._in_timing_phase:
+                self.measurements.forward_per_batch.add(forward)
+        if self.profiling:
+            self.profiler.begin_phase("backward")
+
+    @guarded
+    def after_backward(self) -> None:
+        clock = self.step_clock
+        clock.after_backward = self.now()
+        if clock.before_backward is not None:
+            clock.phases["backward_s"] += clock.after_backward - clock.before_backward
+
+    @guarded
+    def before_optimizer_step(self) -> None:
+        self.step_clock.before_optimizer = self.now()
+        if self.profiling:
+            self.profiler.begin_phase("optimizer")
+
+    @guarded
+    def batch_end(self, *, stepped: bool, global_step: int | None = None) -> None:
+        """One training batch finished; ``stepped`` if it ended with an optimizer step."""
+        now = self.now()
+        clock = self.step_clock
+        if clock.before_optimizer is not None:
+            clock.phases["optimizer_s"] += now - clock.before_optimizer
+        clock.batches += 1
+        self._record_interval(now)
+        self.done_batches += 1
+        if self.profiling:
+            self.profiler.suspend()
+        if not stepped:
+            return
+        self.steps_seen += 1
+        self.done_steps = global_step if global_step is not None else self.done_steps + 1
+        self._close_step_phases(now)
+        if self.profiling:
+            self.profiler.end_step()
+            if not self._in_profile_window:
+                self._finish_profile_window()
+        if not self.first_prediction_made:
+            if self.steps_seen >= self._first_prediction_step:
+                self._predict(first=True)
+        elif self.done_steps - self.last_logged_step >= self.config.log_every_n_steps:
+            self._predict(first=False)
+
+    def _record_interval(self, now: float) -> None:
+        """Classify the time since the previous batch ended: a clean step, or an event's cost."""
+        previous, self.last_batch_end = self.last_batch_end, now
+        accounted, self.accounted_s = self.accounted_s, 0.0
+        validation, self.validation_in_interval = self.validation_in_interval, 0.0
+        first_in_epoch, self.epoch_first_batch = self.epoch_first_batch, False
+        if previous is None:
+            return
+        raw = now - previous
+        batch_mean = self.measurements.batch.mean
+        if first_in_epoch:
+            if batch_mean is not None:
+                self.measurements.epoch_boundary.add(max(0.0, raw - accounted - batch_mean))
+            if validation:
+                self.measurements.validation_run.add(validation)
+        elif validation:
+            # validation inside an epoch: what it costs beyond its hooks (loader start-up) is its own
+            extra = max(0.0, raw - accounted - (batch_mean or 0.0))
+            self.measurements.validation_run.add(validation + extra)
+        elif accounted:
+            pass  # a step-triggered checkpoint: already timed on its own
+        elif self._in_timing_phase:
+            self.measurements.batch.add(raw)
+
+    def _close_step_phases(self, now: float) -> None:
+        clock = self.step_clock
+        if clock.batch_start is not None and self._in_profile_window:
+            phases = dict(clock.phases)
+            measured = sum(phases.values())
+            total = now - clock.batch_start + phases["data_s"]
+            phases["other_s"] = max(0.0, total - measured)
+            phases["total_s"] = total
+            phases["batches"] = clock.batches
+            self.window_phases.append(phases)
+        self.step_clock = _StepClock()
+
+    # -- windows ------------------------------------------------------------------------------------
+    @property
+    def _in_profile_window(self) -> bool:
+        return (self.config.profile_layers and not self.profile_done
+                and self.config.warmup_steps <= self.steps_seen < self.config.warmup_steps + self.config.profile_steps)
+
+    @property
+    def _in_timing_phase(self) -> bool:
+        # Clean timing starts after warm-up and the profiling window (profiled steps run slower).
+        start = self.config.warmup_steps + (self.config.profile_steps if self.config.profile_layers else 0)
+        return self.steps_seen >= start
+
+    @property
+    def _first_prediction_step(self) -> int:
+        start = self.config.warmup_steps + (self.config.profile_steps if self.config.profile_layers else 0)
+        return start + getattr(self, "_timing_steps", self.config.timing_steps)
+
+    def _finish_profile_window(self) -> None:
+        profiler, self.profiler = self.profiler, None
+        self.profiling = False
+        self.profile_done = True
+        table = profiler.stop()
+        self.report.measured["layers"] = table.to_dict() if hasattr(table, "to_dict") else table
+        for limitation in getattr(profiler, "limitations", []) or []:
+            if limitation not in self.report.limitations:
+                self.report.limitations.append(limitation)
+
+    # -- predictions -----------------------------------------------------------------------------
+    def _elapsed(self) -> float:
+        return self.now() - (self.fit_start_time if self.fit_start_time is not None else self.now())
+
+    def _predict(self, *, first: bool, fit_done: bool = False) -> Prediction | None:
+        if self.plan is None:
+            return None
+        prediction = predict_fit(self.plan, self.measurements, done_batches=self.done_batches,
+                                 done_steps=self.done_steps, elapsed_s=self._elapsed(), fit_done=fit_done)
+        if prediction.step_s is None:
+            return None
+        entry = prediction.to_dict()
+        entry["fit"] = self.report.extra.get("fits", 1)
+        self.report.add_prediction(entry)
+        self.last_logged_step = self.done_steps
+        self._update_measured()
+        if first:
+            self.first_prediction_made = True
+            self._on_first_prediction()
+        self._log_metrics(prediction)
+        self._maybe_write_report(force=first)
+        return prediction
+
+    def _on_first_prediction(self) -> None:
+        if self.config.targets is not None or self.report.current.get("default_targets"):
+            self._project_targets()
+        if self.is_rank_zero and self.config.print_report and self.printer is not None:
+            self.printer(self.report)
+
+    def _project_targets(self) -> None:
+        """Cross-hardware projection (issue: projection); optional until it is installed."""
+        try:
+            from prenet_callbacks import projection
+        except ImportError:
+            return
+        projection.project_report(self.report, self.config.targets)
+
+    def _update_measured(self) -> None:
+        m, measured = self.measurements, self.report.measured
+        measured["warmup_steps"] = self.config.warmup_steps
+        measured["profiled_steps"] = len(self.window_phases)
+        if self.window_phases:
+            keys = ("data_s", "forward_s", "backward_s", "optimizer_s", "other_s", "total_s")
+            n = len(self.window_phases)
+            measured["step_phases"] = {k: round(sum(p[k] for p in self.window_phases) / n, 6) for k in keys}
+        measured["batch_s"] = m.batch.mean
+        measured["clean_batches"] = m.batch.count
+        measured["data_wait_s"] = m.data_per_batch.mean
+        measured["validation"] = {"runs": m.validation_run.count, "mean_s": m.validation_run.mean,
+                                  "sanity_per_batch_s": m.sanity_val_per_batch}
+        measured["checkpoint"] = {"files": m.checkpoint_file.count, "mean_s": m.checkpoint_file.mean}
+        measured["epoch_boundary"] = {"count": m.epoch_boundary.count, "mean_s": m.epoch_boundary.mean,
+                                      "first_epoch_start_s": m.first_epoch_start_s}
+        measured["setup_s"] = m.setup_s
+
+    def _log_metrics(self, prediction: Prediction) -> None:
+        if not self.is_rank_zero or not self.logger_sinks:
+            return
+        metrics = {"prenet/step_s": prediction.step_s}
+        if prediction.predicted_total_s is not None:
+            metrics["prenet/eta_s"] = prediction.eta_s
+            metrics["prenet/predicted_total_s"] = prediction.predicted_total_s
+        for sink in self.logger_sinks:
+            sink({k: float(v) for k, v in metrics.items() if v is not None}, self.done_steps)
+
+    def _maybe_write_report(self, force: bool = False) -> None:
+        path = self.config.report_path
+        if not self.is_rank_zero or path is None:
+            return
+        if not force and self.now() - self.last_report_write < _REPORT_WRITE_INTERVAL_S:
+            return
+        self.last_report_write = self.now()
+        self.report.save(path)
+
+    @guarded
+    def epoch_end(self) -> None:
+        if self.first_prediction_made:
+            self._maybe_write_report()
+
+    @guarded
+    def fit_end(self) -> None:
+        """The fit is over: record the actual time, a last refinement, and write the report."""
+        if self.fit_start_time is None:
+            return
+        elapsed = self._elapsed()
+        if self.profiling:
+            self._finish_profile_window()
+        self.report.actual = {"fit_s": round(elapsed, 4), "steps": self.done_steps, "batches": self.done_batches}
+        first = self.report.first_prediction
+        if first and first.get("fit") == self.report.extra.get("fits") and first.get("predicted_total_s"):
+            self.report.actual["first_prediction_error"] = round(first["predicted_total_s"] / elapsed - 1, 4)
+        self._update_measured()
+        self._maybe_write_report(force=True)
+        self._run_cleanups()
+
+    # -- resume ----------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {"report": self.report.to_dict(), "measurements": self.measurements.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        try:
+            self.report = Report.from_dict(state["report"])
+            self.measurements.load_state_dict(state.get("measurements", {}))
+        except Exception as error:  # noqa: BLE001 - an old or foreign state must not stop a resume
+            self.fail(error, where="load_state_dict")
