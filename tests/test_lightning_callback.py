@@ -1,0 +1,199 @@
+"""PreNeTCallback inside real (tiny) Lightning fits."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+
+import lightning.pytorch as pl
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.loggers import Logger
+
+import prenet_callbacks.session as session_module
+from prenet_callbacks import PreNeTCallback
+from prenet_callbacks.session import PreNeTWarning
+from tests.lightning_helpers import Stream, TinyModule, loaders, trainer
+from torch.utils.data import DataLoader
+
+FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=5, targets=[], print_report=False)
+
+
+class RecordingLogger(Logger):
+    def __init__(self) -> None:
+        super().__init__()
+        self.metrics: list[tuple[int, dict]] = []
+
+    @property
+    def name(self) -> str:
+        return "recording"
+
+    @property
+    def version(self) -> int:
+        return 0
+
+    def log_hyperparams(self, params, *args, **kwargs) -> None:
+        pass
+
+    def log_metrics(self, metrics, step=None) -> None:
+        self.metrics.append((step, dict(metrics)))
+
+
+def fit(tmp_path, callback=None, seed=0, epochs=2, module=None, **kwargs):
+    pl.seed_everything(seed, verbose=False)
+    module = module or TinyModule()
+    callbacks = [callback] if callback is not None else []
+    trainer(tmp_path, callbacks, max_epochs=epochs, **kwargs).fit(module, *loaders(train_batches=20))
+    return module
+
+
+def test_predicts_and_writes_the_report(tmp_path):
+    callback = PreNeTCallback(report_path=tmp_path / "r.json", profile_layers=False, **FAST)
+    fit(tmp_path, callback)
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["schema"] == "prenet-report/1"
+    first = data["predictions"][0]
+    assert first["at_step"] == 4 and first["predicted_total_s"] > first["elapsed_s"] > 0
+    assert data["actual"]["steps"] == 40 and data["actual"]["fit_s"] > 0
+    assert data["plan"]["total_steps"] == 40 and data["plan"]["validation_runs"] == 2
+    assert callback.report.to_dict()["predictions"] == data["predictions"]
+
+
+def test_accepted_by_the_standalone_pytorch_lightning_trainer(tmp_path):
+    import pytorch_lightning as ptl
+
+    class PTLModule(ptl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(8, 2)
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            return torch.nn.functional.cross_entropy(self.layer(x), y)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    callback = PreNeTCallback(report_path=tmp_path / "r.json", profile_layers=False, **FAST)
+    t = ptl.Trainer(max_epochs=1, callbacks=[callback], logger=False, enable_checkpointing=False,
+                    enable_progress_bar=False, enable_model_summary=False, default_root_dir=str(tmp_path))
+    t.fit(PTLModule(), loaders(train_batches=30)[0])
+    assert callback.report.first_prediction is not None and not callback.session.disabled
+
+
+def test_metrics_reach_every_logger(tmp_path):
+    logger = RecordingLogger()
+    fit(tmp_path, PreNeTCallback(report_path=tmp_path / "r.json", profile_layers=False, **FAST), logger=logger)
+    prenet = [m for _, m in logger.metrics if "prenet/eta_s" in m]
+    assert prenet and {"prenet/eta_s", "prenet/predicted_total_s", "prenet/step_s"} <= set(prenet[0])
+
+
+def test_default_report_path_is_the_log_dir(tmp_path):
+    callback = PreNeTCallback(profile_layers=False, **FAST)
+    fit(tmp_path, callback, logger=pl.loggers.CSVLogger(str(tmp_path), name="logs"))
+    assert (tmp_path / "logs" / "version_0" / "prenet_report.json").is_file()
+
+
+@pytest.mark.parametrize("where", ["predict_fit", "save_checkpoint", "logger"])
+def test_injected_failure_warns_once_and_leaves_the_run_unchanged(tmp_path, monkeypatch, where):
+    reference = fit(tmp_path / "ref", None, enable_checkpointing=True)
+
+    class BrokenLogger(RecordingLogger):
+        def log_metrics(self, metrics, step=None):
+            if any(k.startswith("prenet/") for k in metrics):
+                raise OSError("disk full")
+
+    kwargs = dict(enable_checkpointing=True)
+    if where == "predict_fit":
+        monkeypatch.setattr(session_module, "predict_fit", lambda *a, **k: 1 / 0)
+    elif where == "save_checkpoint":
+        monkeypatch.setattr(session_module.PredictionSession, "checkpoint_end",
+                            session_module.guarded(lambda self: 1 / 0))
+    else:
+        kwargs["logger"] = BrokenLogger()
+    callback = PreNeTCallback(report_path=tmp_path / "r.json", profile_layers=False, **FAST)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = fit(tmp_path / "run", callback, **kwargs)
+    ours = [w for w in caught if issubclass(w.category, PreNeTWarning)]
+    assert len(ours) == 1, [str(w.message) for w in ours]
+    assert callback.session.disabled
+    for a, b in zip(reference.parameters(), module.parameters()):
+        assert torch.equal(a, b)
+    assert module.trainer.global_step == reference.trainer.global_step
+    assert "save_checkpoint" not in module.trainer.__dict__  # the timing wrapper is gone
+
+
+def test_weights_are_bit_identical_with_and_without_the_callback(tmp_path):
+    reference = fit(tmp_path / "ref", None)
+    module = fit(tmp_path / "run", PreNeTCallback(report_path=tmp_path / "r.json", profile_layers=False, **FAST))
+    for a, b in zip(reference.parameters(), module.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_user_exception_propagates_and_cleans_up(tmp_path):
+    callback = PreNeTCallback(report_path=tmp_path / "r.json", profile_layers=False, **FAST)
+    module = TinyModule(fail_at_step=6)
+    with pytest.raises(RuntimeError, match="user code failed"):
+        fit(tmp_path, callback, module=module)
+    assert "save_checkpoint" not in module.trainer.__dict__
+
+
+class StopAfter(pl.Callback):
+    def __init__(self, batches: int) -> None:
+        self.batches = batches
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if batch_idx + 1 >= self.batches:
+            trainer.should_stop = True
+
+
+def test_unknown_length_gives_a_rate_and_says_why(tmp_path):
+    callback = PreNeTCallback(report_path=tmp_path / "r.json", profile_layers=False, **FAST)
+    t = trainer(tmp_path, [callback, StopAfter(30)], max_epochs=1, limit_val_batches=0)
+    t.fit(TinyModule(), DataLoader(Stream(), batch_size=4))
+    entries = callback.report.predictions
+    assert entries and all(p["predicted_total_s"] is None for p in entries)
+    assert entries[0]["batches_per_s"] > 0 and "no length" in entries[0]["note"]
+    assert callback.report.actual["steps"] == 30
+
+
+def test_resume_keeps_the_history(tmp_path):
+    ckpt_dir = tmp_path / "ckpt"
+    first = PreNeTCallback(report_path=tmp_path / "r.json", profile_layers=False, **FAST)
+    pl.seed_everything(0, verbose=False)
+    t = trainer(tmp_path, [first, ModelCheckpoint(dirpath=ckpt_dir, save_last=True)], max_epochs=1,
+                enable_checkpointing=True)
+    t.fit(TinyModule(), *loaders(train_batches=20))
+    before = list(first.report.predictions)
+    second = PreNeTCallback(report_path=tmp_path / "r.json", profile_layers=False, **FAST)
+    t2 = trainer(tmp_path, [second, ModelCheckpoint(dirpath=ckpt_dir, save_last=True)], max_epochs=3,
+                 enable_checkpointing=True)
+    t2.fit(TinyModule(), *loaders(train_batches=20), ckpt_path=str(ckpt_dir / "last.ckpt"))
+    history = second.report.predictions
+    assert history[: len(before)] == before and len(history) > len(before)
+    resumed = [p for p in history if p["fit"] == 2]
+    assert resumed and resumed[0]["at_step"] > 20
+    assert second.report.plan["start_step"] == 20 and second.report.actual["steps"] == 60
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(warmup_steps=-1), "warmup_steps must be >= 0"),
+    (dict(profile_steps=0), "profile_steps must be >= 1"),
+    (dict(log_every_n_steps=2.5), "log_every_n_steps must be an integer"),
+    (dict(timing_steps=True), "timing_steps must be an integer"),
+    (dict(targets=[""]), "non-empty strings"),
+    (dict(targets=123), "must be a list"),
+])
+def test_bad_constructor_arguments_raise_clearly(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        PreNeTCallback(**kwargs)
+
+
+def test_report_path_that_is_a_directory_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="is a directory"):
+        PreNeTCallback(report_path=tmp_path)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="which is a file"):
+        PreNeTCallback(report_path=tmp_path / "file" / "r.json")

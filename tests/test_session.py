@@ -1,0 +1,163 @@
+"""The session's timing and prediction logic, driven by a fake clock (no training, exact numbers)."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from prenet_callbacks.plan import CheckpointRule, RunPlan
+from prenet_callbacks.session import PredictionSession, PreNeTWarning, SessionConfig
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+def simulate(plan: RunPlan, *, batch_s=0.1, val_s=0.5, ckpt_s=0.2, boundary_s=0.3, sanity=True, config=None,
+             stop_after=None):
+    """Drive a session through a whole fit with fixed costs; return (session, actual total)."""
+    clock = FakeClock()
+    session = PredictionSession(config or SessionConfig(warmup_steps=2, profile_steps=2, timing_steps=5,
+                                                        log_every_n_steps=10, profile_layers=False), clock=clock)
+    logged = []
+    session.logger_sinks.append(lambda metrics, step: logged.append((step, metrics)))
+    session.fit_start({"device": "cpu"})
+    clock.advance(1.0)
+    if sanity:
+        session.validation_start(sanity=True)
+        for _ in range(2):
+            clock.advance(val_s / plan.val_batches)
+            session.validation_batch_end(sanity=True)
+        session.validation_end(sanity=True)
+    session.set_plan(plan)
+    bpe = int(plan.batches_per_epoch)
+    for g in range(1, int(plan.total_batches) + 1):
+        if (g - 1) % bpe == 0:
+            if g > 1:
+                clock.advance(boundary_s)
+            session.train_epoch_start()
+        session.batch_start()
+        clock.advance(batch_s * 0.4)
+        session.before_backward()
+        clock.advance(batch_s * 0.4)
+        session.after_backward()
+        session.before_optimizer_step()
+        clock.advance(batch_s * 0.2)
+        session.batch_end(stepped=g % plan.accumulate == 0 or g % bpe == 0, global_step=plan.steps_done_after(g))
+        for _ in range(plan.validation_runs_between(g - 1, g)):
+            session.validation_start()
+            clock.advance(val_s)
+            session.validation_end()
+        for _ in range(plan.checkpoint_saves_between(g - 1, g)):
+            session.checkpoint_start()
+            clock.advance(ckpt_s)
+            session.checkpoint_end()
+        if stop_after is not None and g == stop_after:
+            return session, clock.t, logged
+    clock.advance(boundary_s)
+    session.fit_end()
+    return session, clock.t, logged
+
+
+def plan(**kwargs) -> RunPlan:
+    defaults = dict(total_batches=400, batches_per_epoch=100, max_epochs=4, val_batches=4, val_check_batch=100,
+                    checkpoints=[CheckpointRule("validation_end")])
+    defaults.update(kwargs)
+    return RunPlan(**defaults)
+
+
+def test_constant_costs_predict_the_total_exactly_once_measured():
+    session, actual, _ = simulate(plan())
+    last = session.report.predictions[-1]
+    assert last["predicted_total_s"] == pytest.approx(actual, rel=1e-6)
+
+
+def test_first_prediction_is_early_and_close():
+    session, actual, _ = simulate(plan())
+    first = session.report.first_prediction
+    assert first["at_step"] <= 0.05 * 400
+    # validation and checkpoints are estimated (sanity check, state size) before they are measured
+    assert first["predicted_total_s"] == pytest.approx(actual, rel=0.05)
+    assert first["low_s"] <= first["predicted_total_s"] <= first["high_s"]
+    assert session.report.actual["fit_s"] == pytest.approx(actual)
+
+
+def test_refinements_follow_log_every_n_steps_and_reach_loggers():
+    session, _, logged = simulate(plan())
+    steps = [p["at_step"] for p in session.report.predictions]
+    assert steps[0] == 2 + 5  # warm-up + clean timing (no layer profiling here)
+    assert all(b - a >= 10 for a, b in zip(steps[1:], steps[2:]))
+    assert {"prenet/eta_s", "prenet/predicted_total_s", "prenet/step_s"} <= set(logged[0][1])
+    assert [s for s, _ in logged] == steps
+
+
+def test_gradient_accumulation_counts_optimizer_steps():
+    session, actual, _ = simulate(plan(accumulate=4))
+    first = session.report.first_prediction
+    # 100 optimizer steps: the timing window shrinks to 3 so the prediction comes within ~5% of the run
+    assert first["at_step"] == 2 + 3 and first["at_batch"] == 20
+    assert first["step_s"] == pytest.approx(0.4)
+    assert session.report.predictions[-1]["predicted_total_s"] == pytest.approx(actual, rel=1e-6)
+
+
+def test_unknown_length_reports_a_rate_and_why():
+    p = plan(total_batches=float("inf"), unknown_reason="iterable dataset without max_steps")
+    p.batches_per_epoch = 100
+    clock = FakeClock()
+    session = PredictionSession(SessionConfig(warmup_steps=1, profile_steps=1, timing_steps=3, profile_layers=False),
+                                clock=clock)
+    session.fit_start()
+    session.set_plan(p)
+    session.train_epoch_start()
+    for g in range(1, 20):
+        session.batch_start()
+        clock.advance(0.05)
+        session.batch_end(stepped=True, global_step=g)
+    entry = session.report.predictions[0]
+    assert entry["predicted_total_s"] is None and entry["batches_per_s"] == pytest.approx(20)
+    assert "iterable" in entry["note"]
+
+
+def test_history_is_bounded_over_a_long_run():
+    session, _, _ = simulate(plan(total_batches=30_000, batches_per_epoch=30_000, max_epochs=1,
+                                  checkpoints=[]), val_s=0.0, sanity=False,
+                             config=SessionConfig(warmup_steps=1, profile_steps=1, timing_steps=3,
+                                                  log_every_n_steps=10, profile_layers=False))
+    assert len(session.report.predictions) <= 200
+    assert session.report.predictions[0]["at_step"] == 1 + 3
+    assert len(session.measurements.batch._recent) <= 256
+
+
+def test_an_internal_error_warns_once_runs_cleanups_and_goes_quiet():
+    session = PredictionSession(SessionConfig(profile_layers=False))
+    undone = []
+    session.add_cleanup(lambda: undone.append(True))
+    session.set_plan = None  # noqa: B010 - force an error inside a guarded call below
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        session.fit_start()
+        session.plan = "not a plan"  # the next prediction will fail inside predict_fit
+        session.steps_seen = 100
+        session.first_prediction_made = False
+        session._timing_steps = 1
+        session.batch_end(stepped=True, global_step=101)
+        session.batch_end(stepped=True, global_step=102)
+    prenet = [w for w in caught if issubclass(w.category, PreNeTWarning)]
+    assert len(prenet) == 1 and "continues unchanged" in str(prenet[0].message)
+    assert session.disabled and undone == [True]
+
+
+def test_state_dict_round_trip_keeps_history():
+    session, _, _ = simulate(plan())
+    state = session.state_dict()
+    resumed = PredictionSession(SessionConfig(profile_layers=False))
+    resumed.load_state_dict(state)
+    assert resumed.report.predictions == session.report.predictions
+    assert resumed.measurements.batch.mean == pytest.approx(session.measurements.batch.mean)
