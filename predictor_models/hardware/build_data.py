@@ -1,0 +1,279 @@
+"""Regenerate `accelerators.toml` and `prices.toml` from the curated tables in ../shared/data/hardware.
+
+    python -m predictor_models.hardware.build_data [--source DIR]
+
+The shared CSVs carry long provenance notes; the committed TOML keeps short notes, at most three
+sources per entry, our canonical names and aliases, which precisions each device lacks, and the few
+figures we fill in as labelled estimates (listed in `ESTIMATES`). Runtime code reads only the TOML.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_SOURCE = HERE.parents[2] / "shared" / "data" / "hardware"
+
+RENAME = {
+    "K80 (per GK210 die)": "K80",
+    "A16 (per GPU)": "A16",
+    "GB200 (per GPU)": "GB200",
+    "MI250 (package)": "MI250",
+    "MI250 (per GCD)": "MI250-GCD",
+    "MI250X (package)": "MI250X",
+    "MI250X (per GCD)": "MI250X-GCD",
+    "TPU v4 (per chip)": "TPU v4",
+    "TPU v5e (per chip)": "TPU v5e",
+    "TPU v5p (per chip)": "TPU v5p",
+}
+
+# Odd spellings the name parser cannot derive (driver names, cloud catalog names).
+ALIASES = {
+    "H100-SXM5": ["H100 SXM"],
+    "GH200-96GB": ["GH200 480GB"],  # torch reports the module incl. its 480 GB LPDDR5X
+    "GH200-HBM3e": ["GH200 144GB", "GH200 624GB"],
+    "MI250X-GCD": ["MI250X/MI250"],  # ROCm device name of one MI250/MI250X GCD
+    "TPU v5e": ["TPU v5 lite", "TPU v5litepod"],
+    "Quadro RTX 6000": ["RTX6000"],
+    "K80": ["Tesla K80"],
+}
+
+# A bare family name resolves to this variant (documented in docs/hardware.md).
+DEFAULTS = {
+    "A100": "A100-SXM4-80GB",
+    "H100": "H100-SXM5",
+    "H200": "H200-SXM",
+    "GH200": "GH200-96GB",
+    "V100": "V100-SXM2-16GB",
+    "P100": "P100-PCIe-16GB",
+    "MI250": "MI250",
+    "MI250X": "MI250X",
+}
+
+# Figures missing from the curated table that we fill as labelled estimates (see each note).
+ESTIMATES = {
+    "H100-NVL": {
+        "fields": {"tf32": 417.5, "fp16": 835.5, "bf16": 835.5, "fp8": 1670.5, "fp64": 30.0},
+        "interconnect_bandwidth_gbs": 600,
+        "note": "ESTIMATED tensor/FP64 figures: NVIDIA H100 product-page NVL column (per GPU, TF32 835 / "
+        "FP16 1671 / FP8 3341 with sparsity) halved; not in a stored source. NVLink bridge 600 GB/s.",
+    },
+    "RTX 5090": {
+        "fields": {"tf32": 104.8, "fp16": 209.5, "bf16": 209.5, "fp8": 419.0},
+        "note": "ESTIMATED tensor figures: FP16-accumulate dense 419 (838 sparse) is published; the "
+        "FP32-accumulate rate PyTorch uses is taken as half of it, as on Turing/Ampere/Ada GeForce; "
+        "TF32 = FP32 rate as on the 4090.",
+    },
+}
+
+# Hand-written short notes where the first sentence of the curated note would mislead.
+NOTES = {
+    "K80": "Per GK210 die (a K80 board holds two; PyTorch and clouds count one die as one GPU). No tensor cores.",
+    "A16": "Per GPU; an A16 board holds 4 GPUs. TDP is per board (left empty).",
+    "GB200": "Per Blackwell GPU of a GB200 superchip (Grace CPU + 2 GPUs).",
+    "MI250": "Whole OAM package (2 GCDs); PyTorch sees each GCD as one device: see MI250-GCD.",
+    "MI250X": "Whole OAM package (2 GCDs); PyTorch sees each GCD as one device: see MI250X-GCD.",
+    "MI250-GCD": "One GCD of an MI250 = package/2; each GCD is a separate PyTorch/ROCm device.",
+    "MI250X-GCD": "One GCD of an MI250X = package/2; each GCD is a separate PyTorch/ROCm device.",
+    "MI100": "sm_count = CUs. BF16 matrix rate is half FP16 on CDNA1. No TF32.",
+    "MI300X": "sm_count = CUs. TF32 column = AMD XF32 matrix rate. AMD sparse figures are 2x.",
+    "MI325X": "sm_count = CUs. Same compute as MI300X, 256 GB HBM3e at 6 TB/s.",
+    "TPU v4": "Per chip (2 TensorCores). Memory 32 GiB. Peak is bf16 (int8 same); no published fp32 peak.",
+    "TPU v5e": "Per chip. 197 TFLOPS bf16, 394 TOPS int8; no published fp32 peak.",
+    "TPU v5p": "Per chip (2 TensorCores). 459 TFLOPS bf16; no published fp32 peak.",
+    "P100-PCIe-16GB": "No tensor cores; fp16 = packed FP16 rate (2x FP32).",
+    "P100-SXM2-16GB": "No tensor cores; fp16 = packed FP16 rate (2x FP32).",
+    "TITAN V": "Volta prosumer card: 80 SMs, 640 tensor cores (FP32 accumulate at full rate, 110 TFLOPS); "
+    "FP16 non-tensor 27.6. 652.8 GB/s.",
+    "GTX 1080 Ti": "No tensor cores; native FP16 runs at 1/64 rate, so fp16 work runs at the FP32 rate. "
+    "TechPowerUp-only figures.",
+    "TITAN Xp": "No tensor cores; native FP16 at 1/64 rate (fp16 work runs at the FP32 rate). 547.7 GB/s GDDR5X.",
+    "P4": "No tensor cores; native FP16 at 1/64 rate. 20 SMs (deviceQuery; NeuSight's 40 is wrong). 75 W board.",
+    "P40": "No tensor cores; native FP16 at 1/64 rate. 12 TFLOPS FP32, 346 GB/s, 250 W.",
+    "A10G": "AWS G5 variant of GA102: 80 SMs; NVIDIA/AWS datasheet 35 FP32 / 70 FP16 dense.",
+    "GH200-HBM3e": "HBM3e refresh of GH200 (141 GB, 4.8 TB/s); single-source (stas00); other fields unconfirmed.",
+}
+
+# Packed FP16 (non-tensor) rates the curated table keeps in its notes: PyTorch reaches them on GP100.
+PACKED_FP16 = {"P100-PCIe-16GB": 18.7, "P100-SXM2-16GB": 21.2}
+
+
+def _num(text: str) -> float | int | None:
+    text = text.strip()
+    if not text:
+        return None
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
+def _unsupported(row: dict[str, str], name: str) -> list[str]:
+    """Precisions the hardware has no path for (so asking for them is an error, not a missing figure)."""
+    vendor, arch = row["vendor"], row["architecture"]
+    if vendor == "Google":
+        return ["fp64", "tf32", "fp16", "fp8"]
+    if vendor == "AMD":
+        if "CDNA3" in arch:
+            return []
+        return ["tf32", "fp8"]
+    cc = float(row["compute_capability"])
+    lacking = []
+    if cc < 8.0:
+        lacking += ["tf32", "bf16"]
+    if cc < 8.9:
+        lacking.append("fp8")
+    return lacking
+
+
+def _sources(row: dict[str, str]) -> list[str]:
+    urls = [u.strip() for u in row["source_urls"].split(";") if u.strip()]
+    keep = urls[:2]
+    if len(urls) > 2 and urls[-1] not in keep:
+        keep.append(urls[-1])  # TechPowerUp (secondary) comes last in the curated table
+    return keep
+
+
+def _short_note(row: dict[str, str], name: str) -> str:
+    if name in NOTES:
+        note = NOTES[name]
+    else:
+        first = re.split(r"(?<=\.)\s", row["notes"].strip(), maxsplit=1)[0]
+        note = first if len(first) <= 220 else first[:217].rstrip() + "..."
+    flags = [f for f in ("UNCERTAIN", "DERIVED", "ASSUMED") if f in row["notes"] and f not in note]
+    if name in ESTIMATES:
+        note, flags = ESTIMATES[name]["note"], []
+    if flags:
+        note += " [" + ", ".join(flags) + "; see shared/data/hardware notes]"
+    return note
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise TypeError(value)
+
+
+FIELD_ORDER = [
+    ("name", "name"), ("aliases", None), ("vendor", "vendor"), ("kind", None), ("architecture", "architecture"),
+    ("compute_capability", "compute_capability"), ("form_factor", "form_factor"), ("release_year", "release_year"),
+    ("memory_gb", "memory_gb"), ("memory_type", "memory_type"), ("memory_bandwidth_gbs", "memory_bandwidth_gbs"),
+    ("sm_count", "sm_count"), ("boost_clock_mhz", "boost_clock_mhz"), ("l2_cache_mb", "l2_cache_mb"),
+    ("tdp_w", "tdp_w"), ("fp64_tflops", "fp64_tflops"), ("fp32_tflops", "fp32_tflops"),
+    ("tf32_tflops", "tf32_tensor_tflops_dense"), ("fp16_tflops", "fp16_tensor_tflops_dense"),
+    ("bf16_tflops", "bf16_tensor_tflops_dense"), ("fp8_tflops", "fp8_tensor_tflops_dense"),
+    ("unsupported", None), ("estimated", None),
+    ("interconnect", "interconnect"), ("interconnect_bandwidth_gbs", "interconnect_bandwidth_gbs_per_gpu"),
+    ("pcie_gen", "pcie_gen"), ("sources", None), ("notes", None),
+]
+TEXT_FIELDS = {"name", "vendor", "architecture", "compute_capability", "form_factor", "memory_type", "interconnect"}
+
+
+def build_accelerators(rows: list[dict[str, str]]) -> str:
+    out = [
+        "# PreNeT hardware catalog: one [[accelerator]] per model/variant, as PyTorch sees one device.",
+        "# Generated by `python -m predictor_models.hardware.build_data` from the curated tables in",
+        "# ../shared/data/hardware (each value checked there against vendor datasheets); edit the generator's",
+        "# overlay or this file, and keep them in step. Units: GB (decimal, as vendors state), GB/s, MHz, MB,",
+        "# W; *_tflops = DENSE peak TFLOPS (no 2:4 sparsity). GeForce fp16/bf16/fp8 = FP32-accumulate rate.",
+        "# A missing key means unknown. `unsupported` lists precisions the hardware lacks; `estimated` lists",
+        "# figures that are labelled estimates (the note says how they were obtained).",
+        "",
+        "# A bare family name resolves to this variant.",
+        "[defaults]",
+    ]
+    out += [f"{_toml(k)} = {_toml(v)}" for k, v in DEFAULTS.items()]
+    for row in rows:
+        name = RENAME.get(row["name"], row["name"])
+        values: dict[str, object] = {}
+        for key, column in FIELD_ORDER:
+            if column is None:
+                continue
+            raw = row[column].strip()
+            if key in TEXT_FIELDS:
+                values[key] = raw or None
+            else:
+                values[key] = _num(raw)
+        values["name"] = name
+        if name in PACKED_FP16:
+            values["fp16_tflops"] = PACKED_FP16[name]
+        values["aliases"] = ALIASES.get(name) or None
+        values["kind"] = "tpu" if row["vendor"] == "Google" else "gpu"
+        values["unsupported"] = _unsupported(row, name)
+        estimate = ESTIMATES.get(name)
+        if estimate:
+            for key, value in estimate["fields"].items():
+                values[f"{key}_tflops"] = value
+            values["estimated"] = sorted(estimate["fields"])
+            if "interconnect_bandwidth_gbs" in estimate:
+                values["interconnect_bandwidth_gbs"] = estimate["interconnect_bandwidth_gbs"]
+        values["sources"] = _sources(row)
+        values["notes"] = _short_note(row, name)
+        out += ["", "[[accelerator]]"]
+        for key, _ in FIELD_ORDER:
+            value = values.get(key)
+            if value is None or value == []:
+                continue
+            out.append(f"{key} = {_toml(value)}")
+    return "\n".join(out) + "\n"
+
+
+def build_prices(rows: list[dict[str, str]]) -> str:
+    dates = sorted(r["price_date"] for r in rows)
+    out = [
+        "# On-demand list prices in USD per GPU-hour, dated as each source states. Generated by",
+        "# `python -m predictor_models.hardware.build_data` from ../shared/data/hardware/prices.csv.",
+        "# Default price of an accelerator: the lowest per-GPU-hour price among each provider's latest",
+        "# listing, full-machine prices before GPU-only ones (see predictor_models/hardware/prices.py).",
+        "",
+        "[meta]",
+        f"table_date = {_toml(dates[-1])}  # newest price in the table",
+        f"oldest_date = {_toml(dates[0])}",
+        'currency = "USD"',
+    ]
+    for row in rows:
+        notes = " ".join(row["notes"].split())
+        gpu_only = "GPU attachment price only" in notes
+        source = " ".join(row["source"].split())
+        out += [
+            "",
+            "[[price]]",
+            f"accelerator = {_toml(RENAME.get(row['gpu_name'], row['gpu_name']))}",
+            f"provider = {_toml(row['provider'])}",
+            f"instance_type = {_toml(row['instance_type'])}",
+            f"gpus_per_instance = {int(row['gpus_per_instance'])}",
+            f"usd_per_instance_hour = {_toml(_num(row['usd_per_hour_instance']))}",
+            f"usd_per_gpu_hour = {_toml(_num(row['usd_per_gpu_hour']))}",
+            f"region = {_toml(row['region'])}",
+            f"price_date = {_toml(row['price_date'])}",
+            f"source = {_toml(source)}",
+        ]
+        if gpu_only:
+            out.append("gpu_only = true")
+        if notes:
+            out.append(f"notes = {_toml(notes if len(notes) <= 200 else notes[:197].rstrip() + '...')}")
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
+    args = parser.parse_args()
+    with open(args.source / "accelerators.csv", newline="", encoding="utf-8") as handle:
+        accelerators = list(csv.DictReader(handle))
+    with open(args.source / "prices.csv", newline="", encoding="utf-8") as handle:
+        prices = list(csv.DictReader(handle))
+    (HERE / "accelerators.toml").write_text(build_accelerators(accelerators), encoding="utf-8")
+    (HERE / "prices.toml").write_text(build_prices(prices), encoding="utf-8")
+    print(f"wrote {len(accelerators)} accelerators and {len(prices)} prices to {HERE}")
+
+
+if __name__ == "__main__":
+    main()

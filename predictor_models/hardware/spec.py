@@ -1,0 +1,209 @@
+"""Data classes of the hardware catalog: an accelerator, its prices, a node target, the current device.
+
+Figures are stored as the vendor states them (TFLOPS, GB, GB/s); `Accelerator.peak_flops` converts to
+FLOP/s so that callers never multiply by 1e12 themselves.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+TERA = 1e12
+
+# Canonical precision keys used by the catalog and the names accepted for each. A `torch.dtype` is
+# matched through its str() ("torch.bfloat16"), so this module never imports torch.
+PRECISION_ALIASES: dict[str, str] = {
+    "float32": "fp32", "fp32": "fp32", "float": "fp32", "f32": "fp32", "32": "fp32", "single": "fp32",
+    "tf32": "tf32", "tfloat32": "tf32", "tensorfloat32": "tf32",
+    "float16": "fp16", "fp16": "fp16", "half": "fp16", "f16": "fp16", "16": "fp16",
+    "bfloat16": "bf16", "bf16": "bf16",
+    "float8": "fp8", "fp8": "fp8", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "float8_e4m3fnuz": "fp8",
+    "float8_e5m2fnuz": "fp8", "e4m3": "fp8", "e5m2": "fp8",
+    "float64": "fp64", "fp64": "fp64", "double": "fp64", "f64": "fp64",
+}
+PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
+
+
+class UnsupportedPrecisionError(ValueError):
+    """The device cannot run this precision (e.g. bf16 on a V100), or the dtype is not a float type."""
+
+
+class MissingFigureError(UnsupportedPrecisionError):
+    """The device supports the precision but the catalog has no published figure for it."""
+
+
+def precision_key(dtype: Any) -> str:
+    """Map a `torch.dtype` or a name ("bfloat16", "bf16", "half", ...) to a catalog key ("bf16")."""
+    text = str(dtype).strip().lower()
+    text = text.removeprefix("torch.")
+    key = PRECISION_ALIASES.get(text)
+    if key is None:
+        raise UnsupportedPrecisionError(
+            f"no peak FLOP/s for dtype {dtype!r}; known: float64, float32, tf32, float16, bfloat16, float8"
+        )
+    return key
+
+
+@dataclass(frozen=True)
+class Price:
+    """One on-demand list price, per GPU-hour, as a provider published it on `price_date`."""
+
+    provider: str
+    instance_type: str
+    gpus_per_instance: int
+    usd_per_gpu_hour: float
+    region: str
+    price_date: str  # ISO date the source states
+    source: str
+    notes: str = ""
+    gpu_only: bool = False  # True: the host VM is billed separately (not comparable with full-machine prices)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """One accelerator model/variant of the catalog (a single GPU, GCD or TPU chip as PyTorch sees it).
+
+    TFLOPS fields are *dense* peaks (no 2:4 sparsity). On GeForce cards fp16/bf16/fp8 hold the
+    FP32-accumulate tensor rate, which is what PyTorch's matmuls use. `None` means unknown.
+    """
+
+    name: str
+    vendor: str
+    architecture: str
+    memory_gb: float
+    memory_bandwidth_gbs: float
+    sm_count: int | None = None
+    boost_clock_mhz: float | None = None
+    l2_cache_mb: float | None = None
+    tdp_w: float | None = None
+    fp32_tflops: float | None = None
+    tf32_tflops: float | None = None
+    fp16_tflops: float | None = None
+    bf16_tflops: float | None = None
+    fp8_tflops: float | None = None
+    fp64_tflops: float | None = None
+    interconnect: str | None = None
+    interconnect_bandwidth_gbs: float | None = None  # bidirectional total per GPU, as the vendor states it
+    pcie_gen: int | None = None
+    release_year: int | None = None
+    compute_capability: str | None = None
+    kind: str = "gpu"  # "gpu" | "tpu"
+    sources: tuple[str, ...] = ()
+    notes: str = ""
+    # -- beyond the shared contract --
+    aliases: tuple[str, ...] = ()
+    form_factor: str | None = None
+    memory_type: str | None = None
+    unsupported: tuple[str, ...] = ()  # precision keys the device has no hardware path for
+    estimated: tuple[str, ...] = ()  # precision keys whose figure is an estimate (see notes)
+    price_list: tuple[Price, ...] = field(default=(), compare=False, repr=False)
+    user_defined: bool = False  # came from an override file
+
+    # ---- precision -------------------------------------------------------------------------
+    def _tflops(self, key: str) -> float | None:
+        return getattr(self, f"{key}_tflops")
+
+    def peak_flops(self, dtype: Any, *, tf32: bool = False) -> float:
+        """Dense peak FLOP/s for `dtype` (a `torch.dtype` or a name).
+
+        - float32 with ``tf32=True`` gives the TF32 tensor peak where the device has one, else fp32.
+        - float16 on a device without tensor cores gives its packed-FP16 rate where the catalog has one
+          (P100), else the fp32 rate: cuBLAS computes such fp16 GEMMs in fp32.
+        - A precision the hardware lacks (bf16 on V100, fp8 before Ada/Hopper) raises
+          `UnsupportedPrecisionError`; a supported one without a published figure raises
+          `MissingFigureError` (a subclass). Never returns 0.
+        """
+        key = precision_key(dtype)
+        if key == "fp32" and tf32 and self._tflops("tf32") is not None:
+            key = "tf32"
+        if key == "tf32" and self._tflops("tf32") is None and "tf32" in self.unsupported:
+            key = "fp32"  # TF32 requested where it does not exist: PyTorch silently runs fp32
+        value = self._tflops(key)
+        if value is None and key == "fp16" and "fp16" not in self.unsupported and self.fp32_tflops is not None:
+            if self.kind == "gpu" and self.fp16_tflops is None:
+                value = self.fp32_tflops
+        if value is not None:
+            return value * TERA
+        if key in self.unsupported:
+            raise UnsupportedPrecisionError(f"{self.name} has no {_LABEL[key]} support in hardware")
+        raise MissingFigureError(f"{self.name}: no published {_LABEL[key]} peak in the catalog")
+
+    def supports(self, dtype: Any, *, tf32: bool = False) -> bool:
+        """True when `peak_flops(dtype)` returns a figure (the device runs it and the peak is known)."""
+        try:
+            self.peak_flops(dtype, tf32=tf32)
+        except UnsupportedPrecisionError:
+            return False
+        return True
+
+    # ---- prices -----------------------------------------------------------------------------
+    @property
+    def prices(self) -> tuple[Price, ...]:
+        """All listed on-demand prices for this accelerator (oldest rows included; see `price_date`)."""
+        return self.price_list
+
+    @property
+    def default_price(self) -> Price | None:
+        """The price used for costs; rule in `predictor_models.hardware.prices.default_price`."""
+        from predictor_models.hardware.prices import default_price
+
+        return default_price(self.price_list)
+
+    @property
+    def usd_per_hour(self) -> float | None:
+        """Default on-demand USD per GPU-hour: the lowest of each provider's latest listing; None if unlisted."""
+        price = self.default_price
+        return None if price is None else price.usd_per_gpu_hour
+
+    @property
+    def price_date(self) -> str | None:
+        """Date of the default price (show it beside any cost)."""
+        price = self.default_price
+        return None if price is None else price.price_date
+
+    # ---- conversions ------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (prices included, with the default price resolved)."""
+        out: dict[str, Any] = {}
+        for key in self.__dataclass_fields__:
+            if key == "price_list":
+                continue
+            value = getattr(self, key)
+            out[key] = list(value) if isinstance(value, tuple) else value
+        out["usd_per_hour"] = self.usd_per_hour
+        out["price_date"] = self.price_date
+        out["prices"] = [p.to_dict() for p in self.price_list]
+        return out
+
+
+_LABEL = {"fp64": "FP64", "fp32": "FP32", "tf32": "TF32", "fp16": "FP16", "bf16": "BF16", "fp8": "FP8"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A projection target: `count` accelerators of one kind in a node ("8x H100")."""
+
+    count: int
+    accelerator: Accelerator
+
+    @property
+    def label(self) -> str:
+        return self.accelerator.name if self.count == 1 else f"{self.count}x {self.accelerator.name}"
+
+    def __str__(self) -> str:
+        return self.label
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What this process trains on. `accelerator` is the catalog entry when the device is in it."""
+
+    kind: str  # "cuda" | "rocm" | "cpu" | "mps"
+    name: str
+    count: int
+    accelerator: Accelerator | None
+    memory_gb: float | None  # per device, GiB as the driver reports it (vendors' "80 GB" HBM = 80 GiB)
+    cpu_cores: int
