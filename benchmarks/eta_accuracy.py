@@ -1,0 +1,146 @@
+"""ETA accuracy on real CPU runs: PreNeT's first prediction vs the measured fit time.
+
+    python benchmarks/eta_accuracy.py [--only NAME ...] [--json benchmarks/results/eta_accuracy.json]
+
+Each workload (see `workloads.py`) runs in its own process with `PreNeTCallback`. For each we
+report the error of PreNeT's first prediction (made within the first 5% of optimizer steps) and,
+from the same run, of the naive estimate progress bars make: the first epoch's training-batch rate
+times the remaining batches, validation and everything else ignored.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_one(name: str, out_dir: str) -> dict[str, Any]:
+    """Train one workload with the callback (in this process) and return the figures."""
+    sys.path.insert(0, str(ROOT))
+    import lightning.pytorch as pl
+
+    from benchmarks.workloads import WORKLOADS, build_trainer
+    from prenet_callbacks import PreNeTCallback
+
+    class BatchClock(pl.Callback):
+        """Times training batches per epoch, for the naive progress-bar estimate."""
+
+        def __init__(self) -> None:
+            self.fit_start = 0.0
+            self.epoch0_first_start: float | None = None
+            self.epoch0_last_end: float | None = None
+            self.epoch0_batches = 0
+            self.total_batches = 0
+
+        def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
+            self.fit_start = time.perf_counter()
+
+        def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
+            if trainer.current_epoch == 0 and self.epoch0_first_start is None:
+                self.epoch0_first_start = time.perf_counter()
+
+        def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+            self.total_batches += 1
+            if trainer.current_epoch == 0:
+                self.epoch0_batches += 1
+                self.epoch0_last_end = time.perf_counter()
+
+    pl.seed_everything(0, verbose=False)
+    module, train, val, settings = WORKLOADS[name]()
+    prenet = PreNeTCallback(report_path=f"{out_dir}/{name}/prenet_report.json", print_report=False, targets=[])
+    clock = BatchClock()
+    trainer = build_trainer(f"{out_dir}/{name}", [clock, prenet], settings)
+    start = time.perf_counter()
+    trainer.fit(module, train, val)
+    wall = time.perf_counter() - start
+
+    report = prenet.report
+    actual = report.actual["fit_s"]
+    first = report.first_prediction
+    plan = report.plan
+    # Progress bar: batches of epoch 0 at their rate, then the rest at the same rate.
+    rate = clock.epoch0_batches / (clock.epoch0_last_end - clock.epoch0_first_start)
+    elapsed_epoch0 = clock.epoch0_last_end - clock.fit_start
+    naive_total = elapsed_epoch0 + (clock.total_batches - clock.epoch0_batches) / rate
+    return {
+        "workload": name,
+        "description": WORKLOADS[name].__doc__.strip(),
+        "actual_fit_s": round(actual, 3),
+        "trainer_fit_wall_s": round(wall, 3),
+        "total_steps": plan.get("total_steps"),
+        "first_prediction_at_step": first["at_step"],
+        "first_prediction_at_fraction": round(first["at_step"] / plan["total_steps"], 4),
+        "first_prediction_s": round(first["predicted_total_s"], 3),
+        "first_error": round(first["predicted_total_s"] / actual - 1, 4),
+        "first_band": [round(first["low_s"], 2), round(first["high_s"], 2)],
+        "actual_in_band": first["low_s"] <= actual <= first["high_s"],
+        "naive_progress_bar_s": round(naive_total, 3),
+        "naive_error": round(naive_total / actual - 1, 4),
+        "last_refinement_error": round(report.predictions[-1]["predicted_total_s"] / actual - 1, 4),
+        "predictions": len(report.predictions),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="*", help="workload names (default: all)")
+    parser.add_argument("--json", default=str(ROOT / "benchmarks/results/eta_accuracy.json"))
+    parser.add_argument("--out", default="/tmp/prenet-eta-bench", help="scratch directory for runs")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print("RESULT " + json.dumps(run_one(args.child, args.out)))
+        return
+
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.workloads import WORKLOADS
+
+    names = args.only or list(WORKLOADS)
+    rows = []
+    for name in names:
+        # a fresh process per run: no warm caches or threads carried from one run to the next
+        proc = subprocess.run([sys.executable, __file__, "--child", name, "--out", args.out],
+                              capture_output=True, text=True, cwd=ROOT)
+        line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
+        if line is None:
+            print(proc.stdout[-3000:], proc.stderr[-3000:], file=sys.stderr)
+            raise SystemExit(f"workload {name} failed (exit {proc.returncode})")
+        row = json.loads(line[len("RESULT "):])
+        rows.append(row)
+        print(f"{name:36s} fit {row['actual_fit_s']:7.1f}s  first@{row['first_prediction_at_fraction']:.1%} "
+              f"err {row['first_error']:+.1%}  naive {row['naive_error']:+.1%}  in band {row['actual_in_band']}")
+    first = [abs(r["first_error"]) for r in rows]
+    naive = [abs(r["naive_error"]) for r in rows]
+    summary = {
+        "runs": len(rows),
+        "median_abs_first_error": round(statistics.median(first), 4),
+        "worst_abs_first_error": round(max(first), 4),
+        "median_abs_naive_error": round(statistics.median(naive), 4),
+        "worst_abs_naive_error": round(max(naive), 4),
+        "actual_in_band": sum(r["actual_in_band"] for r in rows),
+    }
+    print(json.dumps(summary, indent=1))
+    result = {"benchmark": "eta_accuracy", "command": "python benchmarks/eta_accuracy.py",
+               "date": time.strftime("%Y-%m-%d %H:%M"), "machine": _machine(), "summary": summary, "runs": rows}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+
+
+def _machine() -> str:
+    import os
+    import platform
+
+    import torch
+
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Overhead of PreNeTCallback: the same fit with and without it, alternating.
+
+    python benchmarks/overhead.py [--workload NAME] [--pairs 3] [--json benchmarks/results/overhead.json]
+
+Reports the whole-fit wall-time ratio (with / without) and the per-step ratio after the profiling
+window (median training-batch interval, measured by the same independent clock in both runs).
+Runs alternate (without, with, without, with, ...) so that drifts of the machine hit both sides.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+# Batches ignored at the start of each run when comparing per-step cost: warm-up, the profiling
+# window and the clean timing window all end well before this.
+_SKIP_BATCHES = 60
+
+
+def run_one(name: str, with_callback: bool, out_dir: str) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT))
+    import lightning.pytorch as pl
+
+    from benchmarks.workloads import WORKLOADS, build_trainer
+    from prenet_callbacks import PreNeTCallback
+
+    class BatchIntervals(pl.Callback):
+        def __init__(self) -> None:
+            self.last: float | None = None
+            self.intervals: list[float] = []
+            self.first_in_epoch = True
+
+        def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+            self.first_in_epoch = True
+
+        def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+            now = time.perf_counter()
+            if self.last is not None and not self.first_in_epoch:
+                self.intervals.append(now - self.last)
+            self.last, self.first_in_epoch = now, False
+
+        def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+            self.first_in_epoch = True  # the next interval contains a validation run
+
+    pl.seed_everything(0, verbose=False)
+    module, train, val, settings = WORKLOADS[name]()
+    clock = BatchIntervals()
+    callbacks: list[Any] = [clock]
+    if with_callback:
+        callbacks.append(PreNeTCallback(report_path=f"{out_dir}/{name}/prenet_report.json", print_report=False,
+                                        targets=[]))
+    trainer = build_trainer(f"{out_dir}/{name}-{int(with_callback)}", callbacks, settings)
+    start = time.perf_counter()
+    trainer.fit(module, train, val)
+    fit_s = time.perf_counter() - start
+    steady = clock.intervals[_SKIP_BATCHES:]
+    return {"with_callback": with_callback, "fit_s": fit_s, "median_step_s": statistics.median(steady),
+            "mean_step_s": statistics.fmean(steady), "steps": len(steady)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workload", default="lstm_val_every_epoch")
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--json", default=str(ROOT / "benchmarks/results/overhead.json"))
+    parser.add_argument("--out", default="/tmp/prenet-overhead-bench")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        name, flag = args.child
+        print("RESULT " + json.dumps(run_one(name, flag == "1", args.out)))
+        return
+
+    runs: list[dict[str, Any]] = []
+    for pair in range(args.pairs):
+        for flag in ("0", "1"):
+            proc = subprocess.run([sys.executable, __file__, "--child", args.workload, flag, "--out", args.out],
+                                  capture_output=True, text=True, cwd=ROOT)
+            line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
+            if line is None:
+                print(proc.stderr[-3000:], file=sys.stderr)
+                raise SystemExit(f"run failed (exit {proc.returncode})")
+            run = json.loads(line[len("RESULT "):])
+            runs.append(run)
+            print(f"pair {pair} callback={flag}: fit {run['fit_s']:.2f}s, median step {run['median_step_s'] * 1e3:.3f} ms")
+    without = [r for r in runs if not r["with_callback"]]
+    with_cb = [r for r in runs if r["with_callback"]]
+    fit_ratios = [w["fit_s"] / o["fit_s"] for w, o in zip(with_cb, without)]
+    step_ratios = [w["median_step_s"] / o["median_step_s"] for w, o in zip(with_cb, without)]
+    summary = {
+        "workload": args.workload,
+        "pairs": args.pairs,
+        "fit_ratio_median": round(statistics.median(fit_ratios), 4),
+        "fit_ratio_per_pair": [round(r, 4) for r in fit_ratios],
+        "step_ratio_after_window_median": round(statistics.median(step_ratios), 4),
+        "step_ratio_per_pair": [round(r, 4) for r in step_ratios],
+        "fit_s_without_median": round(statistics.median(r["fit_s"] for r in without), 3),
+    }
+    print(json.dumps(summary, indent=1))
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps({"benchmark": "overhead", "command": "python benchmarks/overhead.py",
+                                           "date": time.strftime("%Y-%m-%d %H:%M"), "summary": summary,
+                                           "runs": runs}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
