@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from prenet_callbacks.eta import Prediction, RunMeasurements, predict_fit
+from prenet_callbacks.phase_events import CudaPhaseEvents
 from prenet_callbacks.plan import RunPlan
 from prenet_callbacks.report import Report
 
@@ -121,6 +122,7 @@ class PredictionSession:
         self.last_report_write = -math.inf
         self.profiling = False
         self.profile_done = False
+        self.gpu_phases: CudaPhaseEvents | None = None
 
     # ------------------------------------------------------------------------------------------
     # Failure handling
@@ -171,6 +173,8 @@ class PredictionSession:
         self.fit_start_time = self.now()
         if current:
             self.report.current.update(current)
+        if self.report.current.get("device") == "cuda":
+            self.gpu_phases = CudaPhaseEvents()
         self.report.actual = None
         self.report.extra.setdefault("fits", 0)
         self.report.extra["fits"] += 1
@@ -265,6 +269,7 @@ class PredictionSession:
                 self.measurements.data_per_batch.add(wait)
         clock.batch_start = now
         clock.before_backward = clock.after_backward = clock.before_optimizer = None
+        self._gpu_mark("forward")
         if self._in_profile_window and self.profiler is not None:
             if not self.profiling:
                 self.profiler.start()
@@ -281,6 +286,7 @@ class PredictionSession:
             clock.phases["forward_s"] += forward
             if self._in_timing_phase:
                 self.measurements.forward_per_batch.add(forward)
+        self._gpu_mark("backward")
         if self.profiling:
             self.profiler.begin_phase("backward")
 
@@ -290,10 +296,12 @@ class PredictionSession:
         clock.after_backward = self.now()
         if clock.before_backward is not None:
             clock.phases["backward_s"] += clock.after_backward - clock.before_backward
+        self._gpu_mark("after_backward")
 
     @guarded
     def before_optimizer_step(self) -> None:
         self.step_clock.before_optimizer = self.now()
+        self._gpu_mark("optimizer")
         if self.profiling:
             self.profiler.begin_phase("optimizer")
 
@@ -305,6 +313,7 @@ class PredictionSession:
         if clock.before_optimizer is not None:
             clock.phases["optimizer_s"] += now - clock.before_optimizer
         clock.batches += 1
+        self._gpu_mark("end")
         self._record_interval(now)
         self.done_batches += 1
         if self.profiling:
@@ -358,6 +367,8 @@ class PredictionSession:
             phases["total_s"] = total
             phases["batches"] = clock.batches
             self.window_phases.append(phases)
+            if self.gpu_phases is not None:
+                self.gpu_phases.end_step()
         self.step_clock = _StepClock()
 
     # -- windows ------------------------------------------------------------------------------------
@@ -382,10 +393,26 @@ class PredictionSession:
         self.profiling = False
         self.profile_done = True
         table = profiler.stop()
+        self._resolve_gpu_phases()
         self.report.measured["layers"] = table.to_dict() if hasattr(table, "to_dict") else table
         for limitation in getattr(profiler, "limitations", []) or []:
             if limitation not in self.report.limitations:
                 self.report.limitations.append(limitation)
+
+    def _gpu_mark(self, name: str) -> None:
+        if self.gpu_phases is not None and self._in_profile_window:
+            self.gpu_phases.mark(name)
+
+    def _resolve_gpu_phases(self) -> None:
+        """On a GPU, replace the window's host-timed compute phases by their CUDA-event times."""
+        if self.gpu_phases is None:
+            return
+        gpu, self.gpu_phases = self.gpu_phases.resolve(), None
+        for phases, device_phases in zip(self.window_phases, gpu):
+            phases.update(device_phases)
+            phases["other_s"] = max(phases["other_s"], phases["total_s"] - sum(
+                phases[k] for k in ("data_s", "forward_s", "backward_s", "optimizer_s")))
+        self.report.measured["phase_timing"] = "cuda_events"
 
     # -- predictions -----------------------------------------------------------------------------
     def _elapsed(self) -> float:

@@ -161,3 +161,82 @@ def test_state_dict_round_trip_keeps_history():
     resumed.load_state_dict(state)
     assert resumed.report.predictions == session.report.predictions
     assert resumed.measurements.batch.mean == pytest.approx(session.measurements.batch.mean)
+
+
+class FakeEvent:
+    """Stands in for torch.cuda.Event: records the fake clock's time at `record()`."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.t = None
+
+    def record(self) -> None:
+        self.t = self.clock.t
+
+    def elapsed_time(self, other: "FakeEvent") -> float:
+        return (other.t - self.t) * 1000.0
+
+
+def test_gpu_phases_come_from_events_resolved_once():
+    from prenet_callbacks.phase_events import CudaPhaseEvents
+
+    clock = FakeClock()
+    syncs = []
+    events = CudaPhaseEvents(event_factory=lambda: FakeEvent(clock), synchronize=lambda: syncs.append(1))
+    for _ in range(2):
+        events.mark("forward"); clock.advance(0.3)
+        events.mark("backward"); clock.advance(0.5)
+        events.mark("after_backward"); clock.advance(0.05)
+        events.mark("optimizer"); clock.advance(0.1)
+        events.mark("end"); clock.advance(1.0)  # data loading: host time, not a GPU phase
+        events.end_step()
+    resolved = events.resolve()
+    assert syncs == [1] and len(resolved) == 2
+    assert resolved[0] == pytest.approx({"forward_s": 0.3, "backward_s": 0.5, "optimizer_s": 0.1, "other_s": 0.05})
+    with pytest.raises(ValueError, match="unknown phase mark"):
+        events.mark("sideways")
+
+
+class FakeProfiler:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.limitations = ["a limitation"]
+
+    def __getattr__(self, name):
+        if name in ("start", "resume", "suspend", "end_step", "begin_phase"):
+            return lambda *a: self.calls.append(name)
+        raise AttributeError(name)
+
+    def stop(self):
+        self.calls.append("stop")
+        return {"layers": [], "steps": 2}
+
+
+def test_session_on_cuda_times_window_phases_with_events(monkeypatch):
+    import prenet_callbacks.session as session_module
+    from prenet_callbacks.phase_events import CudaPhaseEvents
+
+    clock = FakeClock()
+    monkeypatch.setattr(session_module, "CudaPhaseEvents",
+                        lambda: CudaPhaseEvents(event_factory=lambda: FakeEvent(clock), synchronize=lambda: None))
+    session = PredictionSession(SessionConfig(warmup_steps=1, profile_steps=2, timing_steps=3), clock=clock)
+    profiler = FakeProfiler()
+    session.fit_start({"device": "cuda"})
+    session.set_plan(plan(checkpoints=[]))
+    session.attach_profiler(profiler)
+    session.train_epoch_start()
+    for g in range(1, 10):
+        session.batch_start()
+        clock.advance(0.2)
+        session.before_backward()
+        clock.advance(0.3)
+        session.after_backward()
+        session.before_optimizer_step()
+        clock.advance(0.1)
+        session.batch_end(stepped=True, global_step=g)
+    measured = session.report.measured
+    assert measured["phase_timing"] == "cuda_events" and measured["profiled_steps"] == 2
+    assert measured["step_phases"]["forward_s"] == pytest.approx(0.2)
+    assert measured["step_phases"]["backward_s"] == pytest.approx(0.3)
+    assert profiler.calls.count("start") == 1 and profiler.calls.count("end_step") == 2 and "stop" in profiler.calls
+    assert session.report.limitations == ["a limitation"]
