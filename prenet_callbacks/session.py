@@ -80,6 +80,7 @@ class _StepClock:
     phases: dict[str, float] = field(default_factory=lambda: {
         "data_s": 0.0, "forward_s": 0.0, "backward_s": 0.0, "optimizer_s": 0.0, "other_s": 0.0})
     batches: int = 0
+    in_window: bool = False  # decided when the step's first batch starts
 
 
 class PredictionSession:
@@ -269,6 +270,7 @@ class PredictionSession:
                 self.measurements.data_per_batch.add(wait)
         clock.batch_start = now
         clock.before_backward = clock.after_backward = clock.before_optimizer = None
+        clock.in_window = self._in_profile_window
         self._gpu_mark("forward")
         if self._in_profile_window and self.profiler is not None:
             if not self.profiling:
@@ -359,7 +361,7 @@ class PredictionSession:
 
     def _close_step_phases(self, now: float) -> None:
         clock = self.step_clock
-        if clock.batch_start is not None and self._in_profile_window:
+        if clock.batch_start is not None and clock.in_window:
             phases = dict(clock.phases)
             measured = sum(phases.values())
             total = now - clock.batch_start + phases["data_s"]
@@ -400,7 +402,7 @@ class PredictionSession:
                 self.report.limitations.append(limitation)
 
     def _gpu_mark(self, name: str) -> None:
-        if self.gpu_phases is not None and self._in_profile_window:
+        if self.gpu_phases is not None and self.step_clock.in_window:
             self.gpu_phases.mark(name)
 
     def _resolve_gpu_phases(self) -> None:
