@@ -1,0 +1,16 @@
+"""Per-module profiling of a few training steps: times, aten ops and static features per layer.
+
+    profiler = ModuleProfiler(model)
+    profiler.start()
+    ...                          # training steps; suspend()/resume() around data loading
+    profiler.end_step()          # after each optimizer step
+    table = profiler.stop()      # all hooks removed; LayerTable with per-step numbers
+"""
+from prenet_callbacks.profiling.errors import ProfilerError
+from prenet_callbacks.profiling.hooks import hook_snapshot
+from prenet_callbacks.profiling.profiler import ModuleProfiler
+from prenet_callbacks.profiling.table import (OPTIMIZER_NAME, ROOT_NAME, LayerRecord, LayerTable,
+                                              OpEntry)
+
+__all__ = ["ModuleProfiler", "ProfilerError", "LayerTable", "LayerRecord", "OpEntry",
+           "hook_snapshot", "ROOT_NAME", "OPTIMIZER_NAME"]

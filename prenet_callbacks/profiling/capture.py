@@ -1,0 +1,72 @@
+"""The dispatch mode that sees every aten call below autograd, times it and hands it on.
+
+It keeps no tensor: `ModuleProfiler._record` reduces each call to shapes and dtypes. Views and
+metadata ops are passed straight through (no timing, no record) to keep the overhead down.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from predictor_models.aten_ops import is_free_op
+
+if TYPE_CHECKING:
+    from prenet_callbacks.profiling.profiler import ModuleProfiler
+
+_FREE: dict[Any, bool] = {}
+
+
+class CaptureMode(TorchDispatchMode):
+    """Times each non-free aten call and reports it to the profiler."""
+
+    def __init__(self, profiler: "ModuleProfiler") -> None:
+        super().__init__()
+        self.profiler = profiler
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        entered = time.perf_counter()
+        kwargs = kwargs or {}
+        free = _FREE.get(func)
+        if free is None:
+            free = _FREE[func] = is_free_op(func)
+        prof = self.profiler
+        if free or not prof._capturing():
+            return func(*args, **kwargs)
+        try:
+            started = prof._clock.start()
+        except Exception as exc:  # a profiler bug must never reach the model
+            prof._contain(f"timing {func}", exc)
+            return func(*args, **kwargs)
+        before = time.perf_counter()
+        out = func(*args, **kwargs)   # the model's own errors propagate unchanged
+        after = time.perf_counter()
+        try:
+            prof._record(func, args, kwargs, out, prof._clock.stop(started))
+        except Exception as exc:
+            prof._contain(f"recording {func}", exc)
+        # host time this handler added around the op (not torch's own Python-mode cost)
+        prof._overhead_s += (before - entered) + (time.perf_counter() - after)
+        return out
+
+
+def mode_on_stack(mode: TorchDispatchMode) -> bool:
+    """True when `mode` is anywhere on this thread's dispatch-mode stack."""
+    return any(torch._C._get_dispatch_stack_at(i) is mode
+               for i in range(torch._C._len_torch_dispatch_stack()))
+
+
+def remove_mode(mode: TorchDispatchMode) -> bool:
+    """Take `mode` off this thread's stack even when other modes were pushed above it."""
+    if not mode_on_stack(mode):
+        return False
+    above = []
+    while torch._C._len_torch_dispatch_stack() and \
+            torch._C._get_dispatch_stack_at(torch._C._len_torch_dispatch_stack() - 1) is not mode:
+        above.append(torch._C._pop_torch_dispatch_stack(None))
+    mode.__exit__(None, None, None)
+    for other in reversed(above):
+        torch._C._push_on_torch_dispatch_stack(other)
+    return True
