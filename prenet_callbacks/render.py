@@ -32,7 +32,10 @@ def finish_time(created_iso: str | None, elapsed_s: float, eta_s: float) -> str:
 
 
 def _headline(report: Report) -> Text:
-    device = report.current.get("name") or report.current.get("device", "this device")
+    device = report.current.get("catalog_name") or report.current.get("name") or report.current.get("device", "this device")
+    if report.current.get("device") == "cpu":
+        cores = report.current.get("cpu_cores")
+        device = f"CPU ({report.current.get('name', 'unknown')}{f', {cores} cores' if cores else ''})"
     devices = report.current.get("devices", 1)
     where = f"{devices}x {device}" if devices and devices > 1 else device
     prediction = report.latest_prediction or {}
@@ -85,9 +88,10 @@ def _layer_table(layers: list[dict[str, Any]]) -> Table | None:
         return None
     rows.sort(key=lambda layer: -((layer.get("forward_s") or 0) + (layer.get("backward_s") or 0)))
     table = Table(title="Layers (measured, per optimizer step)", title_justify="left", show_edge=False, pad_edge=False)
-    for column, justify in (("layer", "left"), ("type", "left"), ("forward", "right"), ("backward", "right"),
-                            ("FLOPs (CO)", "right"), ("bytes", "right"), ("FLOP/B", "right"), ("params", "right")):
-        table.add_column(column, justify=justify)
+    table.add_column("layer", overflow="fold", ratio=3)
+    table.add_column("type", overflow="ellipsis", ratio=2)
+    for column in ("forward", "backward", "FLOPs fwd (CO)", "FLOP/B", "params"):
+        table.add_column(column, justify="right", no_wrap=True)
     for layer in rows[:_MAX_LAYER_ROWS]:
         features = layer.get("features") or {}
         table.add_row(
@@ -95,8 +99,7 @@ def _layer_table(layers: list[dict[str, Any]]) -> Table | None:
             str(layer.get("module_type", "")),
             format_step_time(layer.get("forward_s")),
             format_step_time(layer.get("backward_s")),
-            format_count(features.get("flops") or features.get("co")),
-            format_count(features.get("bytes_moved")),
+            format_count(features.get("co_flops")),
             _format_intensity(features.get("arithmetic_intensity")),
             format_count(layer.get("params")),
         )
@@ -115,25 +118,43 @@ def _targets_table(report: Report) -> Table | None:
     price_dates = sorted({t.get("price_date") for t in report.targets if t.get("price_date")})
     title = "Other hardware (predicted)" + (f", prices as of {price_dates[-1]}" if price_dates else "")
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for column, justify in (("hardware", "left"), ("step", "right"), ("fit time", "right"), ("speed-up", "right"),
-                            ("fits", "center"), ("$/h", "right"), ("cost", "right"), ("method", "left")):
+    for column, justify in (("hardware", "left"), ("step", "right"), ("fit time", "right"), ("band", "right"),
+                            ("speed-up", "right"), ("fits", "center"), ("$/h", "right"), ("cost", "right"),
+                            ("method", "left")):
         table.add_column(column, justify=justify)
+    notes: list[str] = []
     for target in report.targets:
         devices = target.get("devices", 1)
         name = target.get("name", "?")
         label = f"{devices}x {name}" if devices and devices > 1 else name
         speedup = target.get("speedup")
         fits = target.get("fits_memory")
+        if fits is None:
+            fits_text = "—"
+        elif fits:
+            fits_text = "yes"
+        else:
+            max_batch = target.get("max_batch")
+            fits_text = "[red]no[/red]" + (f" (≤{max_batch})" if max_batch is not None else "")
+        error = target.get("relative_error")
+        for note in target.get("notes") or []:
+            line = f"{label}: {note}"
+            if line not in notes:
+                notes.append(line)
         table.add_row(
             label + (" (current)" if target.get("current") else ""),
             format_step_time(target.get("step_seconds")),
             format_duration(target.get("total_seconds")),
+            "—" if error is None else f"±{error * 100:.0f}%",
             "—" if speedup is None else f"{speedup:.2f}x",
-            "—" if fits is None else ("yes" if fits else "[red]no[/red]"),
+            fits_text,
             format_usd(target.get("usd_per_hour")),
             format_usd(target.get("total_usd")),
             str(target.get("method", "")),
         )
+    if notes:
+        table.caption = "\n".join(notes)
+        table.caption_justify = "left"
     return table
 
 

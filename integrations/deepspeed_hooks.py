@@ -1,0 +1,143 @@
+"""Turn a `DeepSpeedEngine`'s calls into `PredictionSession` events.
+
+DeepSpeed has no callback API, so ``forward``, ``backward``, ``step`` and ``save_checkpoint`` are
+wrapped on the engine *instance* (the class is never touched). A micro-batch is
+``engine(x)`` -> ``engine.backward(loss)`` -> ``engine.step()``; the optimizer steps only when
+``step()`` runs at a gradient-accumulation boundary, and ``engine.global_steps`` counts those steps.
+
+Every wrapper calls straight through with the same arguments, returns what the original returned
+and lets its exceptions pass unchanged; an error in PreNeT's own code becomes one warning and the
+session steps aside (restoring the originals).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import torch
+
+from prenet_callbacks.session import PredictionSession
+
+Restore = Callable[[], None]
+
+
+def wrap_method(obj: Any, name: str, make_wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Restore:
+    """Replace ``obj.name`` by ``make_wrapper(original)`` on the instance; return the undo action.
+
+    Undo puts back exactly what the instance had (its own attribute, or none so that the class
+    method shows again). When someone wrapped the method again on top of ours, undo leaves theirs
+    in place: ours is then inert (its events check that the adapter is still active).
+    """
+    had_own = name in obj.__dict__
+    previous = obj.__dict__.get(name)
+    wrapper = make_wrapper(getattr(obj, name))
+    # bypass nn.Module.__setattr__: a plain instance attribute is all this needs
+    obj.__dict__[name] = wrapper
+
+    def restore() -> None:
+        if obj.__dict__.get(name) is not wrapper:
+            return
+        if had_own:
+            obj.__dict__[name] = previous
+        else:
+            del obj.__dict__[name]
+
+    return restore
+
+
+class EngineEvents:
+    """Feeds the session from one engine; ``install()`` wraps, the session's cleanups unwrap."""
+
+    def __init__(self, engine: Any, session: PredictionSession, total_steps: int) -> None:
+        self.engine = engine
+        self.session = session
+        self.total_steps = total_steps
+        self.active = False
+        self.in_batch = False           # a micro-batch has started (first forward since the last step)
+        self.boundary = False           # the current step() is at an accumulation boundary
+        self.evaluating = False         # the running forward is an evaluation call (no grad, between batches)
+        self.last_global_steps = int(engine.global_steps)
+
+    # -- installation ---------------------------------------------------------------------------
+    def install(self) -> None:
+        """Wrap the engine's methods; every wrap registers its undo with the session."""
+        self.active = True
+        self.session.add_cleanup(self._deactivate)
+        for name, before, after in (
+            ("forward", self._on_forward, self._on_forward_end),
+            ("backward", self._on_backward_start, self._on_backward_end),
+            ("step", self._on_step_start, self._on_step_end),
+            ("save_checkpoint", self.session.checkpoint_start, self.session.checkpoint_end),
+        ):
+            if callable(getattr(self.engine, name, None)):
+                self.session.add_cleanup(wrap_method(self.engine, name, self._wrapper(before, after)))
+
+    def _deactivate(self) -> None:
+        self.active = False
+
+    def _wrapper(self, before: Callable[[], None] | None,
+                 after: Callable[[], None] | None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def make(original: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(original)
+            def wrapped(*args: Any, **kwargs: Any) -> Any:
+                if before is not None:
+                    self._fire(before)
+                result = original(*args, **kwargs)
+                if after is not None:
+                    self._fire(after)
+                return result
+
+            return wrapped
+
+        return make
+
+    def _fire(self, event: Callable[[], None]) -> None:
+        """Run one event; PreNeT's own errors make the session step aside, never reach the run."""
+        if not self.active or self.session.disabled:
+            return
+        try:
+            event()
+        except Exception as error:  # noqa: BLE001 - by design: monitoring never breaks training
+            self.session.fail(error, where=f"deepspeed {getattr(event, '__name__', 'event')}")
+
+    # -- events -----------------------------------------------------------------------------------
+    def _on_forward(self) -> None:
+        if not self.in_batch and not torch.is_grad_enabled():
+            # evaluation between micro-batches: timed apart, like validation, so it never inflates a step
+            self.evaluating = True
+            self.session.validation_start()
+            return
+        self._open_batch()
+
+    def _on_forward_end(self) -> None:
+        if self.evaluating:
+            self.evaluating = False
+            self.session.validation_end()
+
+    def _open_batch(self) -> None:
+        # several forwards in one micro-batch (two inputs, a teacher model) start it only once
+        if not self.in_batch:
+            self.in_batch = True
+            self.session.batch_start()
+
+    def _on_backward_start(self) -> None:
+        self._open_batch()  # a loss computed outside engine.forward still opens the micro-batch
+        self.session.before_backward()
+
+    def _on_backward_end(self) -> None:
+        self.session.after_backward()
+
+    def _on_step_start(self) -> None:
+        self.boundary = bool(self.engine.is_gradient_accumulation_boundary())
+        if self.boundary:
+            self.session.before_optimizer_step()
+
+    def _on_step_end(self) -> None:
+        global_steps = int(self.engine.global_steps)
+        # global_steps also advances on an fp16 overflow step: DeepSpeed counts it as a step
+        stepped = global_steps != self.last_global_steps
+        self.last_global_steps = global_steps
+        self.in_batch = False
+        self.session.batch_end(stepped=stepped, global_step=global_steps)
+        if stepped and global_steps >= self.total_steps:
+            self.session.fit_end()  # records the actual time, writes the report, unwraps

@@ -1,0 +1,338 @@
+"""`integrations.deepspeed.attach` on real DeepSpeed engines: ZeRO 0-3, fp32/fp16/bf16, accumulation.
+
+One process, CPU, gloo: a single process group serves every test (DeepSpeed keeps it global),
+the shared-memory comm op and FusedAdam are never JIT-built (see `integrations.deepspeed_cpu`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+
+os.environ.setdefault("DS_ACCELERATOR", "cpu")
+
+import pytest
+import torch
+from torch import nn
+
+from integrations.deepspeed_cpu import init_single_process_cpu
+
+deepspeed = pytest.importorskip("deepspeed")
+init_single_process_cpu()
+
+from integrations.deepspeed import attach  # noqa: E402 - after the process group exists
+from prenet_callbacks.report import Report  # noqa: E402
+from prenet_callbacks.session import PreNeTWarning  # noqa: E402
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    # PreNeT stepping aside is a failure here, except where a test provokes it
+    pytest.mark.filterwarnings("error::prenet_callbacks.session.PreNeTWarning"),
+]
+_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+_WRAPPED = ("forward", "backward", "step", "save_checkpoint")
+# few steps everywhere: the first prediction comes after warm-up + profile + 3 timed steps
+_FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=2)
+
+
+def make_mlp(seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    # ReLU(inplace=True): the case that breaks full backward hooks
+    return nn.Sequential(nn.Linear(16, 32), nn.ReLU(inplace=True), nn.Linear(32, 32), nn.ReLU(inplace=True),
+                         nn.Linear(32, 4))
+
+
+def make_engine(stage: int = 0, dtype: str = "fp32", accumulate: int = 1, *, seed: int = 0,
+                monitor_dir: str | None = None, offload: bool = False) -> "deepspeed.DeepSpeedEngine":
+    model = make_mlp(seed)
+    config: dict = {
+        "train_micro_batch_size_per_gpu": 4,
+        "gradient_accumulation_steps": accumulate,
+        "optimizer": {"type": "Adam", "params": {"lr": 1e-3, "torch_adam": True}},
+        "zero_optimization": {"stage": stage},
+        "steps_per_print": 10**9,
+        "wall_clock_breakdown": False,
+    }
+    if dtype == "fp16":
+        config["fp16"] = {"enabled": True, "initial_scale_power": 8}
+    elif dtype == "bf16":
+        config["bf16"] = {"enabled": True}
+    if monitor_dir is not None:
+        config["csv_monitor"] = {"enabled": True, "output_path": monitor_dir, "job_name": "run"}
+    if offload:
+        config["zero_optimization"]["offload_optimizer"] = {"device": "cpu"}
+        config["zero_force_ds_cpu_optimizer"] = False  # keep torch Adam: no cpu_adam JIT build
+    engine, *_ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+    return engine
+
+
+def train(engine, micro_batches: int, *, dtype: str = "fp32", seed: int = 1) -> list[float]:
+    """The user's loop: forward, backward, step per micro-batch."""
+    generator = torch.Generator().manual_seed(seed)
+    losses = []
+    for _ in range(micro_batches):
+        x = torch.randn(4, 16, generator=generator).to(_DTYPES[dtype])
+        loss = engine(x).float().pow(2).mean()
+        engine.backward(loss)
+        engine.step()
+        losses.append(loss.detach().item())
+    return losses
+
+
+def assert_unwrapped(engine) -> None:
+    for name in _WRAPPED:
+        assert name not in engine.__dict__, f"engine.{name} is still wrapped"
+    assert "_prenet_handle" not in engine.__dict__
+
+
+@pytest.mark.parametrize("stage,dtype,accumulate", [
+    (0, "fp32", 1), (1, "bf16", 2), (2, "fp16", 2), (3, "fp32", 2), (3, "bf16", 1),
+])
+def test_predicts_whole_run_for_zero_stage(stage, dtype, accumulate, tmp_report):
+    engine = make_engine(stage, dtype, accumulate)
+    total_steps = 8
+    handle = attach(engine, total_steps=total_steps, report_path=tmp_report, print_report=False, **_FAST)
+    assert handle.attached and all(name in engine.__dict__ for name in ("forward", "backward", "step"))
+
+    train(engine, total_steps * accumulate, dtype=dtype)
+
+    report = handle.report
+    assert engine.global_steps == total_steps
+    first = report.first_prediction
+    assert first is not None and first["predicted_total_s"] > 0
+    assert report.actual is not None and report.actual["steps"] == total_steps
+    assert report.actual["batches"] == total_steps * accumulate
+    assert report.plan["total_steps"] == total_steps and report.plan["accumulate"] == accumulate
+    # the last step ended the run: everything is unwrapped without a call to detach()
+    assert not handle.attached
+    assert_unwrapped(engine)
+    assert report.current["framework"] == "deepspeed"
+    assert report.current["precision"] == {"fp32": "32-true", "fp16": "16-mixed", "bf16": "bf16-mixed"}[dtype]
+    assert report.current["deepspeed"] == {
+        "zero_stage": stage, "offload_optimizer": None, "offload_param": None,
+        "gradient_accumulation_steps": accumulate, "micro_batch_per_gpu": 4, "dtype": dtype,
+    }
+    phases = report.measured["step_phases"]
+    assert phases["forward_s"] > 0 and phases["backward_s"] > 0 and phases["optimizer_s"] > 0
+    saved = Report.load(tmp_report)
+    assert saved.actual == json.loads(report.to_json())["actual"]
+    # the engine trains on after the run's end, untouched
+    train(engine, accumulate, dtype=dtype)
+    assert engine.global_steps == total_steps + 1
+
+
+def test_profiled_layers_when_the_profiler_is_installed(tmp_report):
+    pytest.importorskip("prenet_callbacks.profiling", reason="ModuleProfiler not in this build")
+    try:
+        from prenet_callbacks.profiling import ModuleProfiler  # noqa: F401
+    except ImportError:
+        pytest.skip("ModuleProfiler not in this build")
+    engine = make_engine(3, "fp32", 1)
+    handle = attach(engine, total_steps=7, report_path=tmp_report, print_report=False, **_FAST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PreNeTWarning)
+        train(engine, 7)
+    assert handle.report.measured.get("layers")
+    assert_unwrapped(engine)
+
+
+def test_attaching_does_not_change_training(tmp_report):
+    reference = make_engine(2, "fp32", 2, seed=3)
+    expected = train(reference, 12)
+    engine = make_engine(2, "fp32", 2, seed=3)
+    attach(engine, total_steps=6, report_path=tmp_report, print_report=False, **_FAST)
+    assert train(engine, 12) == expected
+    for a, b in zip(reference.module.parameters(), engine.module.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_detach_restores_methods_including_an_instance_wrapper(tmp_report):
+    engine = make_engine(0)
+    sentinel_calls = []
+    class_step = type(engine).step
+
+    def user_step(*args, **kwargs):  # a wrapper the user set before attaching
+        sentinel_calls.append(1)
+        return class_step(engine, *args, **kwargs)
+
+    engine.__dict__["step"] = user_step
+    handle = attach(engine, total_steps=50, report_path=tmp_report, print_report=False, **_FAST)
+    train(engine, 2)
+    handle.detach()
+    handle.detach()  # idempotent
+    assert engine.__dict__["step"] is user_step
+    assert "forward" not in engine.__dict__ and "backward" not in engine.__dict__
+    assert not handle.attached
+    train(engine, 1)
+    assert len(sentinel_calls) == 3
+    # a fresh attach is allowed once detached
+    attach(engine, total_steps=60, report_path=tmp_report, print_report=False).detach()
+
+
+def test_finish_early_records_the_run_and_detaches(tmp_report, capsys):
+    engine = make_engine(1, "fp32", 1)
+    handle = attach(engine, total_steps=1000, report_path=tmp_report, **_FAST)
+    train(engine, 7)
+    assert "Predicted" in capsys.readouterr().out  # the table, printed on rank 0
+    report = handle.finish()
+    assert report.actual["steps"] == 7 and report.predictions
+    assert report.predictions[0]["predicted_total_s"] > report.actual["fit_s"]  # 1000 steps planned
+    assert Report.load(tmp_report).actual["steps"] == 7
+    assert_unwrapped(engine)
+    assert handle.finish() is report  # idempotent
+
+
+def test_checkpoint_saves_are_timed_apart(tmp_report, tmp_path):
+    engine = make_engine(2, "fp32", 1)
+    handle = attach(engine, total_steps=9, report_path=tmp_report, print_report=False, **_FAST)
+    train(engine, 4)
+    engine.save_checkpoint(str(tmp_path / "ckpt"))
+    train(engine, 5)
+    assert handle.report.measured["checkpoint"]["files"] == 1
+    assert_unwrapped(engine)
+
+
+def test_logs_to_the_engine_monitor(tmp_report, tmp_path):
+    engine = make_engine(0, monitor_dir=str(tmp_path / "monitor"))
+    attach(engine, total_steps=9, report_path=tmp_report, print_report=False, **_FAST)
+    train(engine, 9)
+    logged = tmp_path / "monitor" / "run" / "prenet_eta_s.csv"
+    assert logged.is_file()
+    rows = logged.read_text().splitlines()
+    assert rows[0] == "step,eta_s" and len(rows) >= 2
+
+
+def test_not_rank_zero_neither_prints_nor_writes(tmp_report, capsys):
+    engine = make_engine(0)
+    engine.global_rank = 1  # what rank 1 of a multi-process run sees
+    handle = attach(engine, total_steps=7, report_path=tmp_report, **_FAST)
+    train(engine, 7)
+    assert handle.report.first_prediction is not None  # every rank measures
+    assert not tmp_report.exists() and "Predicted" not in capsys.readouterr().out
+
+
+def test_records_cpu_offload(tmp_report):
+    engine = make_engine(2, "fp32", 1, offload=True)
+    handle = attach(engine, total_steps=3, report_path=tmp_report, print_report=False, **_FAST)
+    assert handle.report.current["deepspeed"]["offload_optimizer"] == "cpu"
+    assert handle.report.current["deepspeed"]["offload_param"] is None
+    train(engine, 3)
+    assert not handle.attached
+
+
+def test_a_failure_while_attached_warns_once_detaches_and_training_goes_on(tmp_report):
+    reference = make_engine(1, "fp32", 1, seed=5)
+    expected = train(reference, 10)
+    engine = make_engine(1, "fp32", 1, seed=5)
+    handle = attach(engine, total_steps=10, report_path=tmp_report, print_report=False, **_FAST)
+
+    def broken_sink(metrics, step):
+        raise RuntimeError("logger down")
+
+    handle.session.logger_sinks = [broken_sink]
+    with pytest.warns(PreNeTWarning, match="logger down") as caught:
+        losses = train(engine, 10)
+    assert len([w for w in caught if issubclass(w.category, PreNeTWarning)]) == 1
+    assert losses == expected
+    assert_unwrapped(engine) and not handle.attached
+
+
+def test_user_errors_pass_through_unchanged(tmp_report):
+    engine = make_engine(0)
+    handle = attach(engine, total_steps=20, report_path=tmp_report, print_report=False, **_FAST)
+    with pytest.raises(RuntimeError, match="mat1 and mat2"):
+        engine(torch.randn(4, 7))
+    assert handle.attached  # a user error is the user's: PreNeT stays attached
+    handle.detach()
+
+
+# -- bad input ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("not_an_engine", [None, make_mlp(), "engine", object()])
+def test_attach_refuses_what_is_not_an_engine(not_an_engine):
+    with pytest.raises(TypeError, match="DeepSpeedEngine returned by deepspeed.initialize"):
+        attach(not_an_engine, total_steps=10)
+
+
+@pytest.fixture(scope="module")
+def shared_engine():
+    return make_engine(0)
+
+
+@pytest.mark.parametrize("total_steps", [0, -5, 2.5, True, "100", None])
+def test_attach_refuses_a_bad_total_steps(shared_engine, total_steps):
+    with pytest.raises(ValueError, match="total_steps must be a positive integer"):
+        attach(shared_engine, total_steps=total_steps)
+    assert_unwrapped(shared_engine)
+
+
+def test_attach_refuses_bad_options_and_a_second_attach(shared_engine, tmp_report, tmp_path):
+    with pytest.raises(ValueError, match="warmup_steps"):
+        attach(shared_engine, total_steps=10, warmup_steps=-1)
+    with pytest.raises(ValueError, match="is a directory"):
+        attach(shared_engine, total_steps=10, report_path=tmp_path)
+    handle = attach(shared_engine, total_steps=10, report_path=tmp_report)
+    try:
+        with pytest.raises(ValueError, match="already has PreNeT attached"):
+            attach(shared_engine, total_steps=10, report_path=tmp_report)
+    finally:
+        handle.detach()
+    assert_unwrapped(shared_engine)
+
+
+def test_attach_refuses_a_run_already_past_total_steps(tmp_report):
+    engine = make_engine(0)
+    train(engine, 3)
+    with pytest.raises(ValueError, match="global_steps=3"):
+        attach(engine, total_steps=3, report_path=tmp_report)
+    handle = attach(engine, total_steps=8, report_path=tmp_report, print_report=False, **_FAST)
+    assert handle.report.plan["start_step"] == 3
+    train(engine, 5)
+    assert handle.report.actual["steps"] == 8
+
+
+def test_projects_targets_once_the_projection_is_installed(tmp_report):
+    try:
+        from prenet_callbacks.projection import project_report  # noqa: F401
+    except ImportError:
+        pytest.skip("cross-hardware projection not in this build yet")
+    engine = make_engine(2, "bf16", 2)
+    handle = attach(engine, total_steps=7, report_path=tmp_report, targets=["A100", "8x H100"],
+                    print_report=False, **_FAST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PreNeTWarning)
+        train(engine, 14, dtype="bf16")
+    projected = {(t["name"], t["devices"]) for t in handle.report.targets}
+    assert ("H100-SXM5", 8) in projected and any(name.startswith("A100") for name, _ in projected)
+
+
+def test_the_raw_deepspeed_example_runs(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "deepspeed_raw.py"
+    spec = importlib.util.spec_from_file_location("deepspeed_raw_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    report = example.main(["--zero", "3", "--precision", "bf16", "--steps", "30", "--width", "64",
+                           "--out", str(tmp_path)])
+    assert report["actual"]["steps"] == 30 and report["current"]["deepspeed"]["zero_stage"] == 3
+    assert Report.load(tmp_path / "prenet_report.json").first_prediction is not None
+
+
+def test_evaluation_between_steps_is_timed_apart(tmp_report):
+    import time
+
+    engine = make_engine(1, "fp32", 1)
+    # evaluation is made slow on purpose: were it counted as training, the step time would show it
+    engine.module.register_forward_pre_hook(lambda module, args: None if torch.is_grad_enabled() else time.sleep(0.05))
+    handle = attach(engine, total_steps=12, report_path=tmp_report, print_report=False, **_FAST)
+    for step in range(1, 13):
+        train(engine, 1)
+        if step % 3 == 0:  # evaluate every 3 steps
+            with torch.no_grad():
+                engine(torch.randn(4, 16))
+    measured = handle.report.measured
+    assert measured["validation"]["runs"] >= 2
+    assert measured["validation"]["mean_s"] >= 0.05
+    assert measured["batch_s"] < 0.05
