@@ -31,6 +31,7 @@ from prenet_callbacks.config import validate_session_config
 from prenet_callbacks.plan import plan_for_steps
 from prenet_callbacks.render import print_report as render_report
 from prenet_callbacks.report import Report
+from prenet_callbacks.run_info import describe_run
 from prenet_callbacks.session import PredictionSession
 
 REPORT_FILENAME = "prenet_report.json"
@@ -124,8 +125,7 @@ def attach(
         session.fit_start(current=_current_run(engine))
         session.set_plan(plan_for_steps(total_steps, accumulate=int(engine.gradient_accumulation_steps()),
                                         start_step=int(engine.global_steps)))
-        if config.profile_layers:
-            _attach_profiler(engine, session)
+        session.profile_model(lambda: _make_profiler(engine))
         if not session.disabled:  # a session that already stepped aside must not leave wrappers behind
             EngineEvents(engine, session, total_steps).install()
     except Exception as error:  # noqa: BLE001 - past validation, PreNeT problems never stop the run
@@ -176,43 +176,13 @@ def _monitor_sinks(engine: Any) -> list[Callable[[dict[str, float], int], None]]
 
 
 def _current_run(engine: Any) -> dict[str, Any]:
-    """What runs where: device, its catalog name, devices, precision and the DeepSpeed config."""
-    device = torch.device(getattr(engine, "device", "cpu"))
-    current: dict[str, Any] = {
-        "device": device.type,
-        "name": str(device),
-        "catalog_name": None,
-        "devices": int(getattr(engine, "world_size", 1) or 1),
-        "precision": precision_of(engine),
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "strategy": type(engine).__name__,
-        "framework": "deepspeed",
-        "deepspeed": describe_engine(engine),
-    }
-    # Same lookup as the Lightning adapter's `_current_run`.
-    try:
-        from prenet_callbacks.hardware import current_device
-
-        info = current_device()
-        current["name"] = info.name
-        current["catalog_name"] = info.accelerator.name if info.accelerator is not None else None
-        if info.cpu_cores:
-            current["cpu_cores"] = info.cpu_cores
-    except ImportError:
-        pass
-    return current
+    """What runs where, with the DeepSpeed configuration."""
+    return describe_run(getattr(engine, "device", "cpu"), devices=getattr(engine, "world_size", 1),
+                        precision=precision_of(engine), strategy=type(engine).__name__, framework="deepspeed",
+                        deepspeed=describe_engine(engine))
 
 
-def _attach_profiler(engine: Any, session: PredictionSession) -> None:
-    try:
-        from prenet_callbacks.profiling import ModuleProfiler
-    except ImportError:
-        session.report.limitations.append("per-module profiling is not available in this build: step timing only")
-        return
-    try:
-        profiler = ModuleProfiler(engine.module, device=torch.device(engine.device))
-    except Exception as error:  # noqa: BLE001 - a model the profiler cannot take still gets step timing
-        session.report.limitations.append(f"per-module profiling unavailable for this model "
-                                          f"({type(error).__name__}: {error}): step timing only")
-        return
-    session.attach_profiler(profiler)
+def _make_profiler(engine: Any) -> Any:
+    from prenet_callbacks.profiling import ModuleProfiler
+
+    return ModuleProfiler(engine.module, device=torch.device(engine.device))

@@ -18,6 +18,7 @@ import torch
 from integrations.lightning_plan import plan_from_trainer
 from prenet_callbacks.config import validate_session_config
 from prenet_callbacks.render import print_report
+from prenet_callbacks.run_info import describe_run
 from prenet_callbacks.session import PredictionSession, SessionConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -129,8 +130,7 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         if trainer.val_check_batch is None:
             session.report.limitations.append("time-based validation (val_check_interval as a duration) is not counted")
         self._last_global_step = int(trainer.global_step)
-        if self.config.profile_layers:
-            session.attach_profiler(_make_profiler(pl_module, session))
+        session.profile_model(lambda: _make_profiler(pl_module))
 
     @_hook
     def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
@@ -245,32 +245,18 @@ def _logger_sink(logger: Any) -> Callable[[dict[str, float], int], None]:
 
 
 def _current_run(trainer: Any, pl_module: Any) -> dict[str, Any]:
-    """What runs where: device, its catalog name, devices, precision."""
-    device = pl_module.device
-    current: dict[str, Any] = {
-        "device": device.type,
-        "name": str(device),
-        "catalog_name": None,
-        "devices": int(getattr(trainer, "world_size", 1) or 1),
-        "precision": str(trainer.precision),
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "strategy": type(trainer.strategy).__name__,
-        "framework": "lightning",
-    }
-    try:
-        from prenet_callbacks.hardware import current_device
+    """What runs where; under Lightning's DeepSpeedStrategy also the ZeRO configuration."""
+    extra: dict[str, Any] = {}
+    engine = getattr(trainer.strategy, "deepspeed_engine", None)
+    if engine is not None:
+        from integrations.deepspeed_config import describe_engine
 
-        info = current_device()
-        current["name"] = info.name
-        current["catalog_name"] = info.accelerator.name if info.accelerator is not None else None
-        if info.cpu_cores:
-            current["cpu_cores"] = info.cpu_cores
-    except ImportError:
-        pass
-    return current
+        extra["deepspeed"] = describe_engine(engine)
+    return describe_run(pl_module.device, devices=getattr(trainer, "world_size", 1), precision=str(trainer.precision),
+                        strategy=type(trainer.strategy).__name__, framework="lightning", **extra)
 
 
-def _make_profiler(pl_module: Any, session: PredictionSession) -> Any:
+def _make_profiler(pl_module: Any) -> Any:
     from prenet_callbacks.profiling import ModuleProfiler
 
     return ModuleProfiler(pl_module, device=pl_module.device)

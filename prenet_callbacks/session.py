@@ -80,6 +80,7 @@ class _StepClock:
     phases: dict[str, float] = field(default_factory=lambda: {
         "data_s": 0.0, "forward_s": 0.0, "backward_s": 0.0, "optimizer_s": 0.0, "other_s": 0.0})
     batches: int = 0
+    step_start: float | None = None  # the step's first batch start, less its data wait
     in_window: bool = False  # decided when the step's first batch starts
 
 
@@ -135,12 +136,15 @@ class PredictionSession:
         self.disabled = True
         self.failure = f"{type(error).__name__}: {error}"
         self._run_cleanups()
-        warnings.warn(
-            f"PreNeT stepped aside after an internal error{f' in {where}' if where else ''} ({self.failure}). "
-            "Training continues unchanged, without PreNeT's predictions.",
-            PreNeTWarning,
-            stacklevel=3,
-        )
+        try:
+            warnings.warn(
+                f"PreNeT stepped aside after an internal error{f' in {where}' if where else ''} ({self.failure}). "
+                "Training continues unchanged, without PreNeT's predictions.",
+                PreNeTWarning,
+                stacklevel=3,
+            )
+        except Exception:  # noqa: BLE001 - warnings turned into errors (-W error) must not stop training
+            pass
 
     def add_cleanup(self, cleanup: Callable[[], None]) -> None:
         """Register an undo action (remove a hook, restore a wrapped method); run once at the end."""
@@ -198,6 +202,41 @@ class PredictionSession:
     def attach_profiler(self, profiler: Any) -> None:
         """Give the session a module profiler (``start/suspend/resume/begin_phase/end_step/stop``)."""
         self.profiler = profiler
+
+    @guarded
+    def profile_model(self, make_profiler: Callable[[], Any]) -> None:
+        """Build and attach the per-module profiler, unless ``profile_layers`` is off.
+
+        A model the profiler cannot take still gets step timing and predictions: the failure
+        becomes one warning and a stated limitation (see `_drop_profiler`).
+        """
+        if not self.config.profile_layers:
+            return
+        try:
+            self.profiler = make_profiler()
+        except Exception as error:  # noqa: BLE001 - profile what can be profiled, say what cannot
+            self._drop_profiler(error)
+
+    def _drop_profiler(self, error: BaseException) -> None:
+        """The profiler failed: remove it (and its hooks); predictions go on from step timing."""
+        profiler, self.profiler = self.profiler, None
+        self.profiling = False
+        self.profile_done = True
+        if profiler is not None:
+            try:
+                profiler.stop()
+            except Exception:  # noqa: BLE001 - cleanup must go on
+                pass
+        self.report.limitations.append(f"per-module profile unavailable ({type(error).__name__}: {error}); "
+                                       "predictions use step timing only")
+        warnings.warn(f"PreNeT could not profile layers ({type(error).__name__}: {error}); "
+                      "it goes on predicting from step timing. Training is unchanged.", PreNeTWarning, stacklevel=3)
+
+    def _profiler_call(self, method: str, *args: Any) -> None:
+        try:
+            getattr(self.profiler, method)(*args)
+        except Exception as error:  # noqa: BLE001
+            self._drop_profiler(error)
 
     @guarded
     def set_state_bytes(self, state_bytes: float) -> None:
@@ -263,21 +302,29 @@ class PredictionSession:
                 self.measurements.setup_s = now - self.fit_start_time
             if self.epoch_start_time is not None:
                 self.measurements.first_epoch_start_s = now - self.epoch_start_time
-        elif self.last_batch_end is not None and not self.epoch_first_batch and not self.accounted_s:
-            wait = now - self.last_batch_end
-            clock.phases["data_s"] += wait
-            if self._in_timing_phase:
-                self.measurements.data_per_batch.add(wait)
+        wait = self._data_wait(now)
+        if clock.step_start is None:
+            clock.step_start = now - wait
         clock.batch_start = now
         clock.before_backward = clock.after_backward = clock.before_optimizer = None
         clock.in_window = self._in_profile_window
         self._gpu_mark("forward")
         if self._in_profile_window and self.profiler is not None:
             if not self.profiling:
-                self.profiler.start()
                 self.profiling = True
+                self._profiler_call("start")
             else:
-                self.profiler.resume()
+                self._profiler_call("resume")
+
+    def _data_wait(self, now: float) -> float:
+        """Host time waiting for this batch since the previous one ended (0 when not comparable)."""
+        if self.last_batch_end is None or self.epoch_first_batch or self.accounted_s:
+            return 0.0  # first batch, epoch start or an event in between: not a plain data wait
+        wait = now - self.last_batch_end
+        self.step_clock.phases["data_s"] += wait
+        if self._in_timing_phase:
+            self.measurements.data_per_batch.add(wait)
+        return wait
 
     @guarded
     def before_backward(self) -> None:
@@ -290,7 +337,7 @@ class PredictionSession:
                 self.measurements.forward_per_batch.add(forward)
         self._gpu_mark("backward")
         if self.profiling:
-            self.profiler.begin_phase("backward")
+            self._profiler_call("begin_phase", "backward")
 
     @guarded
     def after_backward(self) -> None:
@@ -305,7 +352,7 @@ class PredictionSession:
         self.step_clock.before_optimizer = self.now()
         self._gpu_mark("optimizer")
         if self.profiling:
-            self.profiler.begin_phase("optimizer")
+            self._profiler_call("begin_phase", "optimizer")
 
     @guarded
     def batch_end(self, *, stepped: bool, global_step: int | None = None) -> None:
@@ -319,15 +366,15 @@ class PredictionSession:
         self._record_interval(now)
         self.done_batches += 1
         if self.profiling:
-            self.profiler.suspend()
+            self._profiler_call("suspend")
         if not stepped:
             return
         self.steps_seen += 1
         self.done_steps = global_step if global_step is not None else self.done_steps + 1
         self._close_step_phases(now)
         if self.profiling:
-            self.profiler.end_step()
-            if not self._in_profile_window:
+            self._profiler_call("end_step")
+            if self.profiling and not self._in_profile_window:
                 self._finish_profile_window()
         if not self.first_prediction_made:
             if self.steps_seen >= self._first_prediction_step:
@@ -344,7 +391,8 @@ class PredictionSession:
         if previous is None:
             return
         raw = now - previous
-        batch_mean = self.measurements.batch.mean
+        # the clipped mean sorts its window: only compute it for the rare intervals that need it
+        batch_mean = self.measurements.batch.mean if (first_in_epoch or validation) else None
         if first_in_epoch:
             if batch_mean is not None:
                 self.measurements.epoch_boundary.add(max(0.0, raw - accounted - batch_mean))
@@ -361,10 +409,10 @@ class PredictionSession:
 
     def _close_step_phases(self, now: float) -> None:
         clock = self.step_clock
-        if clock.batch_start is not None and clock.in_window:
+        if clock.step_start is not None and clock.in_window:
             phases = dict(clock.phases)
             measured = sum(phases.values())
-            total = now - clock.batch_start + phases["data_s"]
+            total = now - clock.step_start
             phases["other_s"] = max(0.0, total - measured)
             phases["total_s"] = total
             phases["batches"] = clock.batches

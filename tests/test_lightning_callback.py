@@ -197,3 +197,37 @@ def test_report_path_that_is_a_directory_is_refused(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="which is a file"):
         PreNeTCallback(report_path=tmp_path / "file" / "r.json")
+
+
+@pytest.mark.parametrize("where", ["construct", "start"])
+def test_a_profiler_failure_keeps_step_timing_with_one_warning(tmp_path, monkeypatch, where):
+    import integrations.lightning as lightning_module
+    from prenet_callbacks.profiling import ModuleProfiler
+
+    if where == "construct":
+        monkeypatch.setattr(lightning_module, "_make_profiler", lambda pl_module: 1 / 0)
+    else:
+        monkeypatch.setattr(ModuleProfiler, "start", lambda self: 1 / 0)
+    reference = fit(tmp_path / "ref", None)
+    callback = PreNeTCallback(report_path=tmp_path / "r.json", **FAST)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = fit(tmp_path / "run", callback)
+    assert len([w for w in caught if issubclass(w.category, PreNeTWarning)]) == 1
+    assert not callback.session.disabled and callback.report.first_prediction is not None
+    assert any("per-module profile unavailable" in text for text in callback.report.limitations)
+    for a, b in zip(reference.parameters(), module.parameters()):
+        assert torch.equal(a, b)
+    assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def test_layer_profile_lands_in_the_report(tmp_path):
+    callback = PreNeTCallback(report_path=tmp_path / "r.json", **{**FAST, "profile_steps": 2})
+    fit(tmp_path, callback)
+    layers = {layer["name"]: layer for layer in callback.report.measured["layers"]["layers"]}
+    first_linear = layers["net.0"]
+    assert first_linear["module_type"] == "Linear" and first_linear["forward_s"] > 0 and first_linear["backward_s"] > 0
+    gemm = [op for op in first_linear["ops"] if op["spec"]["op_class"] == "gemm" and op["phase"] == "fwd"][0]
+    assert gemm["spec"]["dims"]["k"] == 8 and gemm["spec"]["dims"]["n"] == 16
+    assert callback.report.measured["profiled_steps"] == 2
+    assert set(callback.report.measured["step_phases"]) >= {"data_s", "forward_s", "backward_s", "optimizer_s"}

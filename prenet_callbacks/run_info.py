@@ -1,0 +1,34 @@
+"""The report's `current` block: what runs where, shared by every integration."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def describe_run(device: torch.device | str, *, devices: int, precision: str, strategy: str, framework: str,
+                 **extra: Any) -> dict[str, Any]:
+    """Device type and name, its catalog entry when known, world size and precision.
+
+    ``extra`` adds framework-specific keys (e.g. ``deepspeed``: the ZeRO configuration).
+    """
+    device = torch.device(device)
+    current: dict[str, Any] = {
+        "device": device.type,
+        "name": str(device),
+        "catalog_name": None,
+        "devices": int(devices or 1),
+        "precision": precision,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "strategy": strategy,
+        "framework": framework,
+    }
+    from prenet_callbacks.hardware import current_device
+
+    info = current_device()
+    current["name"] = info.name
+    current["catalog_name"] = info.accelerator.name if info.accelerator is not None else None
+    if info.cpu_cores:
+        current["cpu_cores"] = info.cpu_cores
+    current.update(extra)
+    return current
