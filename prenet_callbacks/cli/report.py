@@ -1,0 +1,61 @@
+"""`prenet report`: re-render a saved run's report, optionally for other hardware, without the model.
+
+    prenet report lightning_logs/version_0/prenet_report.json
+    prenet report report.json --targets "8x H100" L4 A100     # project onto these instead
+    prenet report report.json --targets default --json        # the default set, as JSON
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from prenet_callbacks.cli import UsageError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "report", help="re-render a saved report, optionally for other hardware",
+        description="Print a saved PreNeT report; --targets projects the measured run onto other hardware.")
+    parser.add_argument("path", metavar="REPORT.json", help="a report written by PreNeTCallback")
+    parser.add_argument("--targets", "-t", nargs="+", metavar="TARGET",
+                        help="hardware such as A100 '8x H100' ('default' = the default set; 'none' = no table)")
+    parser.add_argument("--json", action="store_true", help="print the (re-projected) report as JSON")
+    parser.add_argument("--out", metavar="FILE", help="also write the re-projected report to FILE")
+    parser.add_argument("--width", type=int, default=120, help="text width (default 120)")
+    parser.set_defaults(func=run)
+
+
+def _targets(names: list[str] | None) -> list[str] | None:
+    from prenet_callbacks.projection.targets import DEFAULT_TARGETS
+
+    if names is None:
+        return None
+    if [n.lower() for n in names] == ["none"]:
+        return []
+    out: list[str] = []
+    for name in names:
+        out.extend(DEFAULT_TARGETS if name.lower() == "default" else [name])
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from prenet_callbacks.projection import project_report, resolve_targets
+    from prenet_callbacks.render import render_text
+    from prenet_callbacks.report import Report
+
+    targets = _targets(args.targets)
+    if targets:
+        resolve_targets(targets)  # unknown names: exit 2 with the closest names, before reading anything
+    if args.width < 40:
+        raise UsageError("--width must be >= 40")
+    report = Report.load(Path(args.path))
+    if args.targets is not None:
+        project_report(report, targets)
+    if args.out:
+        report.save(args.out)
+    if args.json:
+        print(report.to_json())
+    else:
+        print(render_text(report, width=args.width), end="")
+    return 0

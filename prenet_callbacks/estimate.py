@@ -1,0 +1,155 @@
+"""Estimate a training step on other hardware before training, from the model alone.
+
+    import torch
+    from prenet_callbacks import estimate
+    with torch.device("meta"):
+        model = MyNet()
+    est = estimate(model, torch.empty(1024, 3, 224, 224, device="meta"), targets=["A100", "8x H100"],
+                   precision="bf16-mixed", steps=50_000)
+    est.step_seconds("8x H100")   # one optimizer step (forward, backward, optimizer) at that batch per GPU
+    print(est.table())
+
+Nothing is computed on ``meta``: the ops of one step are captured (shapes only) and predicted on
+each target (method "absolute"). See ``docs/projection.md``.
+"""
+from __future__ import annotations
+
+import io
+from typing import Any, Callable, Sequence
+
+from predictor_models.aten_ops import op_spec_from_call
+from predictor_models.hardware import parse_target
+
+from prenet_callbacks.projection.advice import recommend
+from prenet_callbacks.projection.capture import Capture, CaptureError, capture_step
+from prenet_callbacks.projection.optimizer_ops import memory_optimizer_name, normalise_optimizer, optimizer_ops
+from prenet_callbacks.projection.parallel import ZeroConfig
+from prenet_callbacks.projection.precision import Precision, activation_scale, convert, parse_precision
+from prenet_callbacks.projection.predictor_source import resolve_predictor
+from prenet_callbacks.projection.project import RunShape, project_targets
+from prenet_callbacks.projection.targets import resolve_targets
+from prenet_callbacks.projection.workload import Unit, Workload
+
+__all__ = ["CaptureError", "Estimate", "estimate"]
+
+
+class Estimate:
+    """Projected step times, totals, memory fit and cost of one model on several targets."""
+
+    def __init__(self, workload: Workload, rows: list[dict[str, Any]], shape: RunShape, predictor,
+                 notes: list[str]) -> None:
+        self.workload = workload
+        self.rows = rows
+        self.shape = shape
+        self._predictor = predictor
+        self.notes = notes
+        self.recommendation = recommend(rows)
+
+    def row(self, target: str) -> dict[str, Any]:
+        """The projection row of `target` ("8x H100"), projecting it now if it was not among the targets."""
+        parsed = parse_target(target)
+        for row in self.rows:
+            if row["name"] == parsed.accelerator.name and row["devices"] == parsed.count:
+                return row
+        return project_targets(self.workload, [parsed], self._predictor, self.shape)[0]
+
+    def step_seconds(self, target: str) -> float:
+        """Seconds of one optimizer step (forward, backward, optimizer; per-device batch as given) on `target`."""
+        return float(self.row(target)["step_seconds"])
+
+    def total_seconds(self, target: str) -> float | None:
+        """Whole-run seconds on `target` when `steps` was given (data-parallel targets need fewer steps)."""
+        return self.row(target)["total_seconds"]
+
+    def to_dict(self) -> dict[str, Any]:
+        w = self.workload
+        return {
+            "schema": "prenet-estimate/1",
+            "precision": w.precision.name,
+            "precision_detail": w.precision.label(),
+            "optimizer": w.optimizer,
+            "batch_size": w.batch_size,
+            "params": w.params,
+            "activation_bytes": w.activation_bytes,
+            "steps": self.shape.steps,
+            "targets": self.rows,
+            "recommendation": self.recommendation,
+            "notes": self.notes,
+        }
+
+    def table(self, width: int = 120) -> str:
+        """The targets as a plain-text table (the same columns as the training report)."""
+        from rich.console import Console
+
+        from prenet_callbacks.render import _targets_table
+        from prenet_callbacks.report import Report
+
+        report = Report(targets=self.rows)
+        buffer = io.StringIO()
+        console = Console(file=buffer, width=width, force_terminal=False, color_system=None)
+        table = _targets_table(report)
+        if table is not None:
+            console.print(table)
+        if self.recommendation:
+            console.print(f"Recommendation: {self.recommendation}")
+        for note in self.notes:
+            console.print(f"• {note}")
+        return buffer.getvalue()
+
+    def __repr__(self) -> str:
+        return f"Estimate({len(self.rows)} targets, precision={self.workload.precision.name!r})"
+
+
+def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = None, precision: str = "32-true",
+             optimizer: str = "adamw", float32_matmul_precision: str | None = None, steps: int | None = None,
+             batch_size: int | None = None, loss_fn: Callable[[Any], Any] | None = None,
+             deepspeed: dict[str, Any] | None = None, predictor=None) -> Estimate:
+    """Project one training step of `model` on `example_input` onto `targets` without training.
+
+    Args:
+        model: an ``nn.Module``, ideally built on ``meta`` (``with torch.device("meta"): ...``).
+        example_input: one batch per device: a tensor, a tuple of positional tensors or a dict of
+            keyword tensors; ``meta`` tensors need no memory. Its first dimension is the batch.
+        targets: hardware names ("A100", "8x H100 SXM5"); None: the default set. Unknown names raise
+            `UnknownHardwareError` listing the closest names.
+        precision: "32-true", "16-mixed", "bf16-mixed", "16-true" or "bf16-true".
+        optimizer: "adamw", "adam", "adamw-fused", "sgd", "sgd-momentum" or "none".
+        float32_matmul_precision: "highest" | "high" | "medium" (None: `torch.get_float32_matmul_precision()`).
+        steps: optimizer steps of the whole run on one device; gives totals and costs.
+        batch_size: the batch when the input's first dimension is not it.
+        loss_fn: turns the model's output into the scalar loss (default: ``output.loss`` or a sum).
+        deepspeed: ``{"zero_stage": 0-3, "offload_optimizer": bool, "offload_param": bool}`` for ZeRO targets.
+        predictor: a `Predictor` (default: the shipped one).
+    """
+    chosen = resolve_targets(targets)       # bad names fail before any work
+    prec = parse_precision(precision, float32_matmul_precision)
+    optimizer = normalise_optimizer(optimizer)
+    if steps is not None and (not isinstance(steps, (int, float)) or steps <= 0):
+        raise ValueError(f"steps must be a positive number of optimizer steps, got {steps!r}")
+    capture = capture_step(model, example_input, loss_fn=loss_fn, batch_size=batch_size)
+    workload = workload_from_capture(capture, prec, optimizer, ZeroConfig.from_dict(deepspeed))
+    pred, note = resolve_predictor(predictor)
+    notes = list(workload.notes) + ([note] if note else [])
+    shape = RunShape(float(steps) if steps is not None else None)
+    rows = project_targets(workload, chosen, pred, shape) if chosen else []
+    return Estimate(workload, rows, shape, pred, notes)
+
+
+def workload_from_capture(capture: Capture, precision: Precision, optimizer: str, zero: ZeroConfig) -> Workload:
+    """A `Workload` (method absolute) from captured ops, converted to `precision`."""
+    units = []
+    for phase in ("fwd", "bwd"):
+        specs: dict = {}
+        for call, count in capture.ops[phase].items():
+            spec = convert(op_spec_from_call(call), precision, phase)
+            specs[spec] = specs.get(spec, 0.0) + count  # OpSpec equality ignores dims: merge look-alikes
+        units.append(Unit("model", phase, list(specs.items())))
+    opt_dtype = precision.half if (precision.half and not precision.mixed) else "float32"
+    units.append(Unit("optimizer", "opt", optimizer_ops(optimizer, capture.param_tensors, opt_dtype)))
+    scale = activation_scale(precision) if capture.param_dtype == "float32" else 1.0
+    notes = ["estimated from the model alone: data loading and Python overhead beyond kernel launches are "
+             "not included"]
+    return Workload(units=units, params=float(capture.params), precision=precision,
+                    optimizer=memory_optimizer_name(optimizer), batch_size=capture.batch_size,
+                    activation_bytes=capture.saved_bytes * scale, activations_measured=False, zero=zero,
+                    notes=notes)

@@ -1,0 +1,198 @@
+"""Capture the aten ops of one training step without timing, for `estimate` (``meta`` tensors welcome).
+
+A `TorchDispatchMode` records every non-view aten call of the forward and the backward as an
+`OpCall` (shapes and dtypes only); saved-tensor hooks measure the activations autograd keeps for
+backward. On ``meta`` tensors nothing is computed and no memory is used, so a ResNet-50 at batch
+1024 captures in about a second. (`prenet_callbacks.profiling` times ops during real runs; this
+is the untimed counterpart, kept separate so that it can run where the profiler's hooks cannot.)
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from predictor_models.aten_ops import OpCall, is_free_op, record_call
+
+_DATA_DEPENDENT_HINTS = ("data-dependent", "data dependent", "meta tensor", "meta device", "nonzero",
+                         "item()", "_local_scalar_dense", "cannot copy out of meta", "not implemented for 'meta'",
+                         "could not run", "meta")
+
+
+class CaptureError(RuntimeError):
+    """The model could not run one step for capture; the message says why and what to try."""
+
+
+@dataclass
+class Capture:
+    """Ops of one forward + backward, per phase, with counts; activation bytes; the model's size."""
+
+    ops: dict[str, Counter] = field(default_factory=lambda: {"fwd": Counter(), "bwd": Counter()})
+    saved_bytes: float = 0.0           # activations kept for backward (unique storages, no parameters)
+    params: int = 0
+    param_tensors: list[int] = field(default_factory=list)   # numel of each trainable parameter
+    param_dtype: str = "float32"
+    batch_size: int | None = None
+    on_meta: bool = True
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self, capture: Capture, context: Callable[[], str]) -> None:
+        super().__init__()
+        self.capture = capture
+        self.phase = "fwd"
+        self.context = context
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if not is_free_op(func):
+            call = record_call(func, args, kwargs, out, context=self.context())
+            self.capture.ops[self.phase][call] += 1
+        return out
+
+
+def _to_meta(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj if obj.is_meta else torch.empty_like(obj, device="meta")
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_meta(x) for x in obj)
+    if isinstance(obj, dict):
+        return {k: _to_meta(v) for k, v in obj.items()}
+    return obj
+
+
+def _first_tensor(obj: Any) -> torch.Tensor | None:
+    if isinstance(obj, torch.Tensor):
+        return obj
+    if isinstance(obj, (list, tuple)):
+        for x in obj:
+            t = _first_tensor(x)
+            if t is not None:
+                return t
+    if isinstance(obj, dict):
+        for x in obj.values():
+            t = _first_tensor(x)
+            if t is not None:
+                return t
+    return None
+
+
+def _loss(output: Any) -> torch.Tensor:
+    """A scalar to call backward on: ``output.loss`` / ``output["loss"]``, else the sum of the first float output."""
+    loss = getattr(output, "loss", None)
+    if loss is None and isinstance(output, dict):
+        loss = output.get("loss")
+    if isinstance(loss, torch.Tensor) and loss.requires_grad:
+        return loss if loss.dim() == 0 else loss.sum()
+    candidates = [output] if isinstance(output, torch.Tensor) else list(
+        output.values() if isinstance(output, dict) else output if isinstance(output, (list, tuple)) else [])
+    for item in candidates:
+        if isinstance(item, torch.Tensor) and item.is_floating_point() and item.requires_grad:
+            return item.float().sum()
+    raise CaptureError("the model's output has no floating-point tensor that requires grad to call backward on; "
+                       "pass loss_fn=lambda output: ... to estimate()")
+
+
+def _split_input(example_input: Any) -> tuple[tuple, dict]:
+    if isinstance(example_input, dict):
+        return (), dict(example_input)
+    if isinstance(example_input, (list, tuple)):
+        return tuple(example_input), {}
+    return (example_input,), {}
+
+
+def capture_step(model: torch.nn.Module, example_input: Any, *,
+                 loss_fn: Callable[[Any], torch.Tensor] | None = None, batch_size: int | None = None) -> Capture:
+    """Run one forward and backward of `model` on `example_input` under op capture.
+
+    Model or input on ``meta``: everything runs on ``meta`` (parameters are swapped for ``meta``
+    copies with `torch.func.functional_call`; the model itself is not changed). Both real: the step
+    really runs, on their device (use a small input).
+    """
+    params = dict(model.named_parameters())
+    buffers = dict(model.named_buffers())
+    first = _first_tensor(example_input)
+    on_meta = (first is not None and first.is_meta) or any(p.is_meta for p in params.values())
+    capture = Capture(on_meta=on_meta)
+    trainable = [p for p in params.values() if p.requires_grad]
+    capture.params = sum(p.numel() for p in trainable)
+    capture.param_tensors = [p.numel() for p in trainable]
+    if trainable:
+        capture.param_dtype = str(trainable[0].dtype).replace("torch.", "")
+    capture.batch_size = batch_size or (int(first.shape[0]) if first is not None and first.dim() > 0 else None)
+    args, kwargs = _split_input(_to_meta(example_input) if on_meta else example_input)
+    if on_meta:
+        state = {k: (v if v.is_meta else torch.empty_like(v, device="meta").requires_grad_(v.requires_grad))
+                 for k, v in {**params, **buffers}.items()}
+    else:
+        state = None
+    param_storages = {_storage_key(t) for t in list(params.values()) + list(buffers.values())}
+    if state is not None:
+        param_storages |= {_storage_key(t) for t in state.values()}
+    saved: dict[Any, int] = {}
+    keep: list[torch.Tensor] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        key = _storage_key(t)
+        if key not in param_storages and key not in saved:
+            saved[key] = _nbytes(t)
+            keep.append(t)  # hold it so the storage key stays unique while capturing
+        return t
+
+    embedding_depth = [0]
+    hooks = []
+    for module in model.modules():
+        if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)):
+            hooks.append(module.register_forward_pre_hook(lambda *_: embedding_depth.__setitem__(0, embedding_depth[0] + 1)))
+            hooks.append(module.register_forward_hook(lambda *_: embedding_depth.__setitem__(0, embedding_depth[0] - 1)))
+    recorder = _Recorder(capture, lambda: "embedding" if embedding_depth[0] > 0 else "")
+    try:
+        with recorder, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            if state is not None:
+                output = torch.func.functional_call(model, state, args, kwargs)
+            else:
+                output = model(*args, **kwargs)
+            loss = loss_fn(output) if loss_fn is not None else _loss(output)
+        recorder.phase = "bwd"
+        with recorder:
+            loss.backward()
+    except CaptureError:
+        raise
+    except Exception as error:  # noqa: BLE001 - turned into advice below
+        raise _explain(error, on_meta) from error
+    finally:
+        for hook in hooks:
+            hook.remove()
+        if state is None:
+            model.zero_grad(set_to_none=True)
+    out = _first_tensor(output)
+    capture.saved_bytes = float(sum(saved.values()) + (_nbytes(out) if out is not None else 0))
+    return capture
+
+
+def _storage_key(t: torch.Tensor) -> Any:
+    try:
+        return t.untyped_storage()._cdata
+    except Exception:  # noqa: BLE001 - tensor subclasses without storage: identity is good enough
+        return id(t)
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    try:
+        return int(t.untyped_storage().nbytes())
+    except Exception:  # noqa: BLE001
+        return t.numel() * t.element_size()
+
+
+def _explain(error: Exception, on_meta: bool) -> CaptureError:
+    text = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+    if on_meta:
+        return CaptureError(
+            "this model cannot run on the 'meta' device, probably because an output shape depends on tensor "
+            f"values (nonzero, masked_select, .item(), data-dependent control flow): {text}. "
+            "Pass a real model and a small real input instead, e.g. estimate(model, torch.randn(2, ...)); "
+            "it then runs one real step on that input.")
+    return CaptureError(f"one training step of the model failed on the example input: {text}")
