@@ -18,7 +18,7 @@ import torch
 from integrations.lightning_plan import plan_from_trainer
 from prenet_callbacks.config import validate_session_config
 from prenet_callbacks.render import print_report
-from prenet_callbacks.run_info import describe_run
+from prenet_callbacks.run_info import batch_size_of, describe_run
 from prenet_callbacks.session import PredictionSession, SessionConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -130,6 +130,8 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         if trainer.val_check_batch is None:
             session.report.limitations.append("time-based validation (val_check_interval as a duration) is not counted")
         self._last_global_step = int(trainer.global_step)
+        if trainer.optimizers:
+            session.note_run_facts(optimizer=type(trainer.optimizers[0]).__name__.lower())
         session.profile_model(lambda: _make_profiler(pl_module))
 
     @_hook
@@ -149,7 +151,10 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
 
     @_hook
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
-        self.session.batch_start()
+        session = self.session
+        if "batch_size" not in session.report.current:
+            session.note_run_facts(batch_size=batch_size_of(batch))
+        session.batch_start()
 
     @_hook
     def on_before_backward(self, trainer: Any, pl_module: Any, loss: torch.Tensor) -> None:

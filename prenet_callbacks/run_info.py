@@ -20,6 +20,7 @@ def describe_run(device: torch.device | str, *, devices: int, precision: str, st
         "devices": int(devices or 1),
         "precision": precision,
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
         "strategy": strategy,
         "framework": framework,
     }
@@ -32,3 +33,17 @@ def describe_run(device: torch.device | str, *, devices: int, precision: str, st
         current["cpu_cores"] = info.cpu_cores
     current.update(extra)
     return current
+
+
+def batch_size_of(batch: Any) -> int | None:
+    """Leading dimension of the first tensor in a (nested) batch; ``None`` when there is none."""
+    if torch.is_tensor(batch):
+        return int(batch.shape[0]) if batch.dim() > 0 else None
+    if isinstance(batch, dict):
+        batch = list(batch.values())
+    if isinstance(batch, (list, tuple)):
+        for item in batch:
+            size = batch_size_of(item)
+            if size is not None:
+                return size
+    return None

@@ -242,6 +242,11 @@ class PredictionSession:
     def set_state_bytes(self, state_bytes: float) -> None:
         self.measurements.state_bytes = float(state_bytes)
 
+    @guarded
+    def note_run_facts(self, **facts: Any) -> None:
+        """Facts the projection needs that the adapter learns late (batch size, optimizer...)."""
+        self.report.current.update({k: v for k, v in facts.items() if v is not None})
+
     # -- sanity check and validation --------------------------------------------------------------
     @guarded
     def validation_start(self, sanity: bool = False) -> None:
@@ -444,10 +449,20 @@ class PredictionSession:
         self.profile_done = True
         table = profiler.stop()
         self._resolve_gpu_phases()
+        self._record_gpu_memory()
         self.report.measured["layers"] = table.to_dict() if hasattr(table, "to_dict") else table
         for limitation in getattr(profiler, "limitations", []) or []:
             if limitation not in self.report.limitations:
                 self.report.limitations.append(limitation)
+
+    def _record_gpu_memory(self) -> None:
+        """Peak memory of the window on a GPU: what the projection checks targets' memory against."""
+        if self.report.current.get("device") != "cuda":
+            return
+        import torch
+
+        self.report.measured["memory"] = {"peak_allocated_bytes": int(torch.cuda.max_memory_allocated()),
+                                          "state_bytes": self.measurements.state_bytes}
 
     def _gpu_mark(self, name: str) -> None:
         if self.gpu_phases is not None and self.step_clock.in_window:
@@ -469,26 +484,36 @@ class PredictionSession:
         return self.now() - (self.fit_start_time if self.fit_start_time is not None else self.now())
 
     def _predict(self, *, first: bool, fit_done: bool = False) -> Prediction | None:
-        if self.plan is None:
+        prediction = self._prediction(fit_done)
+        if prediction is None:
             return None
-        prediction = predict_fit(self.plan, self.measurements, done_batches=self.done_batches,
-                                 done_steps=self.done_steps, elapsed_s=self._elapsed(), fit_done=fit_done)
-        if prediction.step_s is None:
-            return None
-        entry = prediction.to_dict()
-        entry["fit"] = self.report.extra.get("fits", 1)
-        self.report.add_prediction(entry)
+        self.report.add_prediction(self._entry(prediction))
         self.last_logged_step = self.done_steps
         self._update_measured()
         if first:
             self.first_prediction_made = True
             self._on_first_prediction()
+            # projecting and printing took time inside this fit: predict again so that it counts
+            prediction = self._prediction(fit_done) or prediction
+            self.report.predictions[-1] = self._entry(prediction)
         self._log_metrics(prediction)
         self._maybe_write_report(force=first)
         return prediction
 
+    def _prediction(self, fit_done: bool) -> Prediction | None:
+        if self.plan is None:
+            return None
+        prediction = predict_fit(self.plan, self.measurements, done_batches=self.done_batches,
+                                 done_steps=self.done_steps, elapsed_s=self._elapsed(), fit_done=fit_done)
+        return prediction if prediction.step_s is not None else None
+
+    def _entry(self, prediction: Prediction) -> dict[str, Any]:
+        entry = prediction.to_dict()
+        entry["fit"] = self.report.extra.get("fits", 1)
+        return entry
+
     def _on_first_prediction(self) -> None:
-        if self.config.targets is not None or self.report.current.get("default_targets"):
+        if self.config.targets != []:  # None: the documented default set; []: no projection
             self._project_targets()
         if self.is_rank_zero and self.config.print_report and self.printer is not None:
             self.printer(self.report)

@@ -231,3 +231,14 @@ def test_layer_profile_lands_in_the_report(tmp_path):
     assert gemm["spec"]["dims"]["k"] == 8 and gemm["spec"]["dims"]["n"] == 16
     assert callback.report.measured["profiled_steps"] == 2
     assert set(callback.report.measured["step_phases"]) >= {"data_s", "forward_s", "backward_s", "optimizer_s"}
+
+
+def test_default_targets_are_projected_with_a_recommendation(tmp_path):
+    callback = PreNeTCallback(report_path=tmp_path / "r.json", **{**FAST, "targets": None})
+    fit(tmp_path, callback)
+    targets = callback.report.targets
+    names = {(t["devices"], t["name"]) for t in targets}
+    assert (8, "H100-SXM5") in names and (1, "A100-SXM4-80GB") in names
+    assert all(t["total_seconds"] > 0 for t in targets)
+    assert callback.report.extra.get("recommendation")
+    assert callback.report.current["batch_size"] == 4 and callback.report.current["optimizer"] == "sgd"
