@@ -359,13 +359,18 @@ class ModuleProfiler:
         if not self._recording or self._broken:
             return
         try:
-            in_bw = _graph_task_id() != -1
-            if not in_bw:
-                self._calls[idx] += 1
-                self._in_bytes[idx] += _tensor_bytes(args)
-            self._attr.enter(idx, in_bw)
+            self._enter(idx, args)
         except Exception as exc:
             self._contain("entering a module", exc)
+
+    def _enter(self, idx: int, args: Any) -> bool:
+        """Count a forward call and push the module on the attribution stack; True in backward."""
+        in_bw = _graph_task_id() != -1
+        if not in_bw:
+            self._calls[idx] += 1
+            self._in_bytes[idx] += _tensor_bytes(args)
+        self._attr.enter(idx, in_bw)
+        return in_bw
 
     def _on_post(self, idx: int, module: nn.Module, args: Any, output: Any) -> None:
         if not self._recording or self._broken:
@@ -381,11 +386,7 @@ class ModuleProfiler:
         if not self._recording or self._broken:
             return
         try:
-            in_bw = _graph_task_id() != -1
-            if not in_bw:
-                self._calls[idx] += 1
-                self._in_bytes[idx] += _tensor_bytes(args)
-            self._attr.enter(idx, in_bw)
+            in_bw = self._enter(idx, args)
             # compiled code must run with no dispatch mode active, or Dynamo falls back to eager
             if self._mode is not None and mode_on_stack(self._mode):
                 remove_mode(self._mode)
