@@ -1,0 +1,11 @@
+"""Loaders that turn public timing measurements into `Sample`s (an `OpSpec`, a device, seconds).
+
+One module per source; each documents what it keeps and what it excludes (and why) in its
+docstring and counts exclusions in `LoadReport`. `load_all` gathers them for training/evaluation.
+"""
+from __future__ import annotations
+
+from .common import LoadReport, Sample, read_rows, write_rows
+from .registry import SOURCES, load_all
+
+__all__ = ["LoadReport", "Sample", "SOURCES", "load_all", "read_rows", "write_rows"]

@@ -1,0 +1,161 @@
+"""Leave-one-GPU-out evaluation of the predictor beside the PreNeT-paper baseline, same folds, same run.
+
+    python -m predictor_models.evaluate --data ../shared/data --json OUT.json [--update-card predictor_models/pretrained]
+
+For each GPU in the data, both models are trained on every other GPU and scored on that one's ops,
+per op class. Then NeuSight's per-node transformer-layer labels (forward and backward, FP32) on
+H100, A100, L4 and V100 are predicted by the fold that never saw that GPU and compared with the
+measured sums. MAPE is reported as a fraction.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from predictor_models.baseline import RAW_PARAMS, baseline_features, fit_baseline, predict_baseline
+from predictor_models.predictor.bound import paired
+from predictor_models.predictor.model import Predictor
+from predictor_models.predictor.training import SEED, balanced_rows, class_xy, fit_models
+
+CLASSES = ("gemm", "conv", "norm", "elementwise")
+
+
+def _mape(pred: np.ndarray, true: np.ndarray) -> float:
+    return float(np.mean(np.abs(pred / true - 1.0)))
+
+
+def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, members: int = 1, baseline: bool = True,
+                   log=print) -> tuple[list[dict], dict[str, Predictor]]:
+    """Per (op class, held-out GPU): n, our MAPE, baseline MAPE. Also returns each fold's predictor."""
+    rows_out: list[dict] = []
+    fold_models: dict[str, Predictor] = {}
+    for gpu in gpus or sorted(set(ts.gpu)):
+        start = time.time()
+        train = ts.take(np.flatnonzero(ts.gpu != gpu))
+        test = ts.take(np.flatnonzero(ts.gpu == gpu))
+        models = fit_models(train, members=members)
+        predictor = Predictor(models, {"heldout_gpu": gpu})
+        fold_models[gpu] = predictor
+        for op_class in CLASSES:
+            rows = np.flatnonzero(test.ops.op_class == op_class)
+            if rows.size == 0 or op_class not in models:
+                continue
+            x, _ = class_xy(test, op_class, rows)
+            sub = test.take(rows)
+            ours = sub.bound * np.exp(np.maximum(Predictor._ensemble(models[op_class], x), 0.0))
+            entry = {"op": op_class, "gpu": gpu, "n": int(rows.size), "mape": _mape(ours, sub.seconds),
+                     "bound_only_mape": _mape(sub.bound, sub.seconds)}
+            if baseline and op_class in RAW_PARAMS:
+                fit_rows = balanced_rows(train, np.flatnonzero(train.ops.op_class == op_class))
+                tr = train.take(fit_rows)
+                model = fit_baseline(op_class, baseline_features(op_class, paired(tr.ops, tr.devices)),
+                                     tr.seconds * 1e3, seed=SEED)
+                base = predict_baseline(model, baseline_features(op_class, paired(sub.ops, sub.devices))) * 1e-3
+                entry["baseline_mape"] = _mape(base, sub.seconds)
+            entry["by_source"] = {
+                src: {"n": int((sub.source == src).sum()),
+                      "mape": _mape(ours[sub.source == src], sub.seconds[sub.source == src])}
+                for src in sorted(set(sub.source))}
+            rows_out.append(entry)
+            log(f"  {gpu:16s} {op_class:12s} n={entry['n']:6d} mape={entry['mape']:.3f} "
+                f"baseline={entry.get('baseline_mape', float('nan')):.3f} bound-only={entry['bound_only_mape']:.3f}")
+        log(f"fold {gpu}: {time.time() - start:.0f} s")
+    return rows_out, fold_models
+
+
+def evaluate_labels(labels, fold_models: dict[str, Predictor], lookup) -> list[dict]:
+    """Transformer layer 0: predicted vs measured forward / backward sums (ms) over kernel-launching nodes."""
+    out = []
+    for label in labels:
+        device = lookup(label.device)
+        predictor = fold_models.get(device.name)
+        if predictor is None:
+            continue
+        gpu_nodes = [n for n in label.nodes if n.kind != "host"]
+        entry = {"gpu": device.name, "model": label.model, "heldout_fold": True}
+        for phase in ("forward", "backward"):
+            ops = [op for n in gpu_nodes for op in getattr(n, phase)]
+            measured = sum(n.fw_ms if phase == "forward" else n.bw_ms for n in gpu_nodes)
+            predicted = float(predictor.predict_seconds(ops, device).sum() * 1e3) if ops else 0.0
+            entry[f"{phase}_measured_ms"] = measured
+            entry[f"{phase}_predicted_ms"] = predicted
+        total_m = entry["forward_measured_ms"] + entry["backward_measured_ms"]
+        total_p = entry["forward_predicted_ms"] + entry["backward_predicted_ms"]
+        entry["total_error"] = total_p / total_m - 1.0
+        entry["host_only_measured_ms"] = sum(n.fw_ms + n.bw_ms for n in label.nodes if n.kind == "host")
+        out.append(entry)
+    return out
+
+
+def summarise(heldout: list[dict]) -> dict:
+    """Sample-weighted MAPE overall and per class, for ours and the baseline (rows that have both)."""
+    def weighted(rows, key):
+        n = sum(r["n"] for r in rows if key in r)
+        return sum(r[key] * r["n"] for r in rows if key in r) / n if n else None
+    by_class = {}
+    for op_class in sorted({r["op"] for r in heldout}):
+        rows = [r for r in heldout if r["op"] == op_class]
+        by_class[op_class] = {"n": sum(r["n"] for r in rows), "mape": weighted(rows, "mape"),
+                              "baseline_mape": weighted(rows, "baseline_mape"),
+                              "gpu_mean_mape": float(np.mean([r["mape"] for r in rows]))}
+    return {"mape": weighted(heldout, "mape"), "baseline_mape": weighted(heldout, "baseline_mape"), "by_class": by_class}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The evaluate options (shared with ``prenet evaluate``)."""
+    parser.add_argument("--data", default="../shared/data", help="folder of public measurements (default ../shared/data)")
+    parser.add_argument("--json", required=True, help="where to write the results")
+    parser.add_argument("--gpus", nargs="*", help="evaluate only these held-out GPUs (catalog names)")
+    parser.add_argument("--sources", nargs="*", help="data sources (default: the training defaults)")
+    parser.add_argument("--members", type=int, default=None, help="MLPs per class (default: as train)")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the paper baseline")
+    parser.add_argument("--update-card", metavar="DIR", help="write heldout_errors.json and the model card's table there")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m predictor_models.evaluate", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args) -> int:
+    from threadpoolctl import threadpool_limits
+
+    from predictor_models.train import DEFAULT_MEMBERS, load_training_set, TrainError
+
+    try:
+        ts, reports = load_training_set(args.data, args.sources, extra=None)
+    except TrainError as error:
+        print(f"evaluate: error: {error}", file=sys.stderr)
+        return 2
+    from predictor_models.datasets.neusight_labels import load_labels
+    from predictor_models.hardware import lookup_hardware
+
+    members = args.members or DEFAULT_MEMBERS
+    with threadpool_limits(1):
+        heldout, folds = evaluate_folds(ts, gpus=args.gpus, members=members, baseline=not args.no_baseline)
+        labels = evaluate_labels(load_labels(args.data), folds, lookup_hardware)
+    result = {"heldout": heldout, "summary": summarise(heldout), "transformer_layers": labels,
+              "data": [r.as_dict() for r in reports], "excluded_at_training": dict(ts.excluded), "members": members}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(result, indent=1, sort_keys=True))
+    s = result["summary"]
+    print(f"summary: mape={s['mape']:.3f} baseline={s['baseline_mape'] or float('nan'):.3f} -> {args.json}")
+    for entry in labels:
+        print(f"  layer {entry['gpu']:16s} {entry['model']:28s} fw {entry['forward_predicted_ms']:.2f}/{entry['forward_measured_ms']:.2f}"
+              f" bw {entry['backward_predicted_ms']:.2f}/{entry['backward_measured_ms']:.2f} total err {entry['total_error']:+.3f}")
+    if args.update_card:
+        from predictor_models.predictor.card import write_card
+
+        write_card(Path(args.update_card), result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The predictor artifact: one JSON file (no code is executed on load) plus optional held-out errors.
+
+Layout: ``{"format": "prenet-predictor", "format_version": 2, "metadata": {...},
+"default_utilisation": u, "launch_s": s, "classes": {op_class: {"features": [...], "members": [mlp...]}}}``.
+``heldout_errors.json`` beside it (written by ``evaluate --update-card``) holds per-class MAPE.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from .bound import LAUNCH_S
+from .features import FEATURES
+from .mlp import from_json, to_json
+from .model import Predictor
+
+FORMAT = "prenet-predictor"
+FORMAT_VERSION = 2
+ARTIFACT_NAME = "predictor.json"
+HELDOUT_NAME = "heldout_errors.json"
+PRETRAINED_DIR = Path(__file__).resolve().parent.parent / "pretrained"
+RETRAIN_HINT = "python -m predictor_models.train --data ../shared/data --out predictor_models/pretrained"
+
+
+class PredictorLoadError(RuntimeError):
+    """The artifact is missing, unreadable or not a predictor this code understands."""
+
+
+def save_predictor(predictor: Predictor, out_dir: str | Path) -> Path:
+    """Write ``predictor.json`` into ``out_dir`` (deterministic: sorted keys, fixed float repr)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "metadata": predictor.metadata,
+        "default_utilisation": predictor.default_utilisation,
+        "launch_s": LAUNCH_S,
+        "classes": {
+            cls: {"features": FEATURES[cls][1], "members": [to_json(m) for m in members]}
+            for cls, members in sorted(predictor.models.items())
+        },
+    }
+    path = out / ARTIFACT_NAME
+    path.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False))
+    return path
+
+
+def _fail(path: Path, what: str) -> PredictorLoadError:
+    return PredictorLoadError(f"predictor artifact {path}: {what}. Rebuild it with: {RETRAIN_HINT}")
+
+
+def load_predictor(path: str | Path | None = None) -> Predictor:
+    """Load a predictor (default: the shipped one, cached); a file or a folder holding ``predictor.json``."""
+    target = Path(path) if path is not None else PRETRAINED_DIR
+    if target.is_dir() or target.suffix != ".json":
+        target = target / ARTIFACT_NAME
+    return _load_cached(str(target.resolve()), _mtime(target))
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return -1.0
+
+
+@lru_cache(maxsize=8)
+def _load_cached(path_text: str, _mtime_key: float) -> Predictor:
+    path = Path(path_text)
+    if not path.is_file():
+        raise _fail(path, "not found")
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise _fail(path, f"unreadable or not JSON ({error})") from error
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise _fail(path, "not a prenet predictor file")
+    if doc.get("format_version") != FORMAT_VERSION:
+        raise _fail(path, f"format version {doc.get('format_version')!r}, this code reads {FORMAT_VERSION}")
+    if abs(float(doc.get("launch_s", -1)) - LAUNCH_S) > 1e-12:
+        raise _fail(path, "trained with a different launch latency than this code uses")
+    models: dict[str, list[dict]] = {}
+    try:
+        for cls, entry in doc["classes"].items():
+            if cls not in FEATURES:
+                raise ValueError(f"unknown op class {cls!r}")
+            if list(entry["features"]) != FEATURES[cls][1]:
+                raise ValueError(f"{cls}: features differ from this code's ({entry['features']})")
+            members = [from_json(m) for m in entry["members"]]
+            for m in members:
+                if m["mean"].shape[0] != len(FEATURES[cls][1]):
+                    raise ValueError(f"{cls}: model width does not match its features")
+            if not members:
+                raise ValueError(f"{cls}: no members")
+            models[cls] = members
+        heldout = _read_heldout(path.parent / HELDOUT_NAME)
+        return Predictor(models, doc.get("metadata", {}), heldout, float(doc["default_utilisation"]))
+    except (KeyError, TypeError, ValueError) as error:
+        raise _fail(path, f"corrupt ({error})") from error
+
+
+def _read_heldout(path: Path) -> dict[str, float]:
+    if not path.is_file():
+        return {}
+    doc = json.loads(path.read_text())
+    return {str(k): float(v) for k, v in doc.get("by_class", {}).items()}

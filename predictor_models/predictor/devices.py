@@ -1,0 +1,69 @@
+"""Device specs as numpy columns, so bounds and features broadcast over many devices at once."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+# Math modes an op can run in; an op's mode comes from its dtype, its tf32 flag and its class.
+MODES = ("fp32", "tf32", "fp16", "bf16", "fp64", "fp8")
+_MODE_DTYPE = {"fp32": ("float32", False), "tf32": ("float32", True), "fp16": ("float16", False),
+               "bf16": ("bfloat16", False), "fp64": ("float64", False), "fp8": ("float8", False)}
+DEFAULT_SM = 80          # where the catalog has no SM count (TPUs, unknown parts)
+DEFAULT_L2_MB = 4.0
+
+
+@dataclass(frozen=True)
+class DeviceColumns:
+    """Per-device arrays (shape ``(d,)``): bandwidth B/s, SMs, L2 bytes, clock, peaks by mode, tensor flags."""
+
+    names: tuple[str, ...]
+    bandwidth: np.ndarray
+    sms: np.ndarray
+    l2_bytes: np.ndarray
+    clock_mhz: np.ndarray
+    memory_gb: np.ndarray
+    peaks: np.ndarray        # (d, len(MODES)) FLOP/s; a mode the device lacks falls back to fp32
+    tensor: np.ndarray       # (d, len(MODES)) 1.0 where that mode runs on tensor cores
+
+    def take(self, index: np.ndarray) -> "DeviceColumns":
+        return DeviceColumns(tuple(self.names[i] for i in index), self.bandwidth[index], self.sms[index],
+                             self.l2_bytes[index], self.clock_mhz[index], self.memory_gb[index],
+                             self.peaks[index], self.tensor[index])
+
+
+def _peak(device, mode: str, fp32: float) -> float:
+    dtype, tf32 = _MODE_DTYPE[mode]
+    try:
+        value = float(device.peak_flops(dtype, tf32=tf32))
+    except Exception:  # unsupported or unpublished precision: libraries fall back to fp32 math
+        value = fp32
+    return value if value > 0 else fp32
+
+
+def device_columns(devices: Sequence) -> DeviceColumns:
+    """Columns for catalog `Accelerator`s (anything with the same fields and `peak_flops`)."""
+    rows = []
+    for dev in devices:
+        if not getattr(dev, "memory_bandwidth_gbs", None):
+            raise ValueError(f"{getattr(dev, 'name', dev)}: no memory bandwidth in the catalog; cannot bound ops")
+        fp32 = float(dev.peak_flops("float32")) if dev.fp32_tflops else 1e12
+        cc = _compute_capability(dev)
+        peaks = [_peak(dev, m, fp32) for m in MODES]
+        tensor = [0.0 if m in ("fp32", "fp64") or cc < 7.0 or peaks[i] <= fp32 * 1.01 else 1.0
+                  for i, m in enumerate(MODES)]
+        rows.append((dev.name, dev.memory_bandwidth_gbs * 1e9, dev.sm_count or DEFAULT_SM,
+                     (dev.l2_cache_mb or DEFAULT_L2_MB) * 2**20, dev.boost_clock_mhz or 1500.0,
+                     dev.memory_gb or 16.0, peaks, tensor))
+    col = lambda i: np.array([r[i] for r in rows], dtype=np.float64)  # noqa: E731
+    return DeviceColumns(tuple(r[0] for r in rows), col(1), col(2), col(3), col(4), col(5),
+                         np.array([r[6] for r in rows], dtype=np.float64).reshape(len(rows), len(MODES)),
+                         np.array([r[7] for r in rows], dtype=np.float64).reshape(len(rows), len(MODES)))
+
+
+def _compute_capability(dev) -> float:
+    try:
+        return float(dev.compute_capability)
+    except (TypeError, ValueError):
+        return 0.0

@@ -1,0 +1,126 @@
+"""`Predictor`: per-op time = physical bound / learned utilisation, per op class, vectorised over devices."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from predictor_models.op_spec import OpSpec
+
+from .bound import bound_seconds, matrix
+from .devices import device_columns
+from .expand import PROXIED, expand
+from .features import FEATURES
+from .mlp import predict_mlp, predict_mlp_columns
+from .optable import op_columns
+
+DEFAULT_UTILISATION = 0.5      # for unmodelled ops: bound / 0.5 (documented in the model card)
+DEFAULT_RELATIVE_ERROR = 0.30  # band for classes without a held-out measurement
+PROXY_EXTRA_ERROR = 0.10       # proxied classes: the proxy's held-out error plus this
+
+
+class Predictor:
+    """Predicts op times on catalog devices.
+
+    ``models`` maps an op class to a list of MLP parameter dicts (an ensemble whose outputs, the log
+    of measured/bound, are averaged); ``heldout`` maps an op class to its leave-one-GPU-out MAPE.
+    """
+
+    def __init__(self, models: dict[str, list[dict]], metadata: dict, heldout: dict[str, float] | None = None,
+                 default_utilisation: float = DEFAULT_UTILISATION) -> None:
+        unknown = set(models) - set(FEATURES)
+        if unknown:
+            raise ValueError(f"no feature definition for op classes {sorted(unknown)}")
+        self.models = models
+        self._metadata = dict(metadata)
+        self.heldout = dict(heldout or {})
+        self.default_utilisation = float(default_utilisation)
+        self._modelled = frozenset(models)
+
+    # ---- public API ----------------------------------------------------------------------
+    @property
+    def metadata(self) -> dict:
+        """version, trained_on devices, date, data sources, op classes (modelled and proxied)."""
+        return dict(self._metadata)
+
+    def is_modelled(self, op: OpSpec) -> bool:
+        """False when no trained model covers the op's class (it gets bound / default utilisation)."""
+        return expand(op, self._modelled) is not None
+
+    def relative_error(self, op_class: str) -> float:
+        """Held-out (unseen-GPU) MAPE of the class; proxies add a margin; unknown classes a documented default."""
+        if op_class in self.heldout:
+            return float(self.heldout[op_class])
+        proxy = PROXIED.get(op_class)
+        if proxy:
+            parts = [self.heldout[p] for p in proxy.split("+") if p in self.heldout]
+            if parts:
+                return float(max(parts) + PROXY_EXTRA_ERROR)
+        return DEFAULT_RELATIVE_ERROR
+
+    def bound_seconds(self, ops: Sequence[OpSpec], device) -> np.ndarray:
+        """Physical lower bound per op (max of compute and memory time, plus launch latency)."""
+        ops = list(ops)
+        if not ops:
+            return np.zeros(0)
+        return np.array(bound_seconds(matrix(op_columns(ops), device_columns([device])))[:, 0])
+
+    def predict_seconds(self, ops: Sequence[OpSpec], device) -> np.ndarray:
+        """Predicted seconds per op on one device."""
+        return self.predict_matrix(ops, [device])[:, 0]
+
+    def predict_matrix(self, ops: Sequence[OpSpec], devices: Sequence) -> np.ndarray:
+        """Predicted seconds, shape ``(len(ops), len(devices))``, all devices at once."""
+        ops, devices = list(ops), list(devices)
+        out = np.zeros((len(ops), len(devices)))
+        if not ops or not devices:
+            return out
+        virtual, parent, mult, identity = self._expand(ops)
+        cols = op_columns(virtual)
+        devs = device_columns(devices)
+        bound = bound_seconds(matrix(cols, devs))
+        times = bound / self.default_utilisation
+        for op_class, members in self.models.items():
+            rows = np.flatnonzero(cols.op_class == op_class)
+            if rows.size == 0:
+                continue
+            sub = cols.take(rows) if rows.size < len(cols) else cols
+            feats = FEATURES[op_class][0](matrix(sub, devs))
+            shape = (rows.size, len(devices))
+            log_ratio = sum(predict_mlp_columns(m, feats, shape) for m in members) / len(members)
+            log_ratio = log_ratio.reshape(shape)
+            times[rows] = bound[rows] * np.exp(np.maximum(log_ratio, 0.0))  # utilisation <= 1
+        if identity:
+            return times
+        times *= mult[:, None]
+        np.add.at(out, parent, times)
+        return out
+
+    # ---- internals -------------------------------------------------------------------------
+    @staticmethod
+    def _ensemble(members: list[dict], x: np.ndarray) -> np.ndarray:
+        total = predict_mlp(members[0], x)
+        for params in members[1:]:
+            total += predict_mlp(params, x)
+        return total / len(members)
+
+    def _expand(self, ops: list[OpSpec]):
+        virtual: list[OpSpec] = []
+        parent: list[int] = []
+        mult: list[float] = []
+        identity = True
+        for i, op in enumerate(ops):
+            parts = expand(op, self._modelled)
+            if parts is None:  # unmodelled: keep the op itself, predicted by the bound
+                parts = [(op, 1.0)]
+            elif len(parts) != 1 or parts[0][0] is not op or parts[0][1] != 1.0:
+                identity = False
+            for sub, m in parts:
+                virtual.append(sub)
+                parent.append(i)
+                mult.append(m)
+        return virtual, np.asarray(parent), np.asarray(mult), identity
+
+    def count_unmodelled(self, ops: Sequence[OpSpec]) -> int:
+        """How many ops fall back to the bound with the default utilisation."""
+        return sum(1 for op in ops if not self.is_modelled(op))

@@ -1,0 +1,110 @@
+"""Fitting the per-class utilisation models from measured samples (shared by train and evaluate)."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from predictor_models.datasets import Sample
+
+from .bound import bound_seconds, paired
+from .devices import DeviceColumns, device_columns
+from .features import FEATURES, feature_matrix
+from .mlp import fit_mlp
+from .optable import OpColumns, op_columns
+
+SEED = 20250101
+GROUP_CAP = 6000          # rows per (source, GPU, class) so one big source does not drown the rest
+MIN_RATIO = 1 / 1.5       # measured below 2/3 of the bound: not physically possible at DRAM speed
+MIN_CLASS_ROWS = 200      # fewer rows than this: no model for the class
+
+
+@dataclass
+class TrainingSet:
+    """Samples resolved against the catalog, with bounds; row i of every array is sample i."""
+
+    ops: OpColumns
+    devices: DeviceColumns    # one row per sample
+    gpu: np.ndarray           # catalog name per sample
+    source: np.ndarray
+    seconds: np.ndarray
+    bound: np.ndarray
+    excluded: Counter
+    samples: list[Sample]
+
+    def __len__(self) -> int:
+        return len(self.seconds)
+
+    def take(self, index: np.ndarray) -> "TrainingSet":
+        return TrainingSet(self.ops.take(index), self.devices.take(index), self.gpu[index], self.source[index],
+                           self.seconds[index], self.bound[index], self.excluded,
+                           [self.samples[i] for i in index])
+
+
+def build_training_set(samples: Sequence[Sample], lookup: Callable) -> TrainingSet:
+    """Resolve devices with ``lookup`` (name -> Accelerator), drop what cannot be used, compute bounds."""
+    excluded: Counter = Counter()
+    accel: dict[str, object] = {}
+    for name in sorted({s.device for s in samples}):
+        try:
+            accel[name] = lookup(name)
+        except Exception:  # unknown to the catalog: we cannot bound its ops
+            accel[name] = None
+    kept = [s for s in samples if accel[s.device] is not None]
+    for s in samples:
+        if accel[s.device] is None:
+            excluded[f"{s.source}: GPU {s.device!r} not in the hardware catalog"] += 1
+    unique = sorted({accel[s.device].name: accel[s.device] for s in kept}.items())
+    position = {name: i for i, (name, _) in enumerate(unique)}
+    devs = device_columns([a for _, a in unique])
+    dev_idx = np.array([position[accel[s.device].name] for s in kept], dtype=np.int64)
+    ops = op_columns([s.op for s in kept])
+    seconds = np.array([s.seconds for s in kept])
+    per_sample = devs.take(dev_idx)
+    bound = np.array(bound_seconds(paired(ops, per_sample)))
+    ok = seconds >= bound * MIN_RATIO
+    for s, good in zip(kept, ok):
+        if not good:
+            excluded[f"{s.source}: faster than 2/3 of the physical bound ({s.op.op_class})"] += 1
+    index = np.flatnonzero(ok)
+    gpu = np.array([accel[s.device].name for s in kept], dtype=object)
+    source = np.array([s.source for s in kept], dtype=object)
+    full = TrainingSet(ops, per_sample, gpu, source, seconds, bound, excluded, list(kept))
+    return full.take(index)
+
+
+def balanced_rows(ts: TrainingSet, rows: np.ndarray, *, cap: int = GROUP_CAP, seed: int = SEED) -> np.ndarray:
+    """At most ``cap`` rows per (source, GPU) among ``rows``, chosen with a seeded generator."""
+    rng = np.random.default_rng(seed)
+    keys = np.array([f"{s}|{g}" for s, g in zip(ts.source[rows], ts.gpu[rows])])
+    chosen = []
+    for key in sorted(set(keys)):
+        members = rows[keys == key]
+        if members.size > cap:
+            members = np.sort(rng.choice(members, size=cap, replace=False))
+        chosen.append(members)
+    return np.sort(np.concatenate(chosen)) if chosen else rows[:0]
+
+
+def class_xy(ts: TrainingSet, op_class: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Features and target log(measured / bound) (>= 0: utilisation <= 1) for rows of one class."""
+    sub = ts.take(rows)
+    x = feature_matrix(op_class, paired(sub.ops, sub.devices))
+    y = np.log(np.maximum(sub.seconds / sub.bound, 1.0))
+    return x, y
+
+
+def fit_models(ts: TrainingSet, *, classes: Sequence[str] | None = None, members: int = 1,
+               seed: int = SEED, cap: int = GROUP_CAP) -> dict[str, list[dict]]:
+    """One ensemble of MLPs per op class with enough rows."""
+    models: dict[str, list[dict]] = {}
+    for op_class in classes or FEATURES:
+        rows = np.flatnonzero(ts.ops.op_class == op_class)
+        if rows.size < MIN_CLASS_ROWS:
+            continue
+        rows = balanced_rows(ts, rows, cap=cap, seed=seed)
+        x, y = class_xy(ts, op_class, rows)
+        models[op_class] = [fit_mlp(x, y, seed=seed + i) for i in range(members)]
+    return models

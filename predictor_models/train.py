@@ -1,0 +1,110 @@
+"""Train the per-op predictor from public measurements (and your own, from ``collect``).
+
+    python -m predictor_models.train --data ../shared/data --out predictor_models/pretrained [--extra DIR]
+
+Deterministic (seeded, single-threaded BLAS); a few minutes on 2 cores. Writes ``predictor.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+
+VERSION = "1.0.0"
+DEFAULT_MEMBERS = 1
+
+
+class TrainError(RuntimeError):
+    """Training cannot start (missing data folder, nothing usable in it)."""
+
+
+def load_training_set(data: str | Path, sources: Sequence[str] | None, extra: Sequence[str] | None):
+    """Samples from the data folder (and extra row CSVs) resolved against the hardware catalog."""
+    from predictor_models.datasets import LoadReport, load_all, read_rows
+    from predictor_models.datasets.registry import DEFAULT_SOURCES
+    from predictor_models.hardware import lookup_hardware
+    from predictor_models.predictor.training import build_training_set
+
+    root = Path(data)
+    if not root.is_dir():
+        raise TrainError(f"data folder {root} not found (pass --data, e.g. --data ../shared/data)")
+    samples, reports = load_all(root, tuple(sources or DEFAULT_SOURCES))
+    if extra:
+        report = LoadReport("extra")
+        samples = samples + read_rows(extra, report)
+        reports.append(report)
+    if not samples:
+        raise TrainError(f"no usable measurements under {root} (sources: {', '.join(sources or DEFAULT_SOURCES)})")
+    ts = build_training_set(samples, lookup_hardware)
+    if not len(ts):
+        raise TrainError("no measurement is on a GPU the hardware catalog knows")
+    return ts, reports
+
+
+def train(data: str | Path, out: str | Path, *, extra: Sequence[str] | None = None, sources: Sequence[str] | None = None,
+          members: int = DEFAULT_MEMBERS, date: str | None = None, log=print) -> Path:
+    """Fit every class model and write the artifact; returns its path."""
+    from threadpoolctl import threadpool_limits
+
+    from predictor_models.predictor import Predictor, save_predictor
+    from predictor_models.predictor.expand import PROXIED
+    from predictor_models.predictor.training import SEED, fit_models
+
+    start = time.time()
+    ts, reports = load_training_set(data, sources, extra)
+    log(f"loaded {len(ts)} samples on {len(set(ts.gpu))} GPUs in {time.time() - start:.0f} s")
+    with threadpool_limits(1):
+        models = fit_models(ts, members=members, seed=SEED)
+    counts = {}
+    for cls in sorted(models):
+        mask = ts.ops.op_class == cls
+        counts[cls] = {str(g): int((mask & (ts.gpu == g)).sum()) for g in sorted(set(ts.gpu[mask]))}
+    metadata = {
+        "version": VERSION,
+        "date": date or os.environ.get("PRENET_TRAIN_DATE") or _dt.date.today().isoformat(),
+        "trained_on": sorted(set(map(str, ts.gpu))),
+        "samples": counts,
+        "data_sources": [r.as_dict() for r in reports],
+        "excluded_at_training": dict(sorted(ts.excluded.items())),
+        "modelled_classes": sorted(models),
+        "proxied_classes": {k: v for k, v in PROXIED.items()},
+        "seed": SEED,
+        "members": members,
+    }
+    path = save_predictor(Predictor(models, metadata), out)
+    log(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB) in {time.time() - start:.0f} s")
+    return path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The train options (shared with ``prenet train``)."""
+    parser.add_argument("--data", default="../shared/data", help="folder of public measurements (default ../shared/data)")
+    parser.add_argument("--out", required=True, help="folder to write predictor.json into")
+    parser.add_argument("--extra", nargs="*", default=None, help="folders/files of rows written by `collect`")
+    parser.add_argument("--sources", nargs="*", default=None, help="data sources to use (default neusight xla vidur)")
+    parser.add_argument("--members", type=int, default=DEFAULT_MEMBERS, help="MLPs per op class (ensemble)")
+    parser.add_argument("--date", default=None, help="date recorded in the metadata (default: today)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m predictor_models.train", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args) -> int:
+    try:
+        train(args.data, args.out, extra=args.extra, sources=args.sources, members=args.members, date=args.date)
+    except (TrainError, ValueError, FileNotFoundError) as error:
+        print(f"train: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

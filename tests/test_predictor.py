@@ -1,0 +1,172 @@
+"""The per-op predictor on small synthetic data: bound, utilisation models, proxies, artifact IO, CLIs."""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from predictor_models.datasets import Sample, write_rows
+from predictor_models.datasets.common import elementwise_op, gemm_op, norm_op
+from predictor_models.hardware import list_hardware, lookup_hardware
+from predictor_models.op_spec import OpSpec
+from predictor_models.predictor import Predictor, PredictorLoadError, load_predictor, save_predictor
+from predictor_models.predictor.bound import LAUNCH_S
+from predictor_models.predictor.training import build_training_set, fit_models
+
+GPUS = ("T4", "A100-PCIe-40GB", "H100-SXM5")
+
+
+def _synthetic_samples(seed: int = 0) -> list[Sample]:
+    """Times = bound / a utilisation that grows with op size: a law the model can learn and carry over."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for gpu in GPUS:
+        dev = lookup_hardware(gpu)
+        for _ in range(250):
+            m, n, k = (int(x) for x in 2 ** rng.integers(5, 12, size=3))
+            rows, cols = int(2 ** rng.integers(6, 14)), int(2 ** rng.integers(6, 12))
+            numel = int(2 ** rng.integers(12, 24))
+            for op in (gemm_op(1, m, n, k, "float32"), norm_op(rows, cols, "float32", name="aten::native_layer_norm"),
+                       elementwise_op(numel, 2, "float32", name="aten::add")):
+                bound = max(op.flops / dev.peak_flops("float32"), op.bytes_moved / (dev.memory_bandwidth_gbs * 1e9)) + LAUNCH_S
+                util = 0.2 + 0.6 * min(1.0, np.log10(op.flops + op.bytes_moved) / 11)
+                out.append(Sample(op, gpu, bound / util, "synthetic"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def predictor() -> Predictor:
+    ts = build_training_set(_synthetic_samples(), lookup_hardware)
+    models = fit_models(ts, cap=2000)
+    return Predictor(models, {"version": "test", "trained_on": list(GPUS)})
+
+
+def test_predictions_respect_the_bound_and_fit_the_law(predictor):
+    dev = lookup_hardware("A100-PCIe-40GB")
+    samples = [s for s in _synthetic_samples(seed=1) if s.device == "A100-PCIe-40GB"]
+    ops = [s.op for s in samples]
+    pred = predictor.predict_seconds(ops, dev)
+    bound = predictor.bound_seconds(ops, dev)
+    assert np.all(pred >= bound * (1 - 1e-9)) and np.all(np.isfinite(pred))
+    truth = np.array([s.seconds for s in samples])
+    assert np.mean(np.abs(pred / truth - 1)) < 0.25
+
+
+def test_matrix_matches_per_device(predictor):
+    devices = [lookup_hardware(g) for g in ("L4", "V100-PCIe-32GB", "B200")]
+    ops = [s.op for s in _synthetic_samples(seed=2)[:60]]
+    mat = predictor.predict_matrix(ops, devices)
+    assert mat.shape == (60, 3)
+    for j, dev in enumerate(devices):
+        np.testing.assert_allclose(mat[:, j], predictor.predict_seconds(ops, dev), rtol=1e-5)
+
+
+def test_unmodelled_and_proxied_classes(predictor):
+    dev = lookup_hardware("H100-SXM5")
+    comm = OpSpec("communication", "float32", 0, 1e8, 1e8, {"bytes": 1e8, "ranks": 8})
+    other = OpSpec("other", "float16", 1e6, 1e3, 1e3)
+    assert not predictor.is_modelled(comm) and not predictor.is_modelled(other)
+    np.testing.assert_allclose(predictor.predict_seconds([comm], dev), predictor.bound_seconds([comm], dev) / 0.5)
+    assert predictor.count_unmodelled([comm, other]) == 2
+    proxied = [
+        OpSpec("attention", "bfloat16", 4.0 * 8 * 16 * 1024 * 1024 * 64, 3e7, 1e7,
+               {"b": 8, "heads": 16, "s_q": 1024, "s_kv": 1024, "d": 64, "causal": 1, "backward": 1}, name="flash"),
+        OpSpec("attention", "float16", 1e9, 1e6, 1e6, {}),   # no dims: must not crash
+        OpSpec("pooling", "float32", 0, 4e6, 1e6, {"numel_in": 1e6, "numel_out": 2.5e5, "kernel": 4}),
+        OpSpec("optimizer", "float32", 1e7, 4e7, 3e7, {"numel": 1e6, "tensors": 10, "kind": 2}),
+        OpSpec("data_movement", "float32", 0, 4e6, 4e6, {"numel": 1e6}),
+        OpSpec("embedding", "float32", 0, 1e6, 1e6, {"indices": 512, "dim": 512, "vocab": 30000}),
+        OpSpec("recurrent", "float32", 1e9, 1e7, 1e7, {"seq": 32, "batch": 16, "input": 256, "hidden": 512,
+                                                        "layers": 2, "directions": 1, "gates": 4}),
+        OpSpec("conv", "float32", 2e9, 1e7, 1e7, {"backward": 1}),  # no conv model here: unmodelled
+    ]
+    pred = predictor.predict_seconds(proxied, dev)
+    assert np.all(np.isfinite(pred)) and np.all(pred > 0)
+    assert [predictor.is_modelled(op) for op in proxied] == [True] * 7 + [False]
+    assert predictor.relative_error("attention") > 0 and predictor.relative_error("communication") == 0.30
+
+
+def test_artifact_round_trip_and_errors(predictor, tmp_path):
+    path = save_predictor(predictor, tmp_path)
+    assert b"pickle" not in path.read_bytes()[:0]  # plain JSON text
+    loaded = load_predictor(tmp_path)
+    ops = [s.op for s in _synthetic_samples(seed=3)[:30]]
+    dev = lookup_hardware("L4")
+    np.testing.assert_allclose(loaded.predict_seconds(ops, dev), predictor.predict_seconds(ops, dev), rtol=1e-6)
+    with pytest.raises(PredictorLoadError, match="not found.*predictor_models.train"):
+        load_predictor(tmp_path / "missing")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "predictor.json").write_text("{not json")
+    with pytest.raises(PredictorLoadError, match="not JSON"):
+        load_predictor(tmp_path / "bad")
+    doc = json.loads(path.read_text())
+    doc["classes"]["gemm"]["members"][0]["layers"][0]["W"] = [[1.0]]
+    (tmp_path / "bad" / "predictor.json").write_text(json.dumps(doc))
+    with pytest.raises(PredictorLoadError, match="corrupt"):
+        load_predictor(tmp_path / "bad")
+
+
+def test_training_is_deterministic():
+    ts = build_training_set([s for s in _synthetic_samples(seed=4) if s.op.op_class == "gemm"], lookup_hardware)
+    a, b = fit_models(ts, classes=["gemm"], cap=500), fit_models(ts, classes=["gemm"], cap=500)
+    for (wa, ba), (wb, bb) in zip(a["gemm"][0]["layers"], b["gemm"][0]["layers"]):
+        np.testing.assert_array_equal(wa, wb)
+        np.testing.assert_array_equal(ba, bb)
+
+
+def test_train_cli_with_extra_rows_and_bad_input(tmp_path, capsys):
+    from predictor_models import train
+
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    write_rows(rows / "mine.csv", _synthetic_samples(seed=5))
+    data = tmp_path / "data"
+    data.mkdir()
+    assert train.main(["--data", str(data), "--out", str(tmp_path / "out"), "--extra", str(rows), "--date", "2025-01-01"]) == 0
+    meta = load_predictor(tmp_path / "out").metadata
+    assert meta["trained_on"] == sorted(GPUS) and meta["date"] == "2025-01-01"
+    assert train.main(["--data", str(tmp_path / "nope"), "--out", str(tmp_path / "o2")]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_evaluate_and_collect_fail_clearly(tmp_path, capsys):
+    from predictor_models import collect, evaluate
+
+    assert evaluate.main(["--data", str(tmp_path / "nope"), "--json", str(tmp_path / "r.json")]) == 2
+    import torch
+
+    if not torch.cuda.is_available():
+        assert collect.main(["--out", str(tmp_path / "c")]) == 2
+        assert "no CUDA device" in capsys.readouterr().err
+
+
+def test_cli_registers_subcommands():
+    from prenet_callbacks.cli import build_parser
+
+    parser = build_parser()
+    for name in ("train", "evaluate", "collect"):
+        assert callable(parser.parse_args([name, "--out", "x"] if name != "evaluate" else [name, "--json", "x"]).func)
+
+
+def test_shipped_artifact_loads_and_is_small():
+    from predictor_models.predictor.artifact import ARTIFACT_NAME, PRETRAINED_DIR
+
+    path = PRETRAINED_DIR / ARTIFACT_NAME
+    if not path.is_file():
+        print(f"skipped: no shipped artifact at {path}")
+        pytest.skip("no shipped artifact")
+    assert path.stat().st_size <= 20 * 2**20
+    p = load_predictor()
+    assert {"version", "trained_on", "date", "data_sources"} <= set(p.metadata)
+    assert p.is_modelled(gemm_op(1, 512, 512, 512, "bfloat16"))
+
+
+def test_vectorised_path_is_fast(predictor):
+    devices = [d for d in list_hardware() if d.memory_bandwidth_gbs][:40]
+    ops = [s.op for s in _synthetic_samples(seed=6)][:1000]
+    predictor.predict_matrix(ops[:5], devices)
+    start = time.perf_counter()
+    out = predictor.predict_matrix(ops, devices)
+    assert out.shape == (1000, len(devices)) and time.perf_counter() - start < 1.0
