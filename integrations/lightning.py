@@ -127,8 +127,9 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         session = self.session
         plan = plan_from_trainer(trainer, pl_module)
         session.set_plan(plan)
-        if trainer.val_check_batch is None:
-            session.report.limitations.append("time-based validation (val_check_interval as a duration) is not counted")
+        limitation = "time-based validation (val_check_interval as a duration) is not counted"
+        if trainer.val_check_batch is None and limitation not in session.report.limitations:  # once, also on resume
+            session.report.limitations.append(limitation)
         self._last_global_step = int(trainer.global_step)
         if trainer.optimizers:
             session.note_run_facts(optimizer=type(trainer.optimizers[0]).__name__.lower())

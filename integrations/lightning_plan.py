@@ -92,6 +92,20 @@ def _validation_batches(trainer: Any) -> int:
     return _finite_int(total) or 0
 
 
+def _batches_done_in_epoch(epoch_loop: Any, batches_per_epoch: float) -> int:
+    """Batches of the current epoch already trained, at ``on_train_start`` of a (resumed) fit.
+
+    A checkpoint written in ``on_train_batch_end`` holds its batch as processed but not yet
+    completed (Lightning completes it when the epoch loop restarts, after ``on_train_start``), and
+    the progress of an epoch that has ended stays until the next epoch starts.
+    """
+    current = epoch_loop.batch_progress.current
+    done = max(int(getattr(current, "completed", 0) or 0), int(getattr(current, "processed", 0) or 0))
+    if math.isfinite(batches_per_epoch) and done >= int(batches_per_epoch):
+        return 0
+    return done
+
+
 def plan_from_trainer(trainer: Any, pl_module: Any) -> RunPlan:
     """The plan of ``trainer.fit`` as configured, from ``on_train_start`` (dataloaders are set up)."""
     batches_per_epoch = float(trainer.num_training_batches)
@@ -104,7 +118,7 @@ def plan_from_trainer(trainer: Any, pl_module: Any) -> RunPlan:
     total, epochs, unknown_reason = _total_batches(trainer, batches_per_epoch, accumulate, steps_per_batch)
     epoch_loop = trainer.fit_loop.epoch_loop
     start_epoch = int(trainer.current_epoch)
-    in_epoch = int(getattr(epoch_loop.batch_progress.current, "completed", 0) or 0)
+    in_epoch = _batches_done_in_epoch(epoch_loop, batches_per_epoch)
     start_batch = start_epoch * int(batches_per_epoch) + in_epoch if math.isfinite(batches_per_epoch) else 0
     val_check_batch = trainer.val_check_batch
     plan = RunPlan(

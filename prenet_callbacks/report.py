@@ -21,7 +21,7 @@ _KEEP_FIRST = 20
 
 
 class ReportError(ValueError):
-    """A report file that cannot be read: the message names the file and the problem."""
+    """A report file that cannot be read or written: the message names the file and the problem."""
 
 
 @dataclass
@@ -76,17 +76,28 @@ class Report:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False, default=_json_default)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write atomically (temp file + rename), so a crash never leaves half a report."""
+        """Write atomically (temp file + rename), so a crash never leaves half a report.
+
+        A location that cannot be written (a directory, inside a file, read-only, full) raises
+        `ReportError` naming the file and the reason.
+        """
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise ReportError(f"cannot write report {str(path)!r}: it is a directory (pass a file path)")
         text = self.to_json()
-        fd, tmp = tempfile.mkstemp(prefix=".prenet-", suffix=".json", dir=path.parent)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".prenet-", suffix=".json", dir=path.parent)
+        except OSError as error:
+            raise ReportError(f"cannot write report {str(path)!r}: {error.strerror or error}") from error
         try:
             with os.fdopen(fd, "w") as handle:
                 handle.write(text)
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as error:
             Path(tmp).unlink(missing_ok=True)
+            if isinstance(error, OSError):
+                raise ReportError(f"cannot write report {str(path)!r}: {error.strerror or error}") from error
             raise
         return path
 
@@ -100,6 +111,14 @@ class Report:
         if schema != SCHEMA:
             raise ReportError(f"report schema {schema!r} is not supported by this version (reads {SCHEMA!r})")
         known = {"schema", "created", "current", "plan", "measured", "predictions", "targets", "actual", "limitations"}
+        for key, kind in (("current", dict), ("plan", dict), ("measured", dict), ("predictions", list),
+                          ("targets", list), ("limitations", list), ("actual", dict)):
+            value = data.get(key)
+            if value is not None and not isinstance(value, kind):
+                raise ReportError(f"field {key!r} must be a JSON {'object' if kind is dict else 'array'}, "
+                                  f"got {type(value).__name__}")
+        if any(not isinstance(p, dict) for p in data.get("predictions") or []):
+            raise ReportError("field 'predictions' must hold JSON objects")
         return cls(
             current=data.get("current") or {},
             plan=data.get("plan") or {},
@@ -117,6 +136,8 @@ class Report:
     def load(cls, path: str | os.PathLike[str]) -> "Report":
         """Read a report; a missing, non-JSON or foreign file raises `ReportError` naming it."""
         path = Path(path)
+        if path.is_dir():
+            raise ReportError(f"report file {str(path)!r} is a directory (pass the report.json a run wrote)")
         if not path.is_file():
             raise ReportError(f"report file {str(path)!r} does not exist (pass the report.json a run wrote)")
         try:

@@ -120,6 +120,7 @@ class PredictionSession:
         self.step_clock = _StepClock()
         self.window_phases: list[dict[str, float]] = []
         self.first_prediction_made = False
+        self.first_entry: dict[str, Any] | None = None  # this fit's first prediction (history may thin it)
         self.last_logged_step = -1
         self.last_report_write = -math.inf
         self.profiling = False
@@ -496,6 +497,7 @@ class PredictionSession:
             # projecting and printing took time inside this fit: predict again so that it counts
             prediction = self._prediction(fit_done) or prediction
             self.report.predictions[-1] = self._entry(prediction)
+            self.first_entry = self.report.predictions[-1]
         self._log_metrics(prediction)
         self._maybe_write_report(force=first)
         return prediction
@@ -577,8 +579,9 @@ class PredictionSession:
         if self.profiling:
             self._finish_profile_window()
         self.report.actual = {"fit_s": round(elapsed, 4), "steps": self.done_steps, "batches": self.done_batches}
-        first = self.report.first_prediction
-        if first and first.get("fit") == self.report.extra.get("fits") and first.get("predicted_total_s"):
+        # this fit's own first prediction: after a resume the history starts with the earlier fit's
+        first = self.first_entry
+        if first and first.get("predicted_total_s"):
             self.report.actual["first_prediction_error"] = round(first["predicted_total_s"] / elapsed - 1, 4)
         self._update_measured()
         self._maybe_write_report(force=True)

@@ -1,0 +1,110 @@
+"""A 2-process DDP fit on CPU (gloo) with PreNeTCallback; launched by tests/test_ddp.py.
+
+    python tests/ddp_script.py OUT_DIR [--fail-report] [--profile-layers] [--no-callback]
+
+Lightning's DDP launcher starts the second rank by re-running this script. Each rank writes
+``OUT_DIR/rank<N>.json`` with what its callback saw; rank 0 alone should write the report
+(``OUT_DIR/report/prenet_report.json``) and print the table.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("PL_DISABLE_FORK", "1")
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import lightning.pytorch as pl  # noqa: E402
+
+from prenet_callbacks import PreNeTCallback  # noqa: E402
+from prenet_callbacks.session import PreNeTWarning  # noqa: E402
+from tests.lightning_helpers import TinyModule, loaders  # noqa: E402
+
+STEP_SLEEP_S = 0.01
+
+
+class SleepyModule(TinyModule):
+    """Each step costs ~10 ms of 'compute', so timing noise on a shared CPU matters little."""
+
+    def training_step(self, batch, batch_idx):
+        time.sleep(STEP_SLEEP_S)
+        return super().training_step(batch, batch_idx)
+
+
+class RecordingLogger(pl.loggers.Logger):
+    def __init__(self) -> None:
+        super().__init__()
+        self.prenet_metrics = 0
+
+    @property
+    def name(self) -> str:
+        return "recording"
+
+    @property
+    def version(self) -> int:
+        return 0
+
+    def log_hyperparams(self, params, *args, **kwargs) -> None:
+        pass
+
+    def log_metrics(self, metrics, step=None) -> None:
+        if any(k.startswith("prenet/") for k in metrics):
+            self.prenet_metrics += 1
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    fail_report = "--fail-report" in sys.argv
+    profile_layers = "--profile-layers" in sys.argv
+    torch.set_num_threads(1)
+    pl.seed_everything(0, verbose=False)
+    report_path = out / "report" / "prenet_report.json"
+    if fail_report:
+        report_path = Path("/proc/prenet-ddp/prenet_report.json")  # cannot be written
+    callback = PreNeTCallback(report_path=report_path, warmup_steps=2, profile_steps=2, timing_steps=5,
+                              log_every_n_steps=20, print_report=True, profile_layers=profile_layers)
+    callbacks = [] if "--no-callback" in sys.argv else [callback]
+    logger = RecordingLogger()
+    trainer = pl.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=2, callbacks=callbacks,
+                         logger=logger, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False, default_root_dir=str(out), num_sanity_val_steps=0,
+                         limit_val_batches=2)
+    module = SleepyModule()
+    # 60 batches of 4 per epoch, split over 2 ranks: 30 optimizer steps per epoch each
+    train, val = loaders(train_batches=60, val_batches=4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit(module, train, val)
+    session = callback.session
+    rank = trainer.global_rank
+    result = {
+        "rank": rank,
+        "world_size": trainer.world_size,
+        "is_rank_zero": session.is_rank_zero,
+        "disabled": session.disabled,
+        "failure": session.failure,
+        "prenet_warnings": [str(w.message) for w in caught if issubclass(w.category, PreNeTWarning)],
+        "predictions": session.report.predictions,
+        "actual": session.report.actual,
+        "plan": session.report.plan,
+        "current": session.report.current,
+        "layers": bool(session.report.measured.get("layers")),
+        "prenet_metrics_logged": logger.prenet_metrics,
+        "global_step": trainer.global_step,
+        "weights_sha256": hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in module.parameters())).hexdigest(),
+        "dispatch_modes": torch._C._len_torch_dispatch_stack(),
+        "save_checkpoint_wrapped": "save_checkpoint" in trainer.__dict__,
+    }
+    (out / f"rank{rank}.json").write_text(json.dumps(result, default=str))
+
+
+if __name__ == "__main__":
+    main()
