@@ -35,7 +35,11 @@ def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, members: int = 1, b
     """Per (op class, held-out GPU): n, our MAPE, baseline MAPE. Also returns each fold's predictor."""
     rows_out: list[dict] = []
     fold_models: dict[str, Predictor] = {}
-    for gpu in gpus or sorted(set(ts.gpu)):
+    available = sorted(set(map(str, ts.gpu)))
+    missing = [gpu for gpu in gpus or () if gpu not in available]
+    if missing:
+        raise ValueError(f"no measurements on {missing[0]!r} in this data; GPUs in the data: {', '.join(available)}")
+    for gpu in gpus or available:
         start = time.time()
         train = ts.take(np.flatnonzero(ts.gpu != gpu))
         test = ts.take(np.flatnonzero(ts.gpu == gpu))
@@ -124,29 +128,53 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(parser.parse_args(argv))
 
 
+def _catalog_name(name: str) -> str:
+    """The catalog name of a --gpus entry; an unknown name lists the closest catalog names."""
+    from predictor_models.hardware import lookup_hardware
+
+    try:
+        return lookup_hardware(name).name
+    except ValueError as error:
+        raise ValueError(f"--gpus: {error}") from None
+
+
 def run(args) -> int:
     from threadpoolctl import threadpool_limits
 
-    from predictor_models.train import DEFAULT_MEMBERS, load_training_set, TrainError
+    from predictor_models.train import (DEFAULT_MEMBERS, TrainError, check_members, check_output, check_sources,
+                                        load_training_set)
+    from predictor_models.hardware import lookup_hardware
 
-    try:
+    try:  # bad options fail here, before the data is loaded and the folds are trained
+        members = DEFAULT_MEMBERS if args.members is None else check_members(args.members)
+        check_sources(args.sources)
+        check_output(args.json, "--json", directory=False)
+        if args.update_card:
+            check_output(args.update_card, "--update-card", directory=True)
+        gpus = [_catalog_name(name) for name in args.gpus] if args.gpus else None
         ts, reports = load_training_set(args.data, args.sources, extra=None)
-    except TrainError as error:
+        if gpus:
+            available = sorted(set(map(str, ts.gpu)))
+            missing = [gpu for gpu in gpus if gpu not in available]
+            if missing:
+                raise ValueError(f"--gpus: no measurements on {missing[0]!r} in {args.data}; GPUs in the data: "
+                                 f"{', '.join(available)}")
+    except (TrainError, ValueError) as error:
         print(f"evaluate: error: {error}", file=sys.stderr)
         return 2
     from predictor_models.datasets.neusight_labels import load_labels
-    from predictor_models.hardware import lookup_hardware
 
-    members = args.members or DEFAULT_MEMBERS
     with threadpool_limits(1):
-        heldout, folds = evaluate_folds(ts, gpus=args.gpus, members=members, baseline=not args.no_baseline)
+        heldout, folds = evaluate_folds(ts, gpus=gpus, members=members, baseline=not args.no_baseline)
         labels = evaluate_labels(load_labels(args.data), folds, lookup_hardware)
     result = {"heldout": heldout, "summary": summarise(heldout), "transformer_layers": labels,
               "data": [r.as_dict() for r in reports], "excluded_at_training": dict(ts.excluded), "members": members}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=1, sort_keys=True))
     s = result["summary"]
-    print(f"summary: mape={s['mape']:.3f} baseline={s['baseline_mape'] or float('nan'):.3f} -> {args.json}")
+    nan = float("nan")
+    print(f"summary: mape={nan if s['mape'] is None else s['mape']:.3f} "
+          f"baseline={nan if s['baseline_mape'] is None else s['baseline_mape']:.3f} -> {args.json}")
     for entry in labels:
         print(f"  layer {entry['gpu']:16s} {entry['model']:28s} fw {entry['forward_predicted_ms']:.2f}/{entry['forward_measured_ms']:.2f}"
               f" bw {entry['backward_predicted_ms']:.2f}/{entry['backward_measured_ms']:.2f} total err {entry['total_error']:+.3f}")

@@ -23,6 +23,47 @@ class TrainError(RuntimeError):
     """Training cannot start (missing data folder, nothing usable in it)."""
 
 
+def check_members(members: object, option: str = "--members") -> int:
+    """The ensemble size: an integer >= 1."""
+    if isinstance(members, bool) or not isinstance(members, int) or members < 1:
+        raise ValueError(f"{option} must be an integer >= 1 (MLPs per op class), got {members!r}; "
+                         f"pass e.g. {option} {max(DEFAULT_MEMBERS, 1)}")
+    return members
+
+
+def check_sources(sources: Sequence[str] | None, option: str = "--sources") -> None:
+    """Every name is a known data source."""
+    from predictor_models.datasets.registry import SOURCES
+
+    unknown = [name for name in sources or () if name not in SOURCES]
+    if unknown:
+        raise ValueError(f"{option}: unknown data source {unknown[0]!r}; known: {', '.join(SOURCES)}")
+
+
+def check_output(path: str | Path, option: str, *, directory: bool) -> Path:
+    """`path` can be written (a folder when `directory`, else a file), checked before any work is done."""
+    path = Path(path).expanduser()
+    if str(path).strip() in ("", "."):
+        if not directory:
+            raise ValueError(f"{option} is empty; pass a file path such as results/evaluation.json")
+    if path.exists():
+        if directory and not path.is_dir():
+            raise ValueError(f"{option} {str(path)!r} is a file; pass a folder to write into")
+        if not directory and path.is_dir():
+            raise ValueError(f"{option} {str(path)!r} is a directory; pass a file path such as "
+                             f"{str(path / 'evaluation.json')!r}")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{option} {str(path)!r} lies inside {str(parent)!r}, which is a file; "
+                                 "choose a path inside a folder")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise ValueError(f"{option} {str(path)!r}: the folder {str(parent)!r} is not writable; "
+                                 "choose another location")
+            break
+    return path
+
+
 def load_training_set(data: str | Path, sources: Sequence[str] | None, extra: Sequence[str] | None):
     """Samples from the data folder (and extra row CSVs) resolved against the hardware catalog."""
     from predictor_models.datasets import LoadReport, load_all, read_rows
@@ -55,6 +96,9 @@ def train(data: str | Path, out: str | Path, *, extra: Sequence[str] | None = No
     from predictor_models.predictor.expand import PROXIED
     from predictor_models.predictor.training import SEED, fit_models
 
+    check_members(members, "members")
+    check_sources(sources, "sources")
+    check_output(out, "out", directory=True)
     start = time.time()
     ts, reports = load_training_set(data, sources, extra)
     log(f"loaded {len(ts)} samples on {len(set(ts.gpu))} GPUs in {time.time() - start:.0f} s")
@@ -99,6 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(args) -> int:
     try:
+        check_members(args.members)  # bad options fail here, before the data is loaded
+        check_sources(args.sources)
+        check_output(args.out, "--out", directory=True)
         train(args.data, args.out, extra=args.extra, sources=args.sources, members=args.members, date=args.date)
     except (TrainError, ValueError, FileNotFoundError) as error:
         print(f"train: error: {error}", file=sys.stderr)

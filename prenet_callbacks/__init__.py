@@ -17,8 +17,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "PreNeTCallback": "integrations.lightning",
     "Report": "prenet_callbacks.report",
-    "estimate": "prenet_callbacks.estimate",
-    "Estimate": "prenet_callbacks.estimate",
+    "estimate": "prenet_callbacks.estimation",
+    "Estimate": "prenet_callbacks.estimation",
     "list_hardware": "prenet_callbacks.hardware",
     "lookup_hardware": "prenet_callbacks.hardware",
     "current_device": "prenet_callbacks.hardware",

@@ -102,6 +102,32 @@ def test_tf32_on_device_without_tf32_gives_fp32() -> None:
     assert v100.peak_flops(torch.float32, tf32=True) == v100.peak_flops(torch.float32) == pytest.approx(15.7 * T)
 
 
+# FP32 GEMMs on AMD CDNA1/CDNA2 matrix cores: twice the vector rate (ROCm MI100/MI250 docs, AMD MI210 table).
+FP32_MATRIX = [("MI100", 46.1, 23.1), ("MI210", 45.3, 22.6), ("MI250", 90.5, 45.3), ("MI250-GCD", 45.25, 22.65),
+               ("MI250X", 95.7, 47.9), ("MI250X-GCD", 47.85, 23.95)]
+
+
+@pytest.mark.parametrize("name, matrix, vector", FP32_MATRIX)
+def test_fp32_matrix_peak_on_cdna(name: str, matrix: float, vector: float) -> None:
+    entry = lookup_hardware(name)
+    assert entry.fp32_matrix_tflops == pytest.approx(matrix, rel=1e-3)
+    assert entry.peak_flops(torch.float32, matrix=True) == pytest.approx(matrix * T, rel=1e-3)
+    assert entry.peak_flops(torch.float32) == pytest.approx(vector * T, rel=1e-3)  # vector rate unchanged
+    assert entry.peak_flops(torch.float32, tf32=True, matrix=True) == pytest.approx(matrix * T, rel=1e-3)
+    assert entry.peak_flops(torch.bfloat16, matrix=True) == entry.peak_flops(torch.bfloat16)
+    assert entry.to_dict()["fp32_matrix_tflops"] == entry.fp32_matrix_tflops
+
+
+def test_fp32_matrix_is_unchanged_behaviour_elsewhere() -> None:
+    h100, mi300x = lookup_hardware("h100"), lookup_hardware("MI300X")
+    assert h100.fp32_matrix_tflops is None and mi300x.fp32_matrix_tflops is None
+    assert h100.peak_flops(torch.float32, matrix=True) == h100.peak_flops(torch.float32) == pytest.approx(67 * T)
+    assert h100.peak_flops(torch.float32, tf32=True, matrix=True) == pytest.approx(494.5 * T)
+    assert mi300x.peak_flops(torch.float32, matrix=True) == mi300x.peak_flops(torch.float32)
+    with pytest.raises(MissingFigureError):
+        lookup_hardware("TPU v4").peak_flops(torch.float32, matrix=True)
+
+
 def test_bf16_on_v100_raises_a_clear_error() -> None:
     v100 = lookup_hardware("V100")
     with pytest.raises(UnsupportedPrecisionError, match="V100-SXM2-16GB has no BF16 support"):
@@ -204,6 +230,8 @@ def test_override_adds_and_replaces_entries(tmp_path: Path) -> None:
          "#1 'Bad'", "memory_gb"),
         ('[[accelerator]]\nname = "H100-SXM5"\nmemroy_gb = 90\n', "#1 'H100-SXM5'", "memroy_gb"),
         ('[[accelerator]]\nname = "H100-SXM5"\nbf16_tflops = "fast"\n', "#1 'H100-SXM5'", "bf16_tflops"),
+        ('[[accelerator]]\nname = "MI100"\nfp32_matrix_tflops = 10\n', "#1 'MI100'", "fp32_matrix_tflops"),
+        ('[[accelerator]]\nname = "MI100"\nfp32_matrix_tflops = -46\n', "#1 'MI100'", "fp32_matrix_tflops"),
         ('[[accelerator]]\nname = "H100-SXM5"\nmemory_gb = 90\n[[accelerator]]\nname = "h100 sxm5"\nmemory_gb = 91\n',
          "#2 'h100 sxm5'", "name"),
         ('[[price]]\naccelerator = "H100"\nprovider = "Me"\nusd_per_gpu_hour = -1\nprice_date = "2026-01-01"\n',

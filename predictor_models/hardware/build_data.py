@@ -97,6 +97,12 @@ NOTES = {
     "GH200-HBM3e": "HBM3e refresh of GH200 (141 GB, 4.8 TB/s); single-source (stas00); other fields unconfirmed.",
 }
 
+# FP32 on matrix cores (dense TFLOPS) where it beats the vector FP32 column: CDNA1/CDNA2 run FP32
+# GEMMs at twice the vector rate. From the curated notes (ROCm MI100/MI250 docs, AMD MI210 table;
+# MI250X package = 220 CUs x 256 FLOP/clk x 1.7 GHz); the per-GCD rows are package/2 like their other figures.
+FP32_MATRIX = {"MI100": 46.1, "MI210": 45.3, "MI250": 90.5, "MI250-GCD": 45.25, "MI250X": 95.7,
+               "MI250X-GCD": 47.85}
+
 # Packed FP16 (non-tensor) rates the curated table keeps in its notes: PyTorch reaches them on GP100.
 PACKED_FP16 = {"P100-PCIe-16GB": 18.7, "P100-SXM2-16GB": 21.2}
 
@@ -167,6 +173,7 @@ FIELD_ORDER = [
     ("memory_gb", "memory_gb"), ("memory_type", "memory_type"), ("memory_bandwidth_gbs", "memory_bandwidth_gbs"),
     ("sm_count", "sm_count"), ("boost_clock_mhz", "boost_clock_mhz"), ("l2_cache_mb", "l2_cache_mb"),
     ("tdp_w", "tdp_w"), ("fp64_tflops", "fp64_tflops"), ("fp32_tflops", "fp32_tflops"),
+    ("fp32_matrix_tflops", None),
     ("tf32_tflops", "tf32_tensor_tflops_dense"), ("fp16_tflops", "fp16_tensor_tflops_dense"),
     ("bf16_tflops", "bf16_tensor_tflops_dense"), ("fp8_tflops", "fp8_tensor_tflops_dense"),
     ("unsupported", None), ("estimated", None),
@@ -184,7 +191,8 @@ def build_accelerators(rows: list[dict[str, str]]) -> str:
         "# overlay or this file, and keep them in step. Units: GB (decimal, as vendors state), GB/s, MHz, MB,",
         "# W; *_tflops = DENSE peak TFLOPS (no 2:4 sparsity). GeForce fp16/bf16/fp8 = FP32-accumulate rate.",
         "# A missing key means unknown. `unsupported` lists precisions the hardware lacks; `estimated` lists",
-        "# figures that are labelled estimates (the note says how they were obtained).",
+        "# figures that are labelled estimates (the note says how they were obtained). fp32_matrix_tflops =",
+        "# FP32 GEMMs on matrix cores where faster than fp32_tflops (AMD CDNA1/CDNA2: 2x the vector rate).",
         "",
         "# A bare family name resolves to this variant.",
         "[defaults]",
@@ -204,6 +212,7 @@ def build_accelerators(rows: list[dict[str, str]]) -> str:
         values["name"] = name
         if name in PACKED_FP16:
             values["fp16_tflops"] = PACKED_FP16[name]
+        values["fp32_matrix_tflops"] = FP32_MATRIX.get(name)
         values["aliases"] = ALIASES.get(name) or None
         values["kind"] = "tpu" if row["vendor"] == "Google" else "gpu"
         values["unsupported"] = _unsupported(row, name)

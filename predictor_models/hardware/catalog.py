@@ -57,7 +57,7 @@ class HardwareCatalogError(ValueError):
 _REQUIRED_NUMBERS = ("memory_gb", "memory_bandwidth_gbs")
 _OPTIONAL_NUMBERS = (
     "boost_clock_mhz", "l2_cache_mb", "tdp_w", "fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops",
-    "fp8_tflops", "fp64_tflops", "interconnect_bandwidth_gbs",
+    "fp8_tflops", "fp64_tflops", "fp32_matrix_tflops", "interconnect_bandwidth_gbs",
 )
 _INTEGERS = ("sm_count", "pcie_gen", "release_year")
 _TEXTS = ("name", "vendor", "architecture", "interconnect", "compute_capability", "kind", "notes",
@@ -191,7 +191,18 @@ def _new_accelerator(path: Path, label: str, fields: dict[str, Any], *, user: bo
     if user:
         values.setdefault("sources", (f"user file {path}",))
         values["user_defined"] = True
-    return Accelerator(**values)
+    return _check_matrix(path, label, Accelerator(**values))
+
+
+def _check_matrix(path: Path, label: str, entry: Accelerator) -> Accelerator:
+    """`fp32_matrix_tflops` is the faster matrix-core path: never below the vector FP32 peak."""
+    if entry.fp32_matrix_tflops is not None and entry.fp32_tflops is not None \
+            and entry.fp32_matrix_tflops < entry.fp32_tflops:
+        raise HardwareCatalogError(path, f"{entry.fp32_matrix_tflops:g} is below fp32_tflops "
+                                   f"({entry.fp32_tflops:g}); give the FP32 matrix-core peak, or leave the field "
+                                   "out where FP32 GEMMs run at the vector rate", entry=label,
+                                   field="fp32_matrix_tflops")
+    return entry
 
 
 def _user_price(path: Path, fields: dict[str, Any], name: str) -> Price | None:
@@ -272,7 +283,8 @@ class Catalog:
 
     def lookup(self, name: str) -> Accelerator:
         """Forgiving lookup; raises `UnknownHardwareError` listing the closest names."""
-        if not isinstance(name, str) or not name.strip():
+        _check_name(name)
+        if not name.strip():
             raise UnknownHardwareError(str(name), [], " (empty name; `prenet hardware` lists the catalog)")
         found = self._index.resolve(name)
         if found is None:
@@ -286,14 +298,23 @@ class Catalog:
         """Entries in catalog order, filtered by vendor, minimum memory and a name substring."""
         entries = list(self.entries)
         if vendor is not None:
+            if not isinstance(vendor, str):
+                raise ValueError(f"vendor must be a string such as {self.vendors[0]!r} or None, got {vendor!r} "
+                                 f"({type(vendor).__name__}); known vendors: {', '.join(self.vendors)}")
             wanted = vendor.strip().lower()
             if wanted not in {v.lower() for v in self.vendors}:
                 raise ValueError(f"unknown vendor {vendor!r}; known: {', '.join(self.vendors)}")
             entries = [e for e in entries if e.vendor.lower() == wanted]
         if min_memory_gb is not None:
-            if isinstance(min_memory_gb, bool) or not min_memory_gb >= 0:
+            if isinstance(min_memory_gb, bool) or not isinstance(min_memory_gb, (int, float)):
+                raise ValueError(f"min_memory_gb must be a number of GB such as 40, or None, got {min_memory_gb!r} "
+                                 f"({type(min_memory_gb).__name__})")
+            if not min_memory_gb >= 0:
                 raise ValueError(f"min_memory_gb must be >= 0, got {min_memory_gb!r}")
             entries = [e for e in entries if e.memory_gb >= min_memory_gb]
+        if contains is not None and not isinstance(contains, str):
+            raise ValueError(f"contains must be a string such as 'h100', or None, got {contains!r} "
+                             f"({type(contains).__name__})")
         if contains:
             needle = _squash(contains)
             entries = [e for e in entries if any(needle in _squash(t) for t in (e.name, *e.aliases))]
@@ -301,13 +322,21 @@ class Catalog:
 
     def parse_target(self, text: str) -> Target:
         """'8x H100', '8 x H100 SXM5', '8xH100' or 'H100' (count 1) -> Target."""
-        match = _TARGET.match(text or "")
+        _check_name(text, "hardware target")
+        match = _TARGET.match(text)
         if match:
             count = int(match.group(1))
             if count < 1:
                 raise ValueError(f"device count must be >= 1 in {text!r}")
             return Target(count, self.lookup(match.group(2)))
         return Target(1, self.lookup(text))
+
+
+def _check_name(name: Any, what: str = "hardware name") -> None:
+    """A name that is not a string is an unknown name (an `UnknownHardwareError`, so a ValueError)."""
+    if not isinstance(name, str):
+        raise UnknownHardwareError(str(name), [], f" (a {what} must be a string such as 'H100' or '8x A100', "
+                                                  f"got {type(name).__name__}; `prenet hardware` lists the catalog)")
 
 
 _TARGET = re.compile(r"^\s*([-+]?\d+)\s*[x×*]\s*(\S.*)$", re.IGNORECASE)
@@ -377,8 +406,8 @@ def apply_override(base: Catalog, path: str | Path) -> Catalog:
         existing = exact.get(normal_key(fields["name"]))
         if existing is not None:  # replace only the fields given
             values = {k: v for k, v in fields.items() if k not in _USER_PRICE and k != "name"}
-            entries[positions[existing]] = dataclasses.replace(entries[positions[existing]], **values,
-                                                               user_defined=True)
+            entries[positions[existing]] = _check_matrix(path, label, dataclasses.replace(
+                entries[positions[existing]], **values, user_defined=True))
             name = existing
         else:
             entries.append(_new_accelerator(path, label, fields, user=True))

@@ -85,6 +85,7 @@ class Accelerator:
     bf16_tflops: float | None = None
     fp8_tflops: float | None = None
     fp64_tflops: float | None = None
+    fp32_matrix_tflops: float | None = None  # FP32 GEMM on matrix cores where faster than vector FP32 (AMD CDNA1/2)
     interconnect: str | None = None
     interconnect_bandwidth_gbs: float | None = None  # bidirectional total per GPU, as the vendor states it
     pcie_gen: int | None = None
@@ -106,10 +107,13 @@ class Accelerator:
     def _tflops(self, key: str) -> float | None:
         return getattr(self, f"{key}_tflops")
 
-    def peak_flops(self, dtype: Any, *, tf32: bool = False) -> float:
+    def peak_flops(self, dtype: Any, *, tf32: bool = False, matrix: bool = False) -> float:
         """Dense peak FLOP/s for `dtype` (a `torch.dtype` or a name).
 
         - float32 with ``tf32=True`` gives the TF32 tensor peak where the device has one, else fp32.
+        - float32 with ``matrix=True`` (a GEMM or convolution) gives the FP32 matrix-core peak where the
+          catalog has one (`fp32_matrix_tflops`: AMD CDNA1/CDNA2 run FP32 GEMMs at twice the vector rate),
+          else the same as without it. A TF32 peak chosen by ``tf32=True`` comes first.
         - float16 on a device without tensor cores gives its packed-FP16 rate where the catalog has one
           (P100), else the fp32 rate: cuBLAS computes such fp16 GEMMs in fp32.
         - A precision the hardware lacks (bf16 on V100, fp8 before Ada/Hopper) raises
@@ -121,6 +125,8 @@ class Accelerator:
             key = "tf32"
         if key == "tf32" and self._tflops("tf32") is None and "tf32" in self.unsupported:
             key = "fp32"  # TF32 requested where it does not exist: PyTorch silently runs fp32
+        if key == "fp32" and matrix and self.fp32_matrix_tflops is not None:
+            return self.fp32_matrix_tflops * TERA
         value = self._tflops(key)
         if value is None and key == "fp16" and "fp16" not in self.unsupported and self.fp32_tflops is not None:
             if self.kind == "gpu" and self.fp16_tflops is None:

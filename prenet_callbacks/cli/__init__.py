@@ -19,8 +19,19 @@ class UsageError(Exception):
     """Bad input on the command line: printed as one line, exit code 2."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An `ArgumentParser` whose errors are one line on stderr (``prenet <cmd>: error: ...``), exit code 2.
+
+    `add_subparsers` makes the sub-command parsers of the same class.
+    """
+
+    def error(self, message: str):  # type: ignore[override]
+        message = " ".join(str(message).split())
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="prenet", description="Predict training time and cost across hardware.")
+    parser = OneLineParser(prog="prenet", description="Predict training time and cost across hardware.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _SUBCOMMAND_MODULES:
         try:
@@ -35,16 +46,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    commands = _commands(parser)
+    if extra:  # reported by the sub-command's parser, so that the line names the command
+        commands.get(getattr(args, "command", None), parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return 2
+        parser.error(f"no command given; choose one of: {', '.join(commands)}")
     try:
         return int(args.func(args) or 0)
     except (UsageError, ValueError, FileNotFoundError, KeyError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"prenet {args.command}: error: {message}", file=sys.stderr)
         return 2
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Sub-command name -> its parser."""
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps no public list of sub-parsers
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            return dict(action.choices)
+    return {}
 
 
 if __name__ == "__main__":  # pragma: no cover

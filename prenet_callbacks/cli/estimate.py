@@ -93,7 +93,7 @@ def load_callable(path: str):
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from prenet_callbacks.estimate import estimate
+    from prenet_callbacks.estimation import estimate
     from prenet_callbacks.projection.capture import CaptureError
     from prenet_callbacks.projection.targets import resolve_targets
 
@@ -117,10 +117,18 @@ def run(args: argparse.Namespace) -> int:
             positional.append(tensor)
     if positional and keyword:
         raise UsageError("give inputs either all positional or all by name")
-    with torch.device("meta"):
-        model = factory(**kwargs)
+    call = f"{args.model}(**{json.dumps(kwargs)})" if kwargs else f"{args.model}()"
+    try:
+        with torch.device("meta"):
+            model = factory(**kwargs)
+    except Exception as error:  # noqa: BLE001 - the user's code: any failure is bad input here
+        text = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+        raise UsageError(f"building the model with {call} failed ({text}); MODULE:CALLABLE must be a callable that "
+                         "returns a torch.nn.Module, and --model-kwargs must hold the keyword arguments it takes"
+                         ) from None
     if not isinstance(model, torch.nn.Module):
-        raise UsageError(f"{args.model} returned {type(model).__name__}, not a torch.nn.Module")
+        raise UsageError(f"{call} returned {type(model).__name__}, not a torch.nn.Module; point MODULE:CALLABLE "
+                         "at a model class or a function that builds one")
     example = keyword if keyword else (positional[0] if len(positional) == 1 else tuple(positional))
     try:
         result = estimate(model, example, targets=args.targets, precision=args.precision, optimizer=args.optimizer,

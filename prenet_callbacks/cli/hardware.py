@@ -36,8 +36,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.name is not None and not args.name.strip():
+        raise ValueError("the accelerator NAME is empty; give a name such as 'H100', or leave NAME out to list "
+                         "the whole catalog")
     catalog = load_catalog(args.catalog, on_error="raise")
-    if args.name:
+    if args.name is not None:
         entry = catalog.lookup(args.name)
         if args.json:
             print(json.dumps(entry.to_dict(), indent=2))

@@ -188,11 +188,23 @@ def _nbytes(t: torch.Tensor) -> int:
 
 
 def _explain(error: Exception, on_meta: bool) -> CaptureError:
-    text = f"{type(error).__name__}: {error}".splitlines()[0][:300]
-    if on_meta:
+    text = f"{type(error).__name__}: {error}".splitlines()[0][:300].rstrip(". ")
+    if on_meta and _needs_values(error):
         return CaptureError(
             "this model cannot run on the 'meta' device, probably because an output shape depends on tensor "
             f"values (nonzero, masked_select, .item(), data-dependent control flow): {text}. "
             "Pass a real model and a small real input instead, e.g. estimate(model, torch.randn(2, ...)); "
             "it then runs one real step on that input.")
-    return CaptureError(f"one training step of the model failed on the example input: {text}")
+    return CaptureError(f"one training step of the model failed on the example input: {text}. Check that the "
+                        "input's shape and dtype are what the model expects (the first dimension is the batch)")
+
+
+_VALUE_HINTS = ("meta", "data-dependent", "data dependent", "no data", "_local_scalar_dense", "item()", "nonzero")
+
+
+def _needs_values(error: Exception) -> bool:
+    """Whether `error` says that an op needed tensor values, which ``meta`` tensors do not have."""
+    if isinstance(error, NotImplementedError):
+        return True
+    text = str(error).lower()
+    return any(hint in text for hint in _VALUE_HINTS)
