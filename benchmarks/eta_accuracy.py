@@ -24,6 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 def run_one(name: str, out_dir: str) -> dict[str, Any]:
     """Train one workload with the callback (in this process) and return the figures."""
     sys.path.insert(0, str(ROOT))
+    import os
+
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("PRENET_BENCH_THREADS", "1")))
     import lightning.pytorch as pl
 
     from benchmarks.workloads import WORKLOADS, build_trainer

@@ -25,6 +25,11 @@ _SKIP_BATCHES = 60
 
 def run_one(name: str, with_callback: bool, out_dir: str) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
+    import os
+
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("PRENET_BENCH_THREADS", "1")))
     import lightning.pytorch as pl
 
     from benchmarks.workloads import WORKLOADS, build_trainer

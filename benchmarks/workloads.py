@@ -1,5 +1,8 @@
 """Real CPU training workloads for the ETA and overhead benchmarks (synthetic data, 1-3 minutes each).
 
+The benchmarks run torch single-threaded (``PRENET_BENCH_THREADS``, default 1): on a 2-core machine
+shared with other work, two threads make step times swing with the neighbours' load.
+
 Each workload returns ``(module, train_loader, val_loader, trainer_kwargs)``. Sizes are chosen so
 that on a 2-core machine a fit takes one to three minutes.
 """
@@ -86,16 +89,16 @@ def _tensors(shape: tuple[int, ...], n: int, seed: int, integer_high: int | None
 
 def cnn_val_every_epoch() -> tuple:
     """CNN, validation and a checkpoint (+ last) every epoch."""
-    train = DataLoader(_tensors((3, 32, 32), 4096, 0), batch_size=64, shuffle=True)
+    train = DataLoader(_tensors((3, 32, 32), 6144, 0), batch_size=64, shuffle=True)
     val = DataLoader(_tensors((3, 32, 32), 1024, 1), batch_size=128)
-    return Classifier(_cnn()), train, val, dict(max_epochs=5, checkpoint=dict(save_last=True))
+    return Classifier(_cnn()), train, val, dict(max_epochs=8, checkpoint=dict(save_last=True))
 
 
 def cnn_loader_workers() -> tuple:
     """CNN with a 2-worker DataLoader (workers restart each epoch), validation every other epoch."""
-    train = DataLoader(_tensors((3, 32, 32), 3072, 0), batch_size=64, shuffle=True, num_workers=2)
+    train = DataLoader(_tensors((3, 32, 32), 4096, 0), batch_size=64, shuffle=True, num_workers=2)
     val = DataLoader(_tensors((3, 32, 32), 1024, 1), batch_size=128, num_workers=2)
-    return Classifier(_cnn()), train, val, dict(max_epochs=6, check_val_every_n_epoch=2, checkpoint=dict())
+    return Classifier(_cnn()), train, val, dict(max_epochs=10, check_val_every_n_epoch=2, checkpoint=dict())
 
 
 def mlp_accumulate_val_every_n_steps() -> tuple:
@@ -103,23 +106,23 @@ def mlp_accumulate_val_every_n_steps() -> tuple:
     train = DataLoader(_tensors((784,), 64 * 1000, 0), batch_size=64, shuffle=True)
     val = DataLoader(_tensors((784,), 4096, 1), batch_size=256)
     return (Classifier(_mlp(), optimizer="adamw", lr=1e-3), train, val,
-            dict(max_epochs=3, accumulate_grad_batches=4, val_check_interval=100,
+            dict(max_epochs=5, accumulate_grad_batches=4, val_check_interval=100,
                  checkpoint=dict(every_n_train_steps=50, save_top_k=-1)))
 
 
 def transformer_val_fraction() -> tuple:
     """Small transformer encoder, AdamW, validation four times per epoch, max_steps mid-epoch."""
-    train = DataLoader(_tensors((64,), 32 * 700, 0, integer_high=2000), batch_size=32, shuffle=True)
-    val = DataLoader(_tensors((64,), 1024, 1, integer_high=2000), batch_size=128)
+    train = DataLoader(_tensors((48,), 32 * 700, 0, integer_high=2000), batch_size=32, shuffle=True)
+    val = DataLoader(_tensors((48,), 1024, 1, integer_high=2000), batch_size=128)
     return (Classifier(TokenClassifier(), optimizer="adamw", lr=3e-4), train, val,
-            dict(max_steps=1600, max_epochs=10, val_check_interval=0.25, checkpoint=dict(save_last=True)))
+            dict(max_steps=900, max_epochs=10, val_check_interval=0.25, checkpoint=dict(save_last=True)))
 
 
 def lstm_val_every_epoch() -> tuple:
     """Two-layer LSTM over sequences, validation every epoch, no checkpoints."""
     train = DataLoader(_tensors((48, 32), 32 * 300, 0), batch_size=32, shuffle=True)
     val = DataLoader(_tensors((48, 32), 1024, 1), batch_size=256)
-    return Classifier(SequenceClassifier(), optimizer="adamw", lr=1e-3), train, val, dict(max_epochs=4)
+    return Classifier(SequenceClassifier(), optimizer="adamw", lr=1e-3), train, val, dict(max_epochs=8)
 
 
 WORKLOADS: dict[str, Callable[[], tuple]] = {

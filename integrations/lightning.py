@@ -109,7 +109,11 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
 
     @property
     def state_key(self) -> str:
-        return self._generate_state_key(report_path=str(self._user_report_path))
+        # Lightning reads this on every hook call (for its profiler's labels): build it once.
+        key = self.__dict__.get("_state_key")
+        if key is None:
+            key = self.__dict__["_state_key"] = self._generate_state_key(report_path=str(self._user_report_path))
+        return key
 
     # -- fit lifecycle ------------------------------------------------------------------------------
     @_hook
