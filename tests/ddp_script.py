@@ -20,13 +20,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("PL_DISABLE_FORK", "1")
 
 import torch  # noqa: E402
-from torch import nn  # noqa: E402
 
 import lightning.pytorch as pl  # noqa: E402
 
 from prenet_callbacks import PreNeTCallback  # noqa: E402
 from prenet_callbacks.session import PreNeTWarning  # noqa: E402
-from tests.lightning_helpers import TinyModule, loaders  # noqa: E402
+from tests.lightning_helpers import RecordingLogger, TinyModule, loaders  # noqa: E402
 
 STEP_SLEEP_S = 0.01
 
@@ -37,27 +36,6 @@ class SleepyModule(TinyModule):
     def training_step(self, batch, batch_idx):
         time.sleep(STEP_SLEEP_S)
         return super().training_step(batch, batch_idx)
-
-
-class RecordingLogger(pl.loggers.Logger):
-    def __init__(self) -> None:
-        super().__init__()
-        self.prenet_metrics = 0
-
-    @property
-    def name(self) -> str:
-        return "recording"
-
-    @property
-    def version(self) -> int:
-        return 0
-
-    def log_hyperparams(self, params, *args, **kwargs) -> None:
-        pass
-
-    def log_metrics(self, metrics, step=None) -> None:
-        if any(k.startswith("prenet/") for k in metrics):
-            self.prenet_metrics += 1
 
 
 def main() -> None:

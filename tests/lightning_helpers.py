@@ -91,3 +91,29 @@ def trainer(tmp_path, callbacks: list, **kwargs: Any) -> pl.Trainer:
                     logger=False, enable_checkpointing=False, accelerator="cpu", devices=1)
     defaults.update(kwargs)
     return pl.Trainer(callbacks=callbacks, **defaults)
+
+
+class RecordingLogger(pl.loggers.Logger):
+    """Keeps every `log_metrics` call; `prenet_metrics` counts the calls carrying PreNeT's metrics."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.metrics: list[tuple[int | None, dict]] = []
+
+    @property
+    def name(self) -> str:
+        return "recording"
+
+    @property
+    def version(self) -> int:
+        return 0
+
+    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def log_metrics(self, metrics: dict, step: int | None = None) -> None:
+        self.metrics.append((step, dict(metrics)))
+
+    @property
+    def prenet_metrics(self) -> int:
+        return sum(any(k.startswith("prenet/") for k in m) for _, m in self.metrics)

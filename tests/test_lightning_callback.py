@@ -9,35 +9,14 @@ import torch
 
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import ModelCheckpoint
-from lightning.pytorch.loggers import Logger
 
 import prenet_callbacks.session as session_module
 from prenet_callbacks import PreNeTCallback
 from prenet_callbacks.session import PreNeTWarning
-from tests.lightning_helpers import Stream, TinyModule, loaders, trainer
+from tests.lightning_helpers import RecordingLogger, Stream, TinyModule, loaders, trainer
 from torch.utils.data import DataLoader
 
 FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=5, targets=[], print_report=False)
-
-
-class RecordingLogger(Logger):
-    def __init__(self) -> None:
-        super().__init__()
-        self.metrics: list[tuple[int, dict]] = []
-
-    @property
-    def name(self) -> str:
-        return "recording"
-
-    @property
-    def version(self) -> int:
-        return 0
-
-    def log_hyperparams(self, params, *args, **kwargs) -> None:
-        pass
-
-    def log_metrics(self, metrics, step=None) -> None:
-        self.metrics.append((step, dict(metrics)))
 
 
 def fit(tmp_path, callback=None, seed=0, epochs=2, module=None, **kwargs):

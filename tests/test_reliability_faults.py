@@ -37,7 +37,7 @@ from prenet_callbacks.profiling import ModuleProfiler, hook_snapshot
 from prenet_callbacks.profiling import profiler as profiler_module
 from prenet_callbacks.profiling.capture import CaptureMode
 from prenet_callbacks.session import PreNeTWarning
-from tests.lightning_helpers import TinyModule, loaders, trainer
+from tests.lightning_helpers import RecordingLogger, TinyModule, loaders, trainer
 
 # warm-up 1 step, profile steps 1-2, clean timing 3-5, first prediction after step 6
 FAST = dict(warmup_steps=1, profile_steps=2, timing_steps=3, log_every_n_steps=5, targets=None, print_report=False)
@@ -407,24 +407,13 @@ def test_report_that_cannot_be_written_warns_once_and_leaves_no_temp_file(tmp_pa
 # ------------------------------------------------------------------------------------------------
 # Loggers, checkpoints, resume state
 # ------------------------------------------------------------------------------------------------
-class ExplodingLogger(pl.loggers.Logger):
+class ExplodingLogger(RecordingLogger):
     """A logger that fails on PreNeT's metrics in different ways."""
 
     def __init__(self, error: BaseException) -> None:
         super().__init__()
         self.error = error
         self.user_metrics = 0
-
-    @property
-    def name(self) -> str:
-        return "exploding"
-
-    @property
-    def version(self) -> int:
-        return 0
-
-    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
-        pass
 
     def log_metrics(self, metrics: dict, step: int | None = None) -> None:
         if any(k.startswith("prenet/") for k in metrics):

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from predictor_models.aten_ops import OpCall, is_free_op, record_call
+from predictor_models.aten_ops import is_free_op, record_call
 
 _DATA_DEPENDENT_HINTS = ("data-dependent", "data dependent", "meta tensor", "meta device", "nonzero",
                          "item()", "_local_scalar_dense", "cannot copy out of meta", "not implemented for 'meta'",
