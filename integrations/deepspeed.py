@@ -79,7 +79,7 @@ def attach(
     targets: Sequence[str] | None = None,
     warmup_steps: int = 3,
     profile_steps: int = 3,
-    timing_steps: int = 10,
+    timing_steps: int = 20,
     log_every_n_steps: int = 50,
     print_report: bool = True,
     profile_layers: bool = True,

@@ -89,7 +89,7 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         log_every_n_steps: int = 50,
         targets: Sequence[str] | None = None,
         *,
-        timing_steps: int = 10,
+        timing_steps: int = 20,
         print_report: bool = True,
         profile_layers: bool = True,
     ) -> None:

@@ -45,7 +45,7 @@ class SessionConfig:
 
     warmup_steps: int = 3
     profile_steps: int = 3
-    timing_steps: int = 10
+    timing_steps: int = 20
     log_every_n_steps: int = 50
     report_path: Path | None = None
     targets: list[str] | None = None
