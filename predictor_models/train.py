@@ -16,7 +16,7 @@ from typing import Sequence
 
 
 VERSION = "1.0.0"
-DEFAULT_MEMBERS = 1
+DEFAULT_MEMBERS = 3
 
 
 class TrainError(RuntimeError):

@@ -63,6 +63,20 @@ def test_matrix_matches_per_device(predictor):
         np.testing.assert_allclose(mat[:, j], predictor.predict_seconds(ops, dev), rtol=1e-5)
 
 
+def test_repeated_ops_are_predicted_once_with_identical_rows(predictor):
+    import predictor_models.predictor.model as model
+
+    devices = [lookup_hardware(g) for g in ("L4", "H100-SXM5")]
+    unique = [s.op for s in _synthetic_samples(seed=3)[:40]]
+    ops = unique * 3 + unique[:7]                      # repeats, as in a training step
+    first, inverse = model._distinct(model.op_columns(ops))
+    assert first.size <= len(unique) and inverse.shape == (len(ops),)
+    mat = predictor.predict_matrix(ops, devices)
+    np.testing.assert_array_equal(mat[: len(unique)], predictor.predict_matrix(unique, devices))
+    np.testing.assert_array_equal(mat[len(unique): 2 * len(unique)], mat[: len(unique)])
+    np.testing.assert_array_equal(mat[-7:], mat[:7])
+
+
 def test_unmodelled_and_proxied_classes(predictor):
     dev = lookup_hardware("H100-SXM5")
     comm = OpSpec("communication", "float32", 0, 1e8, 1e8, {"bytes": 1e8, "ranks": 8})

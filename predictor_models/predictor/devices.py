@@ -12,6 +12,7 @@ _MODE_DTYPE = {"fp32": ("float32", False), "tf32": ("float32", True), "fp16": ("
                "bf16": ("bfloat16", False), "fp64": ("float64", False), "fp8": ("float8", False)}
 DEFAULT_SM = 80          # where the catalog has no SM count (TPUs, unknown parts)
 DEFAULT_L2_MB = 4.0
+DEFAULT_W_PER_SM_GHZ = 2.0   # board power where the catalog has none (median of the catalog's GPUs)
 
 
 @dataclass(frozen=True)
@@ -24,13 +25,14 @@ class DeviceColumns:
     l2_bytes: np.ndarray
     clock_mhz: np.ndarray
     memory_gb: np.ndarray
+    tdp_w: np.ndarray        # board power; where the catalog has none, a typical 2 W per SM-GHz
     peaks: np.ndarray        # (d, len(MODES)) FLOP/s; a mode the device lacks falls back to fp32
     tensor: np.ndarray       # (d, len(MODES)) 1.0 where that mode runs on tensor cores
 
     def take(self, index: np.ndarray) -> "DeviceColumns":
         return DeviceColumns(tuple(self.names[i] for i in index), self.bandwidth[index], self.sms[index],
                              self.l2_bytes[index], self.clock_mhz[index], self.memory_gb[index],
-                             self.peaks[index], self.tensor[index])
+                             self.tdp_w[index], self.peaks[index], self.tensor[index])
 
 
 def _peak(device, mode: str, fp32: float) -> float:
@@ -53,13 +55,14 @@ def device_columns(devices: Sequence) -> DeviceColumns:
         peaks = [_peak(dev, m, fp32) for m in MODES]
         tensor = [0.0 if m in ("fp32", "fp64") or cc < 7.0 or peaks[i] <= fp32 * 1.01 else 1.0
                   for i, m in enumerate(MODES)]
-        rows.append((dev.name, dev.memory_bandwidth_gbs * 1e9, dev.sm_count or DEFAULT_SM,
-                     (dev.l2_cache_mb or DEFAULT_L2_MB) * 2**20, dev.boost_clock_mhz or 1500.0,
-                     dev.memory_gb or 16.0, peaks, tensor))
+        sms, clock = dev.sm_count or DEFAULT_SM, dev.boost_clock_mhz or 1500.0
+        tdp = getattr(dev, "tdp_w", None) or DEFAULT_W_PER_SM_GHZ * sms * clock / 1e3
+        rows.append((dev.name, dev.memory_bandwidth_gbs * 1e9, sms, (dev.l2_cache_mb or DEFAULT_L2_MB) * 2**20,
+                     clock, dev.memory_gb or 16.0, float(tdp), peaks, tensor))
     col = lambda i: np.array([r[i] for r in rows], dtype=np.float64)  # noqa: E731
-    return DeviceColumns(tuple(r[0] for r in rows), col(1), col(2), col(3), col(4), col(5),
-                         np.array([r[6] for r in rows], dtype=np.float64).reshape(len(rows), len(MODES)),
-                         np.array([r[7] for r in rows], dtype=np.float64).reshape(len(rows), len(MODES)))
+    return DeviceColumns(tuple(r[0] for r in rows), col(1), col(2), col(3), col(4), col(5), col(6),
+                         np.array([r[7] for r in rows], dtype=np.float64).reshape(len(rows), len(MODES)),
+                         np.array([r[8] for r in rows], dtype=np.float64).reshape(len(rows), len(MODES)))
 
 
 def _compute_capability(dev) -> float:

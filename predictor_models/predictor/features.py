@@ -51,6 +51,13 @@ def _gemm_like(p: Pairs, b, m, n, k) -> list[np.ndarray]:
 GEMM_NAMES = ["log2_b", "log2_m", "log2_n", "log2_k", "log2_min_dim", "log2_waves", "wave_eff", "tile_eff", "log2_k_per_wave"]
 
 
+def _power(p: Pairs) -> list[np.ndarray]:
+    """Board power per TFLOP of the op's math mode: low-power cards (T4, L4: ~70 W) cannot hold their
+    boost clock under sustained matrix work, so their datasheet peak overstates what they deliver."""
+    return [np.log2(p.dev.tdp_w / (p.peak / 1e12))]
+POWER_NAMES = ["log2_watts_per_tflop"]
+
+
 def gemm_features(p: Pairs) -> list[np.ndarray]:
     return _common(p) + _gemm_like(p, p.dim("b"), p.dim("m"), p.dim("n"), p.dim("k"))
 
@@ -62,7 +69,7 @@ def conv_features(p: Pairs) -> list[np.ndarray]:
     gm = np.maximum(p.dim("n"), 1.0) * spatial                       # implicit-GEMM view
     gk = np.maximum(p.dim("c_in"), 1.0) / groups * kernel
     return (_common(p) + _gemm_like(p, groups, gm, p.dim("c_out") / groups, gk)
-            + [_l2(kernel), np.maximum(p.dim("stride"), 1.0), _l2(groups), _l2(p.dim("c_in")), _l2(spatial)])
+            + [_l2(kernel), np.maximum(p.dim("stride"), 1.0), _l2(groups), _l2(p.dim("c_in")), _l2(spatial)] + _power(p))
 CONV_NAMES = GEMM_NAMES + ["log2_kernel", "stride", "log2_groups", "log2_c_in", "log2_spatial"]
 
 
@@ -87,7 +94,7 @@ EMBEDDING_NAMES = ["log2_indices", "log2_dim", "log2_vocab", "log2_waves"]
 
 FEATURES: dict[str, tuple[Callable[[Pairs], list[np.ndarray]], list[str]]] = {
     "gemm": (gemm_features, COMMON_NAMES + GEMM_NAMES),
-    "conv": (conv_features, COMMON_NAMES + CONV_NAMES),
+    "conv": (conv_features, COMMON_NAMES + CONV_NAMES + POWER_NAMES),
     "norm": (norm_features, COMMON_NAMES + NORM_NAMES),
     "elementwise": (elementwise_features, COMMON_NAMES + ELEMENTWISE_NAMES),
     "embedding": (embedding_features, COMMON_NAMES + EMBEDDING_NAMES),

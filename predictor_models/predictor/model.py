@@ -77,6 +77,16 @@ class Predictor:
             return out
         virtual, parent, mult, identity = self._expand(ops)
         cols = op_columns(virtual)
+        # ops in a training step repeat (every layer of a stack, forward and backward): predict each
+        # distinct op once and copy its row back, so the ensemble costs per distinct op, not per op
+        first, inverse = _distinct(cols)
+        if first.size < len(cols):
+            return self._scatter(self._times(cols.take(first), devices)[inverse], parent, mult, identity, out)
+        return self._scatter(self._times(cols, devices), parent, mult, identity, out)
+
+    # ---- internals -------------------------------------------------------------------------
+    def _times(self, cols, devices: list) -> np.ndarray:
+        """Seconds for every virtual op (rows of ``cols``) on every device."""
         devs = device_columns(devices)
         bound = bound_seconds(matrix(cols, devs))
         times = bound / self.default_utilisation
@@ -90,13 +100,17 @@ class Predictor:
             log_ratio = sum(predict_mlp_columns(m, feats, shape) for m in members) / len(members)
             log_ratio = log_ratio.reshape(shape)
             times[rows] = bound[rows] * np.exp(np.maximum(log_ratio, 0.0))  # utilisation <= 1
+        return times
+
+    @staticmethod
+    def _scatter(times: np.ndarray, parent: np.ndarray, mult: np.ndarray, identity: bool, out: np.ndarray) -> np.ndarray:
+        """Sum virtual-op times (times multiplicity) into their parent ops' rows."""
         if identity:
             return times
         times *= mult[:, None]
         np.add.at(out, parent, times)
         return out
 
-    # ---- internals -------------------------------------------------------------------------
     @staticmethod
     def _ensemble(members: list[dict], x: np.ndarray) -> np.ndarray:
         total = predict_mlp(members[0], x)
@@ -124,3 +138,14 @@ class Predictor:
     def count_unmodelled(self, ops: Sequence[OpSpec]) -> int:
         """How many ops fall back to the bound with the default utilisation."""
         return sum(1 for op in ops if not self.is_modelled(op))
+
+
+def _distinct(cols) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the first occurrence of each distinct op row, and each row's index among them."""
+    names = {name: i for i, name in enumerate(sorted(set(cols.op_class)))}
+    code = np.fromiter((names[c] for c in cols.op_class), dtype=np.float64, count=len(cols))
+    key = np.ascontiguousarray(np.column_stack([code, cols.mode, cols.flops, cols.bytes, cols.heavy, cols.softmax,
+                                                cols.esize, cols.dims[:, cols.dims.any(axis=0)]]))
+    rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).reshape(-1)
+    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
