@@ -187,4 +187,9 @@ def render_text(report: Report, width: int = 110) -> str:
 
 
 def print_report(report: Report, console: Console | None = None) -> None:
-    (console or Console()).print(report_renderable(report))
+    """Print the panel; in a log file (no terminal) at 120 columns rather than rich's default 80."""
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=120)
+    console.print(report_renderable(report))

@@ -27,12 +27,19 @@ def describe_run(device: torch.device | str, *, devices: int, precision: str, st
     from prenet_callbacks.hardware import current_device
 
     info = current_device()
-    current["name"] = info.name
+    current["name"] = _plain_name(info.name) if device.type == "cpu" else info.name
     current["catalog_name"] = info.accelerator.name if info.accelerator is not None else None
     if info.cpu_cores:
         current["cpu_cores"] = info.cpu_cores
     current.update(extra)
     return current
+
+
+def _plain_name(name: str) -> str:
+    """``Intel(R) Xeon(R) CPU @ 2.20GHz`` -> ``Intel Xeon CPU @ 2.20GHz``: trademarks only clutter tables."""
+    for mark in ("(R)", "(r)", "(TM)", "(tm)"):
+        name = name.replace(mark, "")
+    return " ".join(name.split())
 
 
 def batch_size_of(batch: Any) -> int | None:

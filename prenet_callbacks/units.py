@@ -37,6 +37,8 @@ def format_step_time(seconds: float | None) -> str:
 def format_usd(amount: float | None) -> str:
     if amount is None or not math.isfinite(amount):
         return "—"
+    if 0 < amount < 0.005:
+        return "<$0.01"
     if amount < 10:
         return f"${amount:.2f}"
     return f"${amount:,.0f}"
