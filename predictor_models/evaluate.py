@@ -141,16 +141,17 @@ def _catalog_name(name: str) -> str:
 def run(args) -> int:
     from threadpoolctl import threadpool_limits
 
-    from predictor_models.train import (DEFAULT_MEMBERS, TrainError, check_members, check_output, check_sources,
+    from predictor_models.train import (DEFAULT_MEMBERS, TrainError, check_members, check_sources,
                                         load_training_set)
     from predictor_models.hardware import lookup_hardware
+    from predictor_models.paths import check_output_path
 
     try:  # bad options fail here, before the data is loaded and the folds are trained
         members = DEFAULT_MEMBERS if args.members is None else check_members(args.members)
         check_sources(args.sources)
-        check_output(args.json, "--json", directory=False)
+        check_output_path(args.json, "--json", directory=False)
         if args.update_card:
-            check_output(args.update_card, "--update-card", directory=True)
+            check_output_path(args.update_card, "--update-card", directory=True)
         gpus = [_catalog_name(name) for name in args.gpus] if args.gpus else None
         ts, reports = load_training_set(args.data, args.sources, extra=None)
         if gpus:

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Sequence
+from predictor_models.paths import check_output_path
 
 
 VERSION = "1.0.0"
@@ -38,30 +39,6 @@ def check_sources(sources: Sequence[str] | None, option: str = "--sources") -> N
     unknown = [name for name in sources or () if name not in SOURCES]
     if unknown:
         raise ValueError(f"{option}: unknown data source {unknown[0]!r}; known: {', '.join(SOURCES)}")
-
-
-def check_output(path: str | Path, option: str, *, directory: bool) -> Path:
-    """`path` can be written (a folder when `directory`, else a file), checked before any work is done."""
-    path = Path(path).expanduser()
-    if str(path).strip() in ("", "."):
-        if not directory:
-            raise ValueError(f"{option} is empty; pass a file path such as results/evaluation.json")
-    if path.exists():
-        if directory and not path.is_dir():
-            raise ValueError(f"{option} {str(path)!r} is a file; pass a folder to write into")
-        if not directory and path.is_dir():
-            raise ValueError(f"{option} {str(path)!r} is a directory; pass a file path such as "
-                             f"{str(path / 'evaluation.json')!r}")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"{option} {str(path)!r} lies inside {str(parent)!r}, which is a file; "
-                                 "choose a path inside a folder")
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise ValueError(f"{option} {str(path)!r}: the folder {str(parent)!r} is not writable; "
-                                 "choose another location")
-            break
-    return path
 
 
 def load_training_set(data: str | Path, sources: Sequence[str] | None, extra: Sequence[str] | None):
@@ -98,7 +75,7 @@ def train(data: str | Path, out: str | Path, *, extra: Sequence[str] | None = No
 
     check_members(members, "members")
     check_sources(sources, "sources")
-    check_output(out, "out", directory=True)
+    check_output_path(out, "out", directory=True)
     start = time.time()
     ts, reports = load_training_set(data, sources, extra)
     log(f"loaded {len(ts)} samples on {len(set(ts.gpu))} GPUs in {time.time() - start:.0f} s")
@@ -145,7 +122,7 @@ def run(args) -> int:
     try:
         check_members(args.members)  # bad options fail here, before the data is loaded
         check_sources(args.sources)
-        check_output(args.out, "--out", directory=True)
+        check_output_path(args.out, "--out", directory=True)
         train(args.data, args.out, extra=args.extra, sources=args.sources, members=args.members, date=args.date)
     except (TrainError, ValueError, FileNotFoundError) as error:
         print(f"train: error: {error}", file=sys.stderr)

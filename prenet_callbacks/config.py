@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from predictor_models.paths import check_output_path
 from prenet_callbacks.session import SessionConfig
 
 
@@ -21,24 +22,17 @@ def _positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
 
 
 def validate_report_path(value: Any, name: str = "report_path") -> Path | None:
-    """A file path for the JSON report; not a directory, and not inside a file."""
+    """A writable file path for the JSON report; not a directory, and not inside a file."""
     if value is None:
         return None
     if not isinstance(value, (str, os.PathLike)):
         raise ValueError(f"{name} must be a file path (str or os.PathLike), got {type(value).__name__}")
-    path = Path(value).expanduser()
     if str(value).strip() == "":
         raise ValueError(f"{name} is empty; pass a file path such as 'runs/prenet_report.json', or None for the default")
-    if path.is_dir() or str(value).endswith(("/", os.sep)):
+    if str(value).endswith(("/", os.sep)):
         raise ValueError(f"{name} {str(value)!r} is a directory; pass a file path such as "
-                         f"'{path / 'prenet_report.json'}'")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"{name} {str(value)!r} lies inside {str(parent)!r}, which is a file; "
-                                 "choose a path inside a directory")
-            break
-    return path
+                         f"'{Path(value) / 'prenet_report.json'}'")
+    return check_output_path(value, name, directory=False, example="prenet_report.json")
 
 
 def validate_targets(targets: Sequence[str] | None, name: str = "targets") -> list[str] | None:
