@@ -1,6 +1,6 @@
 """Demo: a small CNN on synthetic images, trained with PreNeTCallback (about a minute on CPU).
 
-    python examples/lightning_cnn.py [--epochs 4] [--targets A100 "8x H100"]
+    python examples/lightning_cnn.py [--epochs 12] [--targets A100 "8x H100"]
 
 Validation and a checkpoint every epoch. A few steps in, PreNeT prints its prediction of the whole
 fit; at the end the script compares it with the measured time.
@@ -66,7 +66,7 @@ def synthetic_images(n: int, classes: int = 10, seed: int = 0) -> TensorDataset:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--train-size", type=int, default=6144)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--workers", type=int, default=0)
