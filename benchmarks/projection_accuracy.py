@@ -17,11 +17,19 @@ that has a measurement; nothing here was fitted to these numbers.
 Reported: relative speed (time on a GPU / time on a reference GPU, predicted vs measured) as MAPE,
 which is what an anchored projection depends on; absolute step time error (median and mean APE);
 and data-parallel step time and scaling (dp4 step / 1-GPU step at the same per-device batch).
+
+The NeuSight reference is the H100, the GPU with the most labels. Relative speed is also reported
+against every other NVIDIA GPU in turn and over all ordered pairs, beside a label-consistency check
+(whole-model forward / (layers x measured layer-0 forward), from the same label folder): the
+A100 80GB PCIe whole-model forward labels run 1.4-1.7x its own layer sums in 5 of 8 models while
+every other GPU stays within 0.76-1.27x (and its backward within 0.97-1.09x), so ratios against
+that GPU measure its labels as much as our prediction.
 """
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import itertools
 import json
 import statistics
 import sys
@@ -44,7 +52,7 @@ NEUSIGHT_DEVICES = {"NVIDIA_H100_80GB_HBM3": "H100-SXM5", "NVIDIA_A100_80GB_PCIe
                     "NVIDIA_L4": "L4", "Tesla_V100-PCIE-32GB": "V100-PCIe-32GB", "AMD_Instinct_MI100": "MI100",
                     "AMD_Instinct_MI210": "MI210", "AMD_Instinct_MI250": "MI250-GCD",
                     "NVIDIA_A100-SXM4-40GB": "A100-SXM4-40GB"}
-NEUSIGHT_REFERENCE = "NVIDIA_A100_80GB_PCIe"
+NEUSIGHT_REFERENCE = "NVIDIA_H100_80GB_HBM3"
 NEUSIGHT_MODELS = {"bert_large": pm.bert_large, "gpt2_large": pm.gpt2_large, "gpt3_xl": pm.gpt3_xl,
                    "gpt3_27": pm.gpt3_27, "opt_13": pm.opt_13}
 
@@ -115,13 +123,15 @@ def neusight(data: Path) -> tuple[list[dict], list[dict]]:
     return single, parallel
 
 
-def relative_errors(rows: list[dict]) -> list[dict]:
-    """Per non-reference row: predicted vs measured time relative to the reference GPU of its group."""
+def relative_errors(rows: list[dict], reference: str | None = None) -> list[dict]:
+    """Per non-reference row: predicted vs measured time relative to the reference GPU of its group
+    (the rows flagged ``reference``, or the rows on GPU ``reference`` when given)."""
+    is_ref = (lambda r: r["reference"]) if reference is None else (lambda r: r["gpu"] == reference)  # noqa: E731
     out = []
     for row in rows:
-        if row["reference"]:
+        if is_ref(row):
             continue
-        ref = next((r for r in rows if r["group"] == row["group"] and r["reference"]), None)
+        ref = next((r for r in rows if r["group"] == row["group"] and is_ref(r)), None)
         if ref is None:
             continue
         measured = row["measured_s"] / ref["measured_s"]
@@ -129,6 +139,36 @@ def relative_errors(rows: list[dict]) -> list[dict]:
         out.append({"group": row["group"], "gpu": row["gpu"], "reference": ref["gpu"],
                     "measured_ratio": round(measured, 4), "predicted_ratio": round(predicted, 4),
                     "ape": round(abs(predicted / measured - 1), 4)})
+    return out
+
+
+def pair_errors(rows: list[dict]) -> list[float]:
+    """APE of the predicted time ratio over every ordered pair of GPUs measured on the same workload."""
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(row["group"], []).append(row)
+    return [abs((a["predicted_s"] / b["predicted_s"]) / (a["measured_s"] / b["measured_s"]) - 1)
+            for members in groups.values() for a, b in itertools.permutations(members, 2)]
+
+
+def label_consistency(data: Path) -> list[dict]:
+    """Whole-model forward label / (layers x the measured forward of layer 0) per NeuSight label.
+
+    About 1 where the whole-model and per-node labels agree; the head, embeddings and loss add a
+    few percent."""
+    from predictor_models.datasets.neusight_labels import load_labels
+
+    out = []
+    for label in load_labels(data):
+        summary = json.loads(Path(label.path).with_suffix(".json").read_text())
+        layer_fw = sum(node.fw_ms for node in label.nodes)
+        layer_bw = sum(node.bw_ms for node in label.nodes)
+        if layer_fw <= 0 or layer_bw <= 0:
+            continue
+        layers = summary["num_layer"]
+        out.append({"gpu": NEUSIGHT_DEVICES.get(Path(label.path).parent.name, label.device), "label": label.model,
+                    "forward": round(summary["fw_latency"] / (layers * layer_fw), 3),
+                    "backward": round(summary["bwall_latency"] / (layers * layer_bw), 3)})
     return out
 
 
@@ -158,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         row["measured_s"] = round(row["measured_s"], 6)
     rel_g, rel_n = relative_errors(g_rows), relative_errors(n_rows)
     nvidia = [r for r in rel_n if not r["gpu"].startswith("MI")]
+    nvidia_rows = [r for r in n_rows if not r["gpu"].startswith("MI")]
+    by_reference = {gpu: _summary([r["ape"] for r in relative_errors(nvidia_rows, gpu)])
+                    for gpu in sorted({r["gpu"] for r in nvidia_rows})}
     scaling = [abs(r["predicted_scaling"] / r["measured_scaling"] - 1) for r in dp_rows if "measured_scaling" in r]
     result = {
         "date": _dt.date.today().isoformat(),
@@ -169,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             # erratic across batch sizes (ResNet-18: 3.4x to 11.6x the V100)
             "relative_speed_gavel_without_k80": _summary([r["ape"] for r in rel_g if r["gpu"] != "K80"]),
             "relative_speed_neusight_nvidia": _summary([r["ape"] for r in nvidia]),
+            "relative_speed_neusight_nvidia_all_pairs": _summary(pair_errors(nvidia_rows)),
             "relative_speed_neusight_all": _summary([r["ape"] for r in rel_n]),
             "relative_speed_all": _summary([r["ape"] for r in rel_g + rel_n]),
             "relative_speed_nvidia_pascal_and_newer": _summary(
@@ -180,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
             "data_parallel_scaling": _summary(scaling),
         },
         "targets": {"relative_speed_mape": 0.15, "absolute_median": 0.30, "data_parallel_scaling": 0.10},
+        "neusight_reference": NEUSIGHT_DEVICES[NEUSIGHT_REFERENCE],
+        "relative_speed_neusight_nvidia_by_reference": by_reference,
+        "label_consistency": label_consistency(data),
         "relative": rel_g + rel_n,
         "absolute": g_rows + n_rows,
         "data_parallel": dp_rows,
@@ -188,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     for key, value in result["summary"].items():
-        print(f"{key:34s} {value}")
+        print(f"{key:42s} {value}")
+    for gpu, value in by_reference.items():
+        print(f"NeuSight NVIDIA relative to {gpu:28s} {value}")
     return 0
 
 
