@@ -101,6 +101,7 @@ def collect(out: str | Path, *, dtypes: Sequence[str] = ("float32", "bfloat16"),
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The collect options (shared with ``prenet collect``)."""
+    parser.set_defaults(prog=parser.prog)  # errors name the command as typed ("prenet collect" or "python -m ...")
     parser.add_argument("--out", required=True, help="folder to write <device>.csv into")
     parser.add_argument("--dtypes", nargs="*", default=["float32", "bfloat16"], help="dtypes to measure")
     parser.add_argument("--quick", action="store_true", help="a smaller grid (a minute or so)")
@@ -111,7 +112,7 @@ def run(args) -> int:
     try:
         collect(args.out, dtypes=args.dtypes, quick=args.quick, repeats=args.repeats)
     except RuntimeError as error:
-        print(f"collect: error: {error}", file=sys.stderr)
+        print(f"{getattr(args, 'prog', 'collect')}: error: {error}", file=sys.stderr)
         return 2
     return 0
 

@@ -113,6 +113,7 @@ def summarise(heldout: list[dict]) -> dict:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The evaluate options (shared with ``prenet evaluate``)."""
+    parser.set_defaults(prog=parser.prog)  # errors name the command as typed ("prenet evaluate" or "python -m ...")
     parser.add_argument("--data", default="../shared/data", help="folder of public measurements (default ../shared/data)")
     parser.add_argument("--json", required=True, help="where to write the results")
     parser.add_argument("--gpus", nargs="*", help="evaluate only these held-out GPUs (catalog names)")
@@ -161,7 +162,7 @@ def run(args) -> int:
                 raise ValueError(f"--gpus: no measurements on {missing[0]!r} in {args.data}; GPUs in the data: "
                                  f"{', '.join(available)}")
     except (TrainError, ValueError) as error:
-        print(f"evaluate: error: {error}", file=sys.stderr)
+        print(f"{getattr(args, 'prog', 'evaluate')}: error: {error}", file=sys.stderr)
         return 2
     from predictor_models.datasets.neusight_labels import load_labels
 

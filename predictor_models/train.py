@@ -104,6 +104,7 @@ def train(data: str | Path, out: str | Path, *, extra: Sequence[str] | None = No
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The train options (shared with ``prenet train``)."""
+    parser.set_defaults(prog=parser.prog)  # errors name the command as typed ("prenet train" or "python -m ...")
     parser.add_argument("--data", default="../shared/data", help="folder of public measurements (default ../shared/data)")
     parser.add_argument("--out", required=True, help="folder to write predictor.json into")
     parser.add_argument("--extra", nargs="*", default=None, help="folders/files of rows written by `collect`")
@@ -125,7 +126,7 @@ def run(args) -> int:
         check_output_path(args.out, "--out", directory=True)
         train(args.data, args.out, extra=args.extra, sources=args.sources, members=args.members, date=args.date)
     except (TrainError, ValueError, FileNotFoundError) as error:
-        print(f"train: error: {error}", file=sys.stderr)
+        print(f"{getattr(args, 'prog', 'train')}: error: {error}", file=sys.stderr)
         return 2
     return 0
 

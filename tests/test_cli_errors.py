@@ -211,7 +211,17 @@ def test_report_bad_options(files, good_report, capsys, args, words):
     (["--out", "{tmp}/out", "--sources", "nosuch"], ["nosuch"]),
 ])
 def test_train_bad_input(files, capsys, args, words):
-    assert_usage_error(["train", *[a.format(tmp=files) for a in args]], capsys, *words)
+    line = assert_usage_error(["train", *[a.format(tmp=files) for a in args]], capsys, *words)
+    assert line.startswith("prenet train: error:"), line
+
+
+def test_module_errors_name_the_module_command(files, capsys):
+    from predictor_models import evaluate, train
+
+    assert train.main(["--data", str(files / "nodata"), "--out", str(files / "out")]) == 2
+    assert capsys.readouterr().err.startswith("python -m predictor_models.train: error:")
+    assert evaluate.main(["--data", str(files / "nodata"), "--json", str(files / "e.json")]) == 2
+    assert capsys.readouterr().err.startswith("python -m predictor_models.evaluate: error:")
 
 
 @needs("train")
@@ -224,8 +234,9 @@ def test_train_bad_options_fail_fast(files, capsys, args):
 
 @needs("evaluate")
 def test_evaluate_missing_data(files, capsys):
-    assert_usage_error(["evaluate", "--data", str(files / "nodata"), "--json", str(files / "e.json")], capsys,
-                       "nodata")
+    line = assert_usage_error(["evaluate", "--data", str(files / "nodata"), "--json", str(files / "e.json")], capsys,
+                              "nodata")
+    assert line.startswith("prenet evaluate: error:"), line
 
 
 @needs("evaluate")
