@@ -16,7 +16,7 @@ from typing import Sequence
 from predictor_models.paths import check_output_path
 
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 DEFAULT_MEMBERS = 3
 
 
@@ -71,7 +71,7 @@ def train(data: str | Path, out: str | Path, *, extra: Sequence[str] | None = No
 
     from predictor_models.predictor import Predictor, save_predictor
     from predictor_models.predictor.expand import PROXIED
-    from predictor_models.predictor.training import SEED, fit_models
+    from predictor_models.predictor.training import DEFAULT_WEIGHT_DECAY, SEED, WEIGHT_DECAY, fit_models
 
     check_members(members, "members")
     check_sources(sources, "sources")
@@ -96,6 +96,7 @@ def train(data: str | Path, out: str | Path, *, extra: Sequence[str] | None = No
         "proxied_classes": {k: v for k, v in PROXIED.items()},
         "seed": SEED,
         "members": members,
+        "weight_decay": {cls: WEIGHT_DECAY.get(cls, DEFAULT_WEIGHT_DECAY) for cls in sorted(models)},
     }
     path = save_predictor(Predictor(models, metadata), out)
     log(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB) in {time.time() - start:.0f} s")

@@ -11,15 +11,17 @@ import numpy as np
 HIDDEN = (32, 16)
 
 
-def fit_mlp(x: np.ndarray, y: np.ndarray, *, seed: int, hidden: tuple[int, ...] = HIDDEN, max_iter: int = 200) -> dict:
-    """Fit on standardised ``x``; returns ``{"mean", "scale", "layers": [(W, b), ...], "y_clip"}``."""
+def fit_mlp(x: np.ndarray, y: np.ndarray, *, seed: int, hidden: tuple[int, ...] = HIDDEN, max_iter: int = 200,
+            weight_decay: float = 1e-4) -> dict:
+    """Fit on standardised ``x`` with L2 penalty ``weight_decay`` (scikit-learn's ``alpha``);
+    returns ``{"mean", "scale", "layers": [(W, b), ...], "y_clip"}``."""
     from sklearn.neural_network import MLPRegressor
 
     mean = x.mean(axis=0)
     lo, hi = x.min(axis=0), x.max(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0
-    model = MLPRegressor(hidden_layer_sizes=hidden, activation="relu", solver="adam", alpha=1e-4,
+    model = MLPRegressor(hidden_layer_sizes=hidden, activation="relu", solver="adam", alpha=weight_decay,
                          batch_size=512, learning_rate_init=2e-3, max_iter=max_iter, early_stopping=True,
                          validation_fraction=0.1, n_iter_no_change=12, tol=1e-5, random_state=seed)
     model.fit((x - mean) / scale, y)
