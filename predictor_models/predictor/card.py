@@ -7,19 +7,25 @@ from pathlib import Path
 START, END = "<!-- heldout:start -->", "<!-- heldout:end -->"
 
 
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
 def heldout_table(result: dict) -> str:
     """Markdown: per class and GPU, our MAPE vs the baseline, then the transformer-layer check."""
-    lines = ["| op class | held-out GPU | n | ours MAPE | PreNeT baseline MAPE | bound only |", "|---|---|---:|---:|---:|---:|"]
+    lines = ["| op class | held-out GPU | n | ours MAPE | PreNeT baseline MAPE | bound only | ours time-weighted "
+             "| baseline time-weighted |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in sorted(result["heldout"], key=lambda r: (r["op"], r["gpu"])):
-        base = r.get("baseline_mape")
-        lines.append(f"| {r['op']} | {r['gpu']} | {r['n']} | {r['mape']:.1%} | {'-' if base is None else f'{base:.1%}'} "
-                     f"| {r['bound_only_mape']:.1%} |")
-    lines += ["", "| op class | n | ours (sample-weighted) | ours (mean over GPUs) | baseline |", "|---|---:|---:|---:|---:|"]
+        lines.append(f"| {r['op']} | {r['gpu']} | {r['n']} | {r['mape']:.1%} | {_pct(r.get('baseline_mape'))} "
+                     f"| {r['bound_only_mape']:.1%} | {_pct(r.get('time_weighted'))} "
+                     f"| {_pct(r.get('baseline_time_weighted'))} |")
+    lines += ["", "| op class | n | ours (sample-weighted) | ours (mean over GPUs) | baseline | ours time-weighted "
+              "(mean over GPUs) | baseline time-weighted |", "|---|---:|---:|---:|---:|---:|---:|"]
     for cls, s in sorted(result["summary"]["by_class"].items()):
-        base = s.get("baseline_mape")
-        lines.append(f"| {cls} | {s['n']} | {s['mape']:.1%} | {s['gpu_mean_mape']:.1%} | {'-' if base is None else f'{base:.1%}'} |")
+        lines.append(f"| {cls} | {s['n']} | {s['mape']:.1%} | {s['gpu_mean_mape']:.1%} | {_pct(s.get('baseline_mape'))} "
+                     f"| {_pct(s.get('gpu_mean_time_weighted'))} | {_pct(s.get('baseline_gpu_mean_time_weighted'))} |")
     s = result["summary"]
-    lines.append(f"| **all** | | **{s['mape']:.1%}** | | **{(s.get('baseline_mape') or float('nan')):.1%}** |")
+    lines.append(f"| **all** | | **{s['mape']:.1%}** | | **{(s.get('baseline_mape') or float('nan')):.1%}** | | |")
     lines += ["", "Transformer layer 0 (NeuSight labels, FP32), predicted by the fold that never saw the GPU:", "",
               "| GPU | model | fwd pred / meas (ms) | bwd pred / meas (ms) | fwd+bwd error |", "|---|---|---:|---:|---:|"]
     for e in result.get("transformer_layers", []):
