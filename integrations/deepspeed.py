@@ -83,6 +83,7 @@ def attach(
     log_every_n_steps: int = 50,
     print_report: bool = True,
     profile_layers: bool = True,
+    predictor: Any = None,
 ) -> DeepSpeedHandle:
     """Start predicting the run of a `deepspeed.DeepSpeedEngine`; call it just before the training loop.
 
@@ -93,8 +94,8 @@ def attach(
         report_path: where rank 0 writes the JSON report; default ``./prenet_report.json``.
         targets: other hardware to project onto (``["A100", "8x H100"]``); ``None`` for the default
             set, ``[]`` for none.
-        warmup_steps, profile_steps, timing_steps, log_every_n_steps, print_report, profile_layers:
-            as for `PreNeTCallback`, in optimizer steps.
+        warmup_steps, profile_steps, timing_steps, log_every_n_steps, print_report, profile_layers,
+        predictor: as for `PreNeTCallback` (steps are optimizer steps).
 
     Returns:
         A `DeepSpeedHandle` with ``.report``, ``.finish()`` and ``.detach()``.
@@ -108,7 +109,7 @@ def attach(
     config = validate_session_config(
         warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
         log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
-        print_report=print_report, profile_layers=profile_layers,
+        print_report=print_report, profile_layers=profile_layers, predictor=predictor,
     )
     if config.report_path is None:
         config.report_path = Path.cwd() / REPORT_FILENAME

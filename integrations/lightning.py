@@ -76,6 +76,9 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
             ``[]`` for none.
         print_report: print the table on rank 0 after the first prediction.
         profile_layers: set False to skip the per-module profile and keep only step timing.
+        predictor: the op-time predictor for the projection: None for the shipped one, or the path
+            of a ``predictor.json`` (or its folder) from ``prenet train --extra`` with your own GPU's
+            measurements; loaded here, so a bad file fails now rather than mid-fit.
 
     Attributes:
         report: the `Report` (also written as JSON), with the history of predictions.
@@ -92,12 +95,13 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         timing_steps: int = 20,
         print_report: bool = True,
         profile_layers: bool = True,
+        predictor: Any = None,
     ) -> None:
         super().__init__()
         self.config: SessionConfig = validate_session_config(
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
             log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
-            print_report=print_report, profile_layers=profile_layers,
+            print_report=print_report, profile_layers=profile_layers, predictor=predictor,
         )
         self._user_report_path = self.config.report_path
         self.session = PredictionSession(self.config)

@@ -38,7 +38,7 @@ def _time_weighted(pred: np.ndarray, true: np.ndarray) -> float:
 
 
 def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, members: int = 1, baseline: bool = True,
-                   log=print) -> tuple[list[dict], dict[str, Predictor]]:
+                   weight_decay: dict[str, float] | None = None, log=print) -> tuple[list[dict], dict[str, Predictor]]:
     """Per (op class, held-out GPU): n, our MAPE, baseline MAPE. Also returns each fold's predictor."""
     rows_out: list[dict] = []
     fold_models: dict[str, Predictor] = {}
@@ -50,7 +50,7 @@ def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, members: int = 1, b
         start = time.time()
         train = ts.take(np.flatnonzero(ts.gpu != gpu))
         test = ts.take(np.flatnonzero(ts.gpu == gpu))
-        models = fit_models(train, members=members)
+        models = fit_models(train, members=members, weight_decay=weight_decay)
         predictor = Predictor(models, {"heldout_gpu": gpu})
         fold_models[gpu] = predictor
         for op_class in CLASSES:
@@ -135,6 +135,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--members", type=int, default=None, help="MLPs per class (default: as train)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the paper baseline")
     parser.add_argument("--update-card", metavar="DIR", help="write heldout_errors.json and the model card's table there")
+    from predictor_models.train import add_weight_decay_argument
+
+    add_weight_decay_argument(parser)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -157,13 +160,15 @@ def run(args) -> int:
     from threadpoolctl import threadpool_limits
 
     from predictor_models.train import (DEFAULT_MEMBERS, TrainError, check_members, check_sources,
-                                        load_training_set)
+                                        check_weight_decay, load_training_set)
+    from predictor_models.predictor.training import weight_decays
     from predictor_models.hardware import lookup_hardware
     from predictor_models.paths import check_output_path
 
     try:  # bad options fail here, before the data is loaded and the folds are trained
         members = DEFAULT_MEMBERS if args.members is None else check_members(args.members)
         check_sources(args.sources)
+        decays = check_weight_decay(args.weight_decay)
         check_output_path(args.json, "--json", directory=False)
         if args.update_card:
             check_output_path(args.update_card, "--update-card", directory=True)
@@ -181,10 +186,12 @@ def run(args) -> int:
     from predictor_models.datasets.neusight_labels import load_labels
 
     with threadpool_limits(1):
-        heldout, folds = evaluate_folds(ts, gpus=gpus, members=members, baseline=not args.no_baseline)
+        heldout, folds = evaluate_folds(ts, gpus=gpus, members=members, baseline=not args.no_baseline,
+                                        weight_decay=decays)
         labels = evaluate_labels(load_labels(args.data), folds, lookup_hardware)
     result = {"heldout": heldout, "summary": summarise(heldout), "transformer_layers": labels,
-              "data": [r.as_dict() for r in reports], "excluded_at_training": dict(ts.excluded), "members": members}
+              "data": [r.as_dict() for r in reports], "excluded_at_training": dict(ts.excluded), "members": members,
+              "weight_decay": weight_decays(decays)}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=1, sort_keys=True))
     s = result["summary"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import math
 import os
 import sys
 import time
@@ -30,6 +31,26 @@ def check_members(members: object, option: str = "--members") -> int:
         raise ValueError(f"{option} must be an integer >= 1 (MLPs per op class), got {members!r}; "
                          f"pass e.g. {option} {max(DEFAULT_MEMBERS, 1)}")
     return members
+
+
+def check_weight_decay(items: Sequence[str] | None, option: str = "--weight-decay") -> dict[str, float]:
+    """``CLASS=VALUE`` items as a dict: a modelled op class and a finite penalty >= 0."""
+    from predictor_models.predictor.features import FEATURES
+
+    decays: dict[str, float] = {}
+    for item in items or ():
+        op_class, sep, text = str(item).partition("=")
+        if not sep or op_class not in FEATURES:
+            raise ValueError(f"{option}: {item!r} is not CLASS=VALUE with CLASS one of {', '.join(FEATURES)}; "
+                             f"pass e.g. {option} gemm=0.01")
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{option}: the penalty in {item!r} must be a number >= 0; pass e.g. {option} {op_class}=0.1")
+        decays[op_class] = value
+    return decays
 
 
 def check_sources(sources: Sequence[str] | None, option: str = "--sources") -> None:
@@ -65,13 +86,14 @@ def load_training_set(data: str | Path, sources: Sequence[str] | None, extra: Se
 
 
 def train(data: str | Path, out: str | Path, *, extra: Sequence[str] | None = None, sources: Sequence[str] | None = None,
-          members: int = DEFAULT_MEMBERS, date: str | None = None, log=print) -> Path:
+          members: int = DEFAULT_MEMBERS, date: str | None = None, weight_decay: dict[str, float] | None = None,
+          log=print) -> Path:
     """Fit every class model and write the artifact; returns its path."""
     from threadpoolctl import threadpool_limits
 
     from predictor_models.predictor import Predictor, save_predictor
     from predictor_models.predictor.expand import PROXIED
-    from predictor_models.predictor.training import DEFAULT_WEIGHT_DECAY, SEED, WEIGHT_DECAY, fit_models
+    from predictor_models.predictor.training import SEED, fit_models, weight_decays
 
     check_members(members, "members")
     check_sources(sources, "sources")
@@ -80,7 +102,7 @@ def train(data: str | Path, out: str | Path, *, extra: Sequence[str] | None = No
     ts, reports = load_training_set(data, sources, extra)
     log(f"loaded {len(ts)} samples on {len(set(ts.gpu))} GPUs in {time.time() - start:.0f} s")
     with threadpool_limits(1):
-        models = fit_models(ts, members=members, seed=SEED)
+        models = fit_models(ts, members=members, seed=SEED, weight_decay=weight_decay)
     counts = {}
     for cls in sorted(models):
         mask = ts.ops.op_class == cls
@@ -96,7 +118,7 @@ def train(data: str | Path, out: str | Path, *, extra: Sequence[str] | None = No
         "proxied_classes": {k: v for k, v in PROXIED.items()},
         "seed": SEED,
         "members": members,
-        "weight_decay": {cls: WEIGHT_DECAY.get(cls, DEFAULT_WEIGHT_DECAY) for cls in sorted(models)},
+        "weight_decay": {cls: decay for cls, decay in sorted(weight_decays(weight_decay).items()) if cls in models},
     }
     path = save_predictor(Predictor(models, metadata), out)
     log(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB) in {time.time() - start:.0f} s")
@@ -112,6 +134,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sources", nargs="*", default=None, help="data sources to use (default neusight xla vidur)")
     parser.add_argument("--members", type=int, default=DEFAULT_MEMBERS, help="MLPs per op class (ensemble)")
     parser.add_argument("--date", default=None, help="date recorded in the metadata (default: today)")
+    add_weight_decay_argument(parser)
+
+
+def add_weight_decay_argument(parser: argparse.ArgumentParser) -> None:
+    """``--weight-decay CLASS=VALUE ...`` (shared with evaluate)."""
+    parser.add_argument("--weight-decay", nargs="*", default=None, metavar="CLASS=VALUE",
+                        help="L2 penalty per op class instead of the default (e.g. gemm=0.01 elementwise=1)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -124,8 +153,10 @@ def run(args) -> int:
     try:
         check_members(args.members)  # bad options fail here, before the data is loaded
         check_sources(args.sources)
+        decays = check_weight_decay(args.weight_decay)
         check_output_path(args.out, "--out", directory=True)
-        train(args.data, args.out, extra=args.extra, sources=args.sources, members=args.members, date=args.date)
+        train(args.data, args.out, extra=args.extra, sources=args.sources, members=args.members, date=args.date,
+              weight_decay=decays)
     except (TrainError, ValueError, FileNotFoundError) as error:
         print(f"{getattr(args, 'prog', 'train')}: error: {error}", file=sys.stderr)
         return 2

@@ -67,6 +67,7 @@ def validate_session_config(
     targets: Sequence[str] | None,
     print_report: bool,
     profile_layers: bool,
+    predictor: Any = None,
 ) -> SessionConfig:
     """Check every argument and build the `SessionConfig`; raise `ValueError` on bad input."""
     return SessionConfig(
@@ -78,4 +79,15 @@ def validate_session_config(
         targets=validate_targets(targets),
         print_report=bool(print_report),
         profile_layers=bool(profile_layers),
+        predictor=validate_predictor(predictor),
     )
+
+
+def validate_predictor(value: Any, name: str = "predictor") -> Any:
+    """None, a `Predictor`, or the path of a ``predictor.json`` from ``prenet train``: loaded now, so
+    that a missing or corrupt file fails at construction, not in the middle of the run."""
+    if value is None:
+        return None
+    from prenet_callbacks.projection.predictor_source import load_predictor_option
+
+    return load_predictor_option(value, name)

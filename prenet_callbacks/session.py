@@ -51,6 +51,7 @@ class SessionConfig:
     targets: list[str] | None = None
     print_report: bool = True
     profile_layers: bool = True
+    predictor: Any = None        # a loaded `Predictor` for the projection; None: the shipped one
 
 
 def guarded(method: F) -> F:
@@ -526,7 +527,7 @@ class PredictionSession:
             from prenet_callbacks import projection
         except ImportError:
             return
-        projection.project_report(self.report, self.config.targets)
+        projection.project_report(self.report, self.config.targets, predictor=self.config.predictor)
 
     def _update_measured(self) -> None:
         m, measured = self.measurements, self.report.measured

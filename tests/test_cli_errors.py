@@ -147,6 +147,7 @@ MLP = "tests.model_zoo:MLP"
     ([MLP, "-i", "4,32", "--optimizer", "lion9"], ["lion9"]),
     ([MLP, "-i", "4,32", "--steps", "-5"], ["--steps"]),
     ([MLP, "-i", "4,32", "--steps", "0"], ["--steps"]),
+    ([MLP, "-i", "4,32", "--predictor", "no_such_predictor_dir"], ["--predictor", "no_such_predictor_dir", "not found"]),
     ([MLP, "-i", "4,32", "--model-kwargs", "{bad"], ["--model-kwargs"]),
     ([MLP, "-i", "4,32", "--model-kwargs", "[1, 2]"], ["--model-kwargs"]),
     ([MLP, "-i", "4,7"], ["[4, 7]"]),  # the input does not fit the model
@@ -197,6 +198,8 @@ def good_report(tmp_path):
     (["--width", "0"], ["--width"]),
     (["--out", "{tmp}/afile/sub.json"], ["afile"]),
     (["--out", "{tmp}/dir"], ["dir"]),
+    (["--predictor", "{tmp}/nopredictor"], ["--predictor", "--targets"]),
+    (["--targets", "T4", "--predictor", "{tmp}/nopredictor"], ["--predictor", "nopredictor", "not found"]),
 ])
 def test_report_bad_options(files, good_report, capsys, args, words):
     assert_usage_error(["report", str(good_report), *[a.format(tmp=files) for a in args]], capsys, *words)
@@ -209,6 +212,10 @@ def test_report_bad_options(files, good_report, capsys, args, words):
 @pytest.mark.parametrize("args, words", [
     (["--data", "{tmp}/nodata", "--out", "{tmp}/out"], ["nodata"]),
     (["--out", "{tmp}/out", "--sources", "nosuch"], ["nosuch"]),
+    (["--out", "{tmp}/out", "--weight-decay", "gemm"], ["CLASS=VALUE", "gemm=0.01"]),
+    (["--out", "{tmp}/out", "--weight-decay", "lstm=1"], ["lstm=1", "elementwise"]),
+    (["--out", "{tmp}/out", "--weight-decay", "gemm=-1"], ["gemm=-1", ">= 0"]),
+    (["--out", "{tmp}/out", "--weight-decay", "norm=nan"], ["norm=nan"]),
 ])
 def test_train_bad_input(files, capsys, args, words):
     line = assert_usage_error(["train", *[a.format(tmp=files) for a in args]], capsys, *words)
@@ -230,6 +237,13 @@ def test_module_errors_name_the_module_command(files, capsys):
                          ids=["members", "out-inside-a-file"])
 def test_train_bad_options_fail_fast(files, capsys, args):
     assert_usage_error(["train", "--sources", "justus", *[a.format(tmp=files) for a in args]], capsys)
+
+
+@needs("evaluate")
+def test_evaluate_bad_weight_decay(files, capsys):
+    line = assert_usage_error(["evaluate", "--json", str(files / "e.json"), "--weight-decay", "conv=x"], capsys,
+                              "conv=x")
+    assert line.startswith("prenet evaluate: error: --weight-decay")
 
 
 @needs("evaluate")

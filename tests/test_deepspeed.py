@@ -271,6 +271,8 @@ def test_attach_refuses_bad_options_and_a_second_attach(shared_engine, tmp_repor
         attach(shared_engine, total_steps=10, warmup_steps=-1)
     with pytest.raises(ValueError, match="is a directory"):
         attach(shared_engine, total_steps=10, report_path=tmp_path)
+    with pytest.raises(ValueError, match="predictor: predictor artifact .*not found"):
+        attach(shared_engine, total_steps=10, predictor=tmp_path / "no_predictor")
     handle = attach(shared_engine, total_steps=10, report_path=tmp_report)
     try:
         with pytest.raises(ValueError, match="already has PreNeT attached"):

@@ -12,8 +12,7 @@ from predictor_models.predictor.training import build_training_set
 GPUS = {"T4": 1.0, "V100-PCIe-32GB": 1.3, "A100-PCIe-40GB": 1.6}   # device-specific slowness over the bound
 
 
-@pytest.fixture(scope="module")
-def folds():
+def synthetic_set():
     rng = np.random.default_rng(0)
     samples = []
     for gpu, slowness in GPUS.items():
@@ -25,9 +24,12 @@ def folds():
             bound = max(op.flops / peak, (op.bytes_read + op.bytes_written) / (device.memory_bandwidth_gbs * 1e9))
             seconds = (bound + 2e-6) * slowness * (1.2 + 0.5 * (k < 256)) * rng.uniform(0.97, 1.03)
             samples.append(Sample(op, gpu, seconds, "synthetic"))
-    ts = build_training_set(samples, lookup_hardware)
-    rows, models = evaluate_folds(ts, members=1, log=lambda *_: None)
-    return rows, models
+    return build_training_set(samples, lookup_hardware)
+
+
+@pytest.fixture(scope="module")
+def folds():
+    return evaluate_folds(synthetic_set(), members=1, log=lambda *_: None)
 
 
 def test_time_weighted_error_weighs_ops_by_their_time():
@@ -67,3 +69,13 @@ def test_card_table_lists_every_fold_with_both_error_measures(folds):
     for gpu in GPUS:
         assert f"| gemm | {gpu} | 260 |" in table
     assert "time-weighted" in table and "| **all** |" in table
+
+
+def test_weight_decay_override_reaches_the_fitted_models(folds):
+    rows, models = folds
+    heavy_rows, heavy = evaluate_folds(synthetic_set(), gpus=["V100-PCIe-32GB"], members=1, baseline=False,
+                                       weight_decay={"gemm": 100.0}, log=lambda *_: None)
+    default_w = np.abs(models["V100-PCIe-32GB"].models["gemm"][0]["layers"][0][0]).sum()
+    heavy_w = np.abs(heavy["V100-PCIe-32GB"].models["gemm"][0]["layers"][0][0]).sum()
+    assert heavy_w < 0.5 * default_w          # a strong L2 penalty shrinks the first layer's weights
+    assert "baseline_mape" not in heavy_rows[0]

@@ -20,7 +20,7 @@ FORMAT_VERSION = 2
 ARTIFACT_NAME = "predictor.json"
 HELDOUT_NAME = "heldout_errors.json"
 PRETRAINED_DIR = Path(__file__).resolve().parent.parent / "pretrained"
-RETRAIN_HINT = "python -m predictor_models.train --data ../shared/data --out predictor_models/pretrained"
+RETRAIN_HINT = "python -m predictor_models.train --data ../shared/data --out {folder}"
 
 
 class PredictorLoadError(RuntimeError):
@@ -48,7 +48,8 @@ def save_predictor(predictor: Predictor, out_dir: str | Path) -> Path:
 
 
 def _fail(path: Path, what: str) -> PredictorLoadError:
-    return PredictorLoadError(f"predictor artifact {path}: {what}. Rebuild it with: {RETRAIN_HINT}")
+    folder = "predictor_models/pretrained" if path.parent == PRETRAINED_DIR else str(path.parent)
+    return PredictorLoadError(f"predictor artifact {path}: {what}. Rebuild it with: {RETRAIN_HINT.format(folder=folder)}")
 
 
 def load_predictor(path: str | Path | None = None) -> Predictor:

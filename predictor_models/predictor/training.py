@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -101,9 +101,18 @@ def class_xy(ts: TrainingSet, op_class: str, rows: np.ndarray) -> tuple[np.ndarr
     return x, y
 
 
+def weight_decays(overrides: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The L2 penalty of every op class with a feature definition: the defaults, then ``overrides``."""
+    decays = {cls: WEIGHT_DECAY.get(cls, DEFAULT_WEIGHT_DECAY) for cls in FEATURES}
+    decays.update(overrides or {})
+    return decays
+
+
 def fit_models(ts: TrainingSet, *, classes: Sequence[str] | None = None, members: int = 1,
-               seed: int = SEED, cap: int = GROUP_CAP) -> dict[str, list[dict]]:
-    """One ensemble of MLPs per op class with enough rows."""
+               seed: int = SEED, cap: int = GROUP_CAP,
+               weight_decay: Mapping[str, float] | None = None) -> dict[str, list[dict]]:
+    """One ensemble of MLPs per op class with enough rows (``weight_decay`` overrides per class)."""
+    decays = weight_decays(weight_decay)
     models: dict[str, list[dict]] = {}
     for op_class in classes or FEATURES:
         rows = np.flatnonzero(ts.ops.op_class == op_class)
@@ -111,6 +120,5 @@ def fit_models(ts: TrainingSet, *, classes: Sequence[str] | None = None, members
             continue
         rows = balanced_rows(ts, rows, cap=cap, seed=seed)
         x, y = class_xy(ts, op_class, rows)
-        decay = WEIGHT_DECAY.get(op_class, DEFAULT_WEIGHT_DECAY)
-        models[op_class] = [fit_mlp(x, y, seed=seed + i, weight_decay=decay) for i in range(members)]
+        models[op_class] = [fit_mlp(x, y, seed=seed + i, weight_decay=decays[op_class]) for i in range(members)]
     return models

@@ -41,6 +41,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--steps", type=int, help="optimizer steps of the run (gives totals and costs)")
     parser.add_argument("--model-kwargs", default="{}", metavar="JSON", help="keyword arguments for the callable")
     parser.add_argument("--zero-stage", type=int, choices=(0, 1, 2, 3), default=0, help="DeepSpeed ZeRO stage")
+    parser.add_argument("--predictor", metavar="PATH",
+                        help="predictor.json (or its folder) from `prenet train` to use instead of the shipped one")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run)
 
@@ -97,7 +99,10 @@ def run(args: argparse.Namespace) -> int:
     from prenet_callbacks.projection.capture import CaptureError
     from prenet_callbacks.projection.targets import resolve_targets
 
-    resolve_targets(args.targets)  # unknown names fail before the model is built
+    from prenet_callbacks.projection.predictor_source import load_predictor_option
+
+    resolve_targets(args.targets)  # unknown names and a bad predictor fail before the model is built
+    predictor = load_predictor_option(args.predictor, "--predictor")
     try:
         kwargs = json.loads(args.model_kwargs)
     except json.JSONDecodeError as error:
@@ -133,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = estimate(model, example, targets=args.targets, precision=args.precision, optimizer=args.optimizer,
                           float32_matmul_precision=args.matmul_precision, steps=args.steps,
-                          deepspeed={"zero_stage": args.zero_stage} if args.zero_stage else None)
+                          deepspeed={"zero_stage": args.zero_stage} if args.zero_stage else None,
+                          predictor=predictor)
     except CaptureError as error:
         raise UsageError(str(error)) from None
     if args.json:

@@ -20,6 +20,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("path", metavar="REPORT.json", help="a report written by PreNeTCallback")
     parser.add_argument("--targets", "-t", nargs="+", metavar="TARGET",
                         help="hardware such as A100 '8x H100' ('default' = the default set; 'none' = no table)")
+    parser.add_argument("--predictor", metavar="PATH",
+                        help="with --targets: predictor.json (or its folder) from `prenet train` instead of the shipped one")
     parser.add_argument("--json", action="store_true", help="print the (re-projected) report as JSON")
     parser.add_argument("--out", metavar="FILE", help="also write the re-projected report to FILE")
     parser.add_argument("--width", type=int, default=120, help="text width (default 120)")
@@ -44,14 +46,19 @@ def run(args: argparse.Namespace) -> int:
     from prenet_callbacks.render import render_text
     from prenet_callbacks.report import Report
 
+    from prenet_callbacks.projection.predictor_source import load_predictor_option
+
     targets = _targets(args.targets)
     if targets:
         resolve_targets(targets)  # unknown names: exit 2 with the closest names, before reading anything
+    if args.predictor is not None and args.targets is None:
+        raise UsageError("--predictor applies to a re-projection: add --targets (e.g. --targets default)")
+    predictor = load_predictor_option(args.predictor, "--predictor")
     if args.width < 40:
         raise UsageError("--width must be >= 40")
     report = Report.load(Path(args.path))
     if args.targets is not None:
-        project_report(report, targets)
+        project_report(report, targets, predictor=predictor)
     if args.out:
         report.save(args.out)
     if args.json:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prenet_callbacks.units import format_duration, format_usd
+from prenet_callbacks.units import format_duration, format_step_time, format_usd
 
 MIN_GAIN = 0.15
 
@@ -23,6 +23,13 @@ def _time(row: dict[str, Any]) -> float | None:
     if row.get("total_seconds") is not None:
         return row["total_seconds"]
     return row.get("work_seconds")
+
+
+def _time_text(row: dict[str, Any]) -> str:
+    """The whole run's time, or per step when the run's length is unknown (``estimate`` without steps)."""
+    if row.get("total_seconds") is not None:
+        return format_duration(row["total_seconds"])
+    return f"{format_step_time(row.get('work_seconds'))} per step"
 
 
 def recommend(rows: list[dict[str, Any]]) -> str | None:
@@ -51,14 +58,14 @@ def recommend(rows: list[dict[str, Any]]) -> str | None:
                    and cheapest["total_usd"] < current["total_usd"] * (1 - MIN_GAIN))
         if gain < max(MIN_GAIN, band) and not cheaper:
             return (f"stay on {_label(current)}: no target is clearly faster (best: {_label(fastest)}, "
-                    f"{format_duration(_time(fastest))} vs {format_duration(base)})")
-    parts = [f"fastest {_label(fastest)} ({format_duration(_time(fastest))}"
+                    f"{_time_text(fastest)} vs {_time_text(current)})")
+    parts = [f"fastest {_label(fastest)} ({_time_text(fastest)}"
              + (f", {format_usd(fastest['total_usd'])}" if fastest.get("total_usd") is not None else "") + ")"]
     if cheapest is not None:
         parts.append(f"cheapest {_label(cheapest)} ({format_usd(cheapest['total_usd'])}, "
-                     f"{format_duration(_time(cheapest))})")
+                     f"{_time_text(cheapest)})")
     if value is not None and value is not cheapest and value is not fastest:
-        parts.append(f"best time-for-money {_label(value)} ({format_duration(_time(value))}, "
+        parts.append(f"best time-for-money {_label(value)} ({_time_text(value)}, "
                      f"{format_usd(value['total_usd'])})")
     elif value is not None:
         parts.append(f"best time-for-money {_label(value)}")

@@ -6,7 +6,9 @@ memory time plus launch latency) divided by the default utilisation (0.5), with 
 """
 from __future__ import annotations
 
+import os
 from functools import lru_cache
+from typing import Any
 
 BOUND_ONLY_NOTE = ("no trained predictor installed: op times are physical bounds / 0.5 utilisation "
                    "(wider bands)")
@@ -23,8 +25,29 @@ def default_predictor():
         return Predictor({}, {"version": "bound-only"}), BOUND_ONLY_NOTE
 
 
+def load_predictor_option(value: Any, name: str = "predictor"):
+    """A user's predictor choice: None (the shipped one), a `Predictor`, or the path of a
+    ``predictor.json`` (or the folder holding it) written by ``prenet train``, loaded now.
+
+    Raises ValueError naming the file and the fix when the path does not hold a usable predictor."""
+    if value is None:
+        return None
+    from predictor_models.predictor import Predictor, PredictorLoadError, load_predictor
+
+    if isinstance(value, Predictor):
+        return value
+    if isinstance(value, (str, os.PathLike)) and str(value).strip():
+        try:
+            return load_predictor(value)
+        except PredictorLoadError as error:
+            raise ValueError(f"{name}: {error}") from None
+    raise ValueError(f"{name} must be a Predictor or the path of a predictor.json written by `prenet train` "
+                     f"(or its folder), got {value!r}; pass e.g. {name}='my_predictor/'")
+
+
 def resolve_predictor(predictor=None):
-    """(predictor, note): the given one (note None), else the default."""
+    """(predictor, note): the given one (a `Predictor` or a path, see `load_predictor_option`; note
+    None), else the default."""
     if predictor is not None:
-        return predictor, None
+        return load_predictor_option(predictor), None
     return default_predictor()
