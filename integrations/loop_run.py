@@ -1,0 +1,173 @@
+"""The engine under `Tracker` and DeepSpeed's `attach`: one prediction session for a loop no framework drives.
+
+A hand-written loop must declare what a framework would otherwise tell us: how many optimizer
+steps the run makes (or nothing: then only a rate is given), and how often it evaluates and saves
+(``eval_every``, ``checkpoint_every``). `LoopRun` checks that declaration, turns it into a
+`RunPlan`, starts the `PredictionSession`, times ``validation()`` and ``checkpoint()`` blocks, and
+ends the run: "completed" once the planned steps are done, "stopped_early" when it ends before.
+"""
+from __future__ import annotations
+
+import contextlib
+import numbers
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import torch
+
+from prenet_callbacks.plan import RunPlan, plan_for_steps
+from prenet_callbacks.render import print_report as render_report
+from prenet_callbacks.report import Report
+from prenet_callbacks.session import PredictionSession, SessionConfig
+
+Sink = Callable[[dict[str, float], int], None]
+
+
+def _optional_positive(name: str, value: Any, example: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
+        raise ValueError(f"{name} must be a positive integer (optimizer steps) or None, got {value!r} "
+                         f"({type(value).__name__}); pass e.g. {name}={example}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class LoopSchedule:
+    """What a loop declared: its length and when it evaluates and saves (all in optimizer steps)."""
+
+    total_steps: int | None
+    eval_every: int | None = None
+    eval_batches: int | None = None
+    checkpoint_every: int | None = None
+
+    def plan(self, *, accumulate: int = 1, start_step: int = 0, unknown_reason: str | None = None) -> RunPlan:
+        return plan_for_steps(self.total_steps, accumulate=accumulate, start_step=start_step,
+                              eval_every=self.eval_every, eval_batches=self.eval_batches,
+                              checkpoint_every=self.checkpoint_every, unknown_reason=unknown_reason)
+
+    def events_after(self, step: int) -> tuple[bool, bool]:
+        """(an evaluation, a checkpoint save) are due after optimizer step ``step``."""
+        return (bool(self.eval_every) and step % self.eval_every == 0,
+                bool(self.checkpoint_every) and step % self.checkpoint_every == 0)
+
+
+def check_schedule(total_steps: Any, *, start_step: int, eval_every: Any = None, eval_batches: Any = None,
+                   checkpoint_every: Any = None, step_name: str = "start_step") -> LoopSchedule:
+    """Validate a declared schedule; `ValueError` naming the argument, the value and the fix."""
+    if total_steps is not None:
+        if isinstance(total_steps, bool) or not isinstance(total_steps, numbers.Integral):
+            raise ValueError(f"total_steps must be a positive integer (optimizer steps in the whole run) or None for "
+                             f"a rate only, got {total_steps!r} ({type(total_steps).__name__}); pass e.g. total_steps=1000")
+        total_steps = int(total_steps)
+        if total_steps < 1:
+            raise ValueError(f"total_steps must be a positive integer, got {total_steps}; pass e.g. total_steps=1000")
+        if total_steps <= start_step:
+            raise ValueError(f"total_steps={total_steps} is not beyond {step_name}={start_step}: count total_steps "
+                             f"from the start of the run, like {step_name}")
+    return LoopSchedule(
+        total_steps=total_steps,
+        eval_every=_optional_positive("eval_every", eval_every, "500"),
+        eval_batches=_optional_positive("eval_batches", eval_batches, "50"),
+        checkpoint_every=_optional_positive("checkpoint_every", checkpoint_every, "1000"),
+    )
+
+
+def state_bytes(module: torch.nn.Module | None, optimizers: Sequence[Any] = ()) -> float:
+    """Bytes a checkpoint holds: parameters, buffers and optimizer state (read from metadata, no copy)."""
+    total = 0
+    if module is not None:
+        total += sum(t.numel() * t.element_size() for t in module.state_dict().values() if torch.is_tensor(t))
+    for optimizer in optimizers:
+        for state in getattr(optimizer, "state", {}).values():
+            total += sum(v.numel() * v.element_size() for v in state.values() if torch.is_tensor(v))
+    return float(total)
+
+
+class LoopRun:
+    """One run of a hand-written loop: the session, its plan, the blocks the loop marks, and its end.
+
+    Args:
+        config: the validated options (`validate_session_config`).
+        schedule: the declared length and evaluation / checkpoint cadence.
+        is_rank_zero: this process prints and writes.
+        start_step: optimizer steps already done when the run is attached (a resumed run).
+    """
+
+    def __init__(self, config: SessionConfig, schedule: LoopSchedule, *, is_rank_zero: bool,
+                 start_step: int = 0) -> None:
+        self.session = PredictionSession(config, is_rank_zero=is_rank_zero)
+        self.schedule = schedule
+        self.start_step = start_step
+        self.steps = start_step           # optimizer steps done (counted like the loop's own counter)
+        self.in_block = 0                 # depth of validation() / checkpoint() blocks now open
+        self.started = False
+        self.ended = False
+
+    @property
+    def report(self) -> Report:
+        return self.session.report
+
+    def start(self, current: dict[str, Any], *, accumulate: int = 1, sinks: Sequence[Sink] = (),
+              make_profiler: Callable[[], Any] | None = None, unknown_reason: str | None = None) -> None:
+        """Start the session: what runs where, the plan, the profiler (guarded by the session)."""
+        session = self.session
+        session.printer = render_report  # the session prints on rank 0 only
+        session.logger_sinks = list(sinks)
+        session.fit_start(current=current)
+        session.set_plan(self.schedule.plan(accumulate=accumulate, start_step=self.start_step,
+                                            unknown_reason=unknown_reason))
+        if self.schedule.eval_every and not self.schedule.eval_batches:
+            session.report.limitations.append(
+                "evaluation cost is estimated as one training forward until the first evaluation is measured "
+                "(pass eval_batches= for a better first estimate)")
+        if make_profiler is not None:
+            session.profile_model(make_profiler)
+        self.started = not session.disabled
+
+    @property
+    def active(self) -> bool:
+        return self.started and not self.ended and not self.session.disabled
+
+    @contextlib.contextmanager
+    def validation(self) -> Iterator[None]:
+        """Time an evaluation run (it is not a training step); exceptions pass through unchanged."""
+        with self._block(self.session.validation_start, self.session.validation_end):
+            yield
+
+    @contextlib.contextmanager
+    def checkpoint(self) -> Iterator[None]:
+        """Time a checkpoint save; exceptions pass through unchanged."""
+        with self._block(self.session.checkpoint_start, self.session.checkpoint_end):
+            yield
+
+    @contextlib.contextmanager
+    def _block(self, begin: Callable[[], None], end: Callable[[], None]) -> Iterator[None]:
+        live = self.active
+        if live:
+            begin()  # guarded: a PreNeT error becomes one warning, never the user's problem
+        self.in_block += 1
+        try:
+            yield
+        finally:
+            self.in_block -= 1
+            if live and self.active:
+                end()
+
+    def reached_end(self) -> bool:
+        """The planned steps are done."""
+        return self.schedule.total_steps is not None and self.steps >= self.schedule.total_steps
+
+    def end(self) -> Report:
+        """Finish the run now: the actual time, a last refinement, the report written; every hook removed."""
+        if self.active:
+            self.ended = True
+            self.session.fit_end()
+        self.ended = True
+        self.session.close()
+        return self.report
+
+    @property
+    def end_reason(self) -> str:
+        """How the run ended (or would end now): "completed" or "stopped_early"."""
+        return "completed" if self.schedule.total_steps is None or self.reached_end() else "stopped_early"
