@@ -36,7 +36,7 @@ from typing import Any, Iterator, Sequence
 import torch
 from torch import nn
 
-from integrations.loop_run import LoopRun, check_schedule, state_bytes
+from integrations.loop_run import LoopRun, check_schedule, state_bytes, torch_optimizer
 from prenet_callbacks.config import validate_session_config
 from prenet_callbacks.report import Report
 from prenet_callbacks.run_info import describe_run
@@ -118,7 +118,7 @@ class Tracker:
         if config.report_path is None:
             config.report_path = Path.cwd() / REPORT_FILENAME
         self.model = model
-        self.optimizer = _torch_optimizer(optimizer)
+        self.optimizer = torch_optimizer(optimizer)
         self.accelerator = accelerator
         self.run = LoopRun(config, schedule, is_rank_zero=_is_main_process(accelerator), start_step=start_step)
         self._open = False           # a step's compute has started (and not yet ended)
@@ -247,7 +247,7 @@ def _check_objects(model: Any, optimizer: Any, accelerator: Any) -> None:
     if model is not None and not isinstance(model, nn.Module):
         raise ValueError(f"model must be the torch.nn.Module being trained (or None), got {type(model).__name__}; "
                          "pass model=model")
-    inner = _torch_optimizer(optimizer)
+    inner = torch_optimizer(optimizer)
     if optimizer is not None and not isinstance(inner, torch.optim.Optimizer):
         raise ValueError(f"optimizer must be a torch.optim.Optimizer (or accelerate's wrapper of one), got "
                          f"{type(optimizer).__name__}; pass optimizer=optimizer, or None")
@@ -255,12 +255,6 @@ def _check_objects(model: Any, optimizer: Any, accelerator: Any) -> None:
                                                                                "device", "is_main_process")):
         raise ValueError(f"accelerator must be an accelerate.Accelerator, got {type(accelerator).__name__}; "
                          "pass accelerator=accelerator, or None")
-
-
-def _torch_optimizer(optimizer: Any) -> Any:
-    """The torch optimizer itself (accelerate's ``AcceleratedOptimizer`` keeps it as ``.optimizer``)."""
-    inner = getattr(optimizer, "optimizer", None)
-    return inner if isinstance(inner, torch.optim.Optimizer) else optimizer
 
 
 def _check_precision(precision: Any, accelerator: Any) -> str:

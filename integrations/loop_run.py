@@ -84,6 +84,12 @@ def state_bytes(module: torch.nn.Module | None, optimizers: Sequence[Any] = ()) 
     return float(total)
 
 
+def torch_optimizer(optimizer: Any) -> Any:
+    """The torch optimizer itself (accelerate's ``AcceleratedOptimizer`` keeps it as ``.optimizer``)."""
+    inner = getattr(optimizer, "optimizer", None)
+    return inner if isinstance(inner, torch.optim.Optimizer) else optimizer
+
+
 class LoopRun:
     """One run of a hand-written loop: the session, its plan, the blocks the loop marks, and its end.
 
