@@ -284,3 +284,42 @@ def test_session_options_fail_like_the_lightning_callback(kwargs):
     with pytest.raises(ValueError) as lightning:
         PreNeTCallback(**kwargs)
     assert str(ours.value) == str(lightning.value)
+
+
+def _load_example(name: str):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_plain_loop_example_runs(tmp_path):
+    report = _load_example("plain_loop").main(["--steps", "24", "--eval-every", "8", "--save-every", "12", "--width", "16",
+                                               "--batch-size", "4", "--targets", "--out", str(tmp_path)])
+    assert report["actual"]["steps"] == 24 and report["plan"]["validation_runs"] == 3
+    assert Report.load(tmp_path / "prenet_report.json").first_prediction is not None
+
+
+def test_the_project_imports_without_the_transformers_extra(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys\n"
+            "sys.modules['transformers'] = None; sys.modules['accelerate'] = None  # as if not installed\n"
+            "import prenet_callbacks\n"
+            "from prenet_callbacks import Tracker\n"
+            f"Tracker(total_steps=3, print_report=False, targets=[], report_path={str(tmp_path / 'r.json')!r}).close()\n"
+            "try:\n"
+            "    prenet_callbacks.PreNeTTrainerCallback\n"
+            "except ImportError as error:\n"
+            "    print('ImportError:', error)\n")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "PYTHONWARNINGS": "ignore"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "pip install 'prenet-callbacks[transformers]'" in proc.stdout

@@ -248,3 +248,17 @@ def test_max_steps_minus_one_with_an_unsized_stream_is_refused_by_the_trainer_it
             trainer(tmp_path, [callback], train=Stream(), max_steps=-1)
     assert not [w for w in caught if issubclass(w.category, PreNeTWarning)]
     assert callback.report.actual is None and not callback.session.disabled
+
+
+def test_the_trainer_example_runs(tmp_path):
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "hf_trainer.py"
+    spec = importlib.util.spec_from_file_location("hf_trainer_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    report = example.main(["--steps", "14", "--eval-steps", "5", "--save-steps", "7", "--width", "32", "--batch-size", "4",
+                           "--targets", "--out", str(tmp_path)])
+    assert report["actual"]["steps"] == 14 and report["plan"]["validation_runs"] == 3
+    assert report["plan"]["checkpoint_saves"] == 2 and report["current"]["framework"] == "transformers"
+    assert Report.load(tmp_path / "prenet_report.json").first_prediction is not None
