@@ -41,7 +41,8 @@ class TokenChains(Dataset):
 def build_model(layers: int = 2, width: int = 128, seq_len: int = 64) -> torch.nn.Module:
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    config = GPT2Config(vocab_size=VOCAB, n_positions=seq_len, n_embd=width, n_layer=layers, n_head=4)
+    config = GPT2Config(vocab_size=VOCAB, n_positions=seq_len, n_embd=width, n_layer=layers, n_head=4,
+                        bos_token_id=0, eos_token_id=0)
     return GPT2LMHeadModel(config)
 
 
