@@ -66,6 +66,17 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def run_child(script: str, *args: str) -> dict[str, Any]:
+    """Run ``script --child ...`` in a fresh process and return the JSON it prints after ``RESULT ``."""
+    proc = subprocess.run([sys.executable, script, "--child", *args], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false"})
+    line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
+    if line is None:
+        print(proc.stdout[-3000:], proc.stderr[-3000:], file=sys.stderr)
+        raise SystemExit(f"{Path(script).name} --child {args[0]} failed (exit {proc.returncode})")
+    return json.loads(line[len("RESULT "):])
+
+
 def child(run: Callable[..., dict[str, Any]], workloads: dict[str, Any], name: str, out: str, scale: float) -> None:
     """In a fresh process: train one workload and print its row."""
     import torch
@@ -90,14 +101,7 @@ def main_for(benchmark: str, script: str, workloads: dict[str, Any], run: Callab
     rows = []
     for name in args.only or list(workloads):
         # a fresh process per run: no warm caches or threads carried from one run to the next
-        proc = subprocess.run([sys.executable, script, "--child", name, "--out", args.out, "--scale", str(args.scale)],
-                              capture_output=True, text=True, cwd=ROOT,
-                              env={**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false"})
-        line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
-        if line is None:
-            print(proc.stdout[-3000:], proc.stderr[-3000:], file=sys.stderr)
-            raise SystemExit(f"workload {name} failed (exit {proc.returncode})")
-        row = json.loads(line[len("RESULT "):])
+        row = run_child(script, name, "--out", args.out, "--scale", str(args.scale))
         rows.append(row)
         bar = f"{row['progress_bar_error']:+.1%}" if row["progress_bar_error"] is not None else "n/a"
         print(f"{name:36s} run {row['actual_s']:7.1f}s  first@{row['first_prediction_at_fraction']:.1%} "

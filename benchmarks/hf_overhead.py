@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -76,18 +75,14 @@ def main() -> None:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
+    from benchmarks.hf_eta_accuracy import run_child
+
     if args.child:
         print("RESULT " + json.dumps(run_sequence(args.child, args.pairs, args.out, args.scale)))
         return
     rows, raw = [], {}
     for name in args.only or list(runners()):
-        proc = subprocess.run([sys.executable, __file__, "--child", name, "--pairs", str(args.pairs), "--out", args.out,
-                               "--scale", str(args.scale)], stdout=subprocess.PIPE, text=True, cwd=ROOT,
-                              env={**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false"})
-        line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
-        if line is None:
-            raise SystemExit(f"workload {name} failed (exit {proc.returncode})")
-        raw[name] = json.loads(line[len("RESULT "):])
+        raw[name] = run_child(__file__, name, "--pairs", str(args.pairs), "--out", args.out, "--scale", str(args.scale))
         rows.append(summarise(name, raw[name]))
         print(json.dumps(rows[-1]))
     summary = {"workloads": len(rows), "worst_fit_ratio_median": max(r["fit_ratio_median"] for r in rows),

@@ -16,19 +16,7 @@ import torch
 from torch import nn
 
 from benchmarks.hf_workloads import bar_remaining_s
-
-
-class EncoderRegressor(nn.Module):
-    """Two transformer encoder layers over 32 tokens of 64 features, then a linear head."""
-
-    def __init__(self, width: int = 64) -> None:
-        super().__init__()
-        layer = nn.TransformerEncoderLayer(width, nhead=4, dim_feedforward=2 * width, batch_first=True, dropout=0.1)
-        self.encoder = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
-        self.head = nn.Linear(width, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.encoder(x).mean(dim=1))
+from examples.plain_loop import Regressor as EncoderRegressor  # the example's model
 
 
 class SequenceClassifier(nn.Module):

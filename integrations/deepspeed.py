@@ -24,20 +24,16 @@ from __future__ import annotations
 import contextlib
 import os
 import weakref
-from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
 from integrations.deepspeed_config import describe_engine, precision_of
 from integrations.deepspeed_hooks import EngineEvents
-from integrations.loop_run import LoopRun, check_schedule
-from prenet_callbacks.config import validate_session_config
+from integrations.loop_run import LoopRun, check_schedule, loop_config
 from prenet_callbacks.report import Report
 from prenet_callbacks.run_info import describe_run
 from prenet_callbacks.session import PredictionSession
-
-REPORT_FILENAME = "prenet_report.json"
 
 # Instance attribute naming the live handle: a second attach would double-count every event. Kept
 # on the engine (not in a module-level map) so that a dropped engine is collected with its handle.
@@ -144,13 +140,11 @@ def attach(
     start_step = int(engine.global_steps)
     schedule = check_schedule(total_steps, start_step=start_step, eval_every=eval_every, eval_batches=eval_batches,
                               checkpoint_every=checkpoint_every, step_name="the engine's global_steps")
-    config = validate_session_config(
+    config = loop_config(
         warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
         log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
         print_report=print_report, profile_layers=profile_layers, predictor=predictor,
     )
-    if config.report_path is None:
-        config.report_path = Path.cwd() / REPORT_FILENAME
     if engine.__dict__.get(_HANDLE_ATTR) is not None:
         raise ValueError("this engine already has PreNeT attached; call .detach() on the first handle before attaching again")
 

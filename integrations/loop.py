@@ -30,18 +30,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import torch
 from torch import nn
 
-from integrations.loop_run import LoopRun, check_schedule, state_bytes, torch_optimizer
-from prenet_callbacks.config import validate_session_config
+from integrations.loop_run import LoopRun, check_schedule, loop_config, state_bytes, torch_optimizer
 from prenet_callbacks.report import Report
 from prenet_callbacks.run_info import describe_run
 
-REPORT_FILENAME = "prenet_report.json"
 PRECISIONS = ("32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "64-true")
 # accelerate's mixed_precision -> Lightning's spelling (what the report and the projection read)
 _ACCELERATE_PRECISION = {"no": "32-true", "fp16": "16-mixed", "bf16": "bf16-mixed", "fp8": "bf16-mixed"}
@@ -110,13 +107,11 @@ class Tracker:
         schedule = check_schedule(total_steps, start_step=start_step, eval_every=eval_every,
                                   eval_batches=eval_batches, checkpoint_every=checkpoint_every)
         precision = _check_precision(precision, accelerator)
-        config = validate_session_config(
+        config = loop_config(
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
             log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
             print_report=print_report, profile_layers=profile_layers and model is not None, predictor=predictor,
         )
-        if config.report_path is None:
-            config.report_path = Path.cwd() / REPORT_FILENAME
         self.model = model
         self.optimizer = torch_optimizer(optimizer)
         self.accelerator = accelerator

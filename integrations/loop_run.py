@@ -11,16 +11,19 @@ from __future__ import annotations
 import contextlib
 import numbers
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
+from prenet_callbacks.config import validate_session_config
 from prenet_callbacks.plan import RunPlan, plan_for_steps
 from prenet_callbacks.render import print_report as render_report
 from prenet_callbacks.report import Report
 from prenet_callbacks.session import PredictionSession, SessionConfig
 
 Sink = Callable[[dict[str, float], int], None]
+REPORT_FILENAME = "prenet_report.json"
 
 
 def _optional_positive(name: str, value: Any, example: str) -> int | None:
@@ -71,6 +74,14 @@ def check_schedule(total_steps: Any, *, start_step: int, eval_every: Any = None,
         eval_batches=_optional_positive("eval_batches", eval_batches, "50"),
         checkpoint_every=_optional_positive("checkpoint_every", checkpoint_every, "1000"),
     )
+
+
+def loop_config(**options: Any) -> SessionConfig:
+    """`validate_session_config` for a loop: the report goes to ``./prenet_report.json`` unless told otherwise."""
+    config = validate_session_config(**options)
+    if config.report_path is None:
+        config.report_path = Path.cwd() / REPORT_FILENAME
+    return config
 
 
 def state_bytes(module: torch.nn.Module | None, optimizers: Sequence[Any] = ()) -> float:

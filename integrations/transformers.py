@@ -34,7 +34,7 @@ except ImportError as error:  # the optional extra: say what to install
     raise ImportError("PreNeTTrainerCallback needs transformers and accelerate: "
                       "pip install 'prenet-callbacks[transformers]'") from error
 
-from integrations.loop_run import state_bytes, torch_optimizer
+from integrations.loop_run import REPORT_FILENAME, state_bytes, torch_optimizer
 from integrations.transformers_plan import TrainerPlan, plan_from_trainer
 from prenet_callbacks.config import validate_session_config
 from prenet_callbacks.render import print_report
@@ -42,7 +42,6 @@ from prenet_callbacks.run_info import describe_run
 from prenet_callbacks.session import PredictionSession, SessionConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
-REPORT_FILENAME = "prenet_report.json"
 _CALLER_DEPTH = 12  # frames searched for the Trainer that calls on_train_begin
 
 
