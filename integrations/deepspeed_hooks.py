@@ -87,7 +87,11 @@ class EngineEvents:
             def wrapped(*args: Any, **kwargs: Any) -> Any:
                 if before is not None:
                     self.fire(before)
-                result = original(*args, **kwargs)
+                try:
+                    result = original(*args, **kwargs)
+                except (KeyboardInterrupt, SystemExit):
+                    self.session.close()  # Ctrl+C: the loop is over; detach (a plain error stays the user's)
+                    raise
                 if after is not None:
                     self.fire(after)
                 return result

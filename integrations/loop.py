@@ -168,11 +168,16 @@ class Tracker:
     def train_step(self) -> Iterator[None]:
         """A block around one optimizer step's work (forward, backward, ``optimizer.step()``); ends with `step`.
 
-        The step is counted only when the block ends without an exception.
+        An exception out of the block passes through unchanged and ends the run (`close`): the
+        report keeps what was measured, and no hook stays behind.
         """
         if self.run.active and not self._open:
             self._guard(self._open_step)
-        yield
+        try:
+            yield
+        except BaseException:
+            self.close()
+            raise
         self.step()
 
     def validation(self) -> contextlib.AbstractContextManager[None]:

@@ -162,6 +162,8 @@ class PreNeTTrainerCallback(TrainerCallback):
         if model is not None:
             session.profile_model(lambda: _make_profiler(model, args))
             self._install_forward_hook(model)
+        if trainer is not None:
+            self._close_on_exception(trainer)
         if args.eval_on_start:
             self._sanity = True
             session.validation_start(sanity=True)
@@ -269,6 +271,33 @@ class PreNeTTrainerCallback(TrainerCallback):
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._training:
             self.session.checkpoint_end()
+
+    # -- an exception in the run: nothing may stay behind ---------------------------------------------
+    def _close_on_exception(self, trainer: Any) -> None:
+        """Remove every hook if a training step raises (the Trainer has no event for that; Ctrl+C included).
+
+        The wrapper calls the Trainer's own ``training_step`` with the same arguments and re-raises
+        the exception unchanged; the session's cleanup restores the method.
+        """
+        session = self.session
+        original = trainer.training_step
+
+        @functools.wraps(original)
+        def training_step(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return original(*args, **kwargs)
+            except BaseException:
+                self._training = False
+                session.close()
+                raise
+
+        trainer.training_step = training_step
+
+        def restore() -> None:
+            if trainer.__dict__.get("training_step") is training_step:
+                del trainer.training_step
+
+        session.add_cleanup(restore)
 
     # -- forward hook: where backward begins ------------------------------------------------------
     def _open_batch(self) -> None:

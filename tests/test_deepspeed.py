@@ -440,3 +440,15 @@ def test_attach_refuses_a_bad_schedule(shared_engine, kwargs, match):
     with pytest.raises(ValueError, match=match):
         attach(shared_engine, total_steps=10, **kwargs)
     assert_unwrapped(shared_engine)
+
+
+def test_ctrl_c_inside_the_profiling_window_detaches(tmp_report):
+    engine = make_engine(0)
+    handle = attach(engine, total_steps=20, report_path=tmp_report, print_report=False, **_FAST)
+    train(engine, 1)  # warm-up; the next step is profiled
+    engine.module.register_forward_hook(lambda *args: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        train(engine, 1)
+    assert torch._C._len_torch_dispatch_stack() == 0
+    assert not handle.attached
+    assert_unwrapped(engine)

@@ -249,11 +249,24 @@ def test_user_errors_pass_through_blocks(tmp_path):
     with pytest.raises(KeyError):
         with tracker.validation():
             raise KeyError("user bug")
-    with pytest.raises(ValueError):
-        with tracker.train_step():
-            raise ValueError("user bug")
     assert tracker.steps == 0 and not tracker.run.session.disabled and tracker.run.in_block == 0
     tracker.close()
+
+
+def test_an_exception_out_of_a_step_ends_the_run_inside_the_profiling_window(tmp_path):
+    model = make_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    tracker = Tracker(total_steps=20, model=model, optimizer=optimizer, report_path=tmp_path / "r.json", **FAST)
+    with pytest.raises(KeyboardInterrupt):
+        for step in range(20):
+            with tracker.train_step():
+                model(torch.randn(4, 16)).sum().backward()
+                if step == 1:  # the profiled step: the profiler's mode and hooks are in place
+                    raise KeyboardInterrupt
+                optimizer.step()
+                optimizer.zero_grad()
+    assert torch._C._len_torch_dispatch_stack() == 0 and hooks_left(model) == 0
+    assert tracker.report.actual["steps"] == 1 and not tracker.run.session.disabled
 
 
 # -- bad input ---------------------------------------------------------------------------------------

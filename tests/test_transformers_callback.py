@@ -203,19 +203,25 @@ def test_a_profiler_failure_keeps_predicting_from_step_timing(tmp_path, referenc
     assert (weights_digest(t.model), t.state.global_step) == reference
 
 
-def test_user_errors_pass_through_unchanged(tmp_path):
+@pytest.mark.parametrize("error,at_call", [(ValueError("user bug"), 7), (KeyboardInterrupt(), 1)],
+                         ids=["user_error_after_the_window", "ctrl_c_inside_the_profiling_window"])
+def test_exceptions_pass_through_unchanged_and_leave_nothing_behind(tmp_path, error, at_call):
     class Exploding(TinyRegressor):
         def forward(self, x, labels=None):
-            if self.training and torch.is_grad_enabled() and getattr(self, "calls", 0) >= 7:
-                raise ValueError("user bug")
+            if self.training and torch.is_grad_enabled() and getattr(self, "calls", 0) >= at_call:
+                raise error
             self.calls = getattr(self, "calls", 0) + 1
             return super().forward(x, labels)
 
     callback = PreNeTTrainerCallback(**FAST)
-    t = trainer(tmp_path, [callback], model=Exploding())
-    with pytest.raises(ValueError, match="user bug"):
+    model = Exploding()
+    t = trainer(tmp_path, [callback], model=model)
+    with pytest.raises(type(error)):
         t.train()
-    assert not callback.session.disabled
+    assert not callback.session.disabled, "a user error is the user's: PreNeT did not fail"
+    assert torch._C._len_torch_dispatch_stack() == 0, "no profiler mode left on the dispatch stack"
+    assert all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
+    assert "training_step" not in t.__dict__
 
 
 # -- bad input ---------------------------------------------------------------------------------------
