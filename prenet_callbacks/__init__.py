@@ -29,7 +29,9 @@ _LAZY = {
     "current_device": "prenet_callbacks.hardware",
 }
 
-__all__ = sorted(_LAZY) + ["__version__"]
+# Needs an optional extra ([transformers]): resolvable by name, but not pulled in by `import *`.
+_OPTIONAL = {"PreNeTTrainerCallback"}
+__all__ = sorted(set(_LAZY) - _OPTIONAL) + ["__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -42,4 +44,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return __all__
+    return sorted(_LAZY) + ["__version__"]
