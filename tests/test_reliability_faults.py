@@ -384,7 +384,7 @@ def test_report_that_cannot_be_written_warns_once_and_leaves_no_temp_file(tmp_pa
     report_dir = tmp_path / "reports"
     report_path = report_dir / "r.json"
     if location == "full_disk":
-        monkeypatch.setattr(report_module.os, "fdopen", lambda fd, mode="r": _FullDisk(fd))
+        monkeypatch.setattr(report_module.os, "fdopen", lambda fd, mode="r", **kwargs: _FullDisk(fd))
     elif location == "read_only_rename":
         def read_only(*args: Any, **kwargs: Any) -> None:
             raise PermissionError(errno.EROFS, "Read-only file system")

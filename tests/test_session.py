@@ -20,9 +20,15 @@ class FakeClock:
         self.t += seconds
 
 
-def simulate(plan: RunPlan, *, batch_s=0.1, val_s=0.5, ckpt_s=0.2, boundary_s=0.3, sanity=True, config=None,
-             stop_after=None):
-    """Drive a session through a whole fit with fixed costs; return (session, actual total)."""
+def simulate(plan: RunPlan, *, batch_s=0.1, val_s=None, ckpt_s=0.2, boundary_s=0.3, sanity=True, config=None,
+             stop_after=None, sanity_cold=2.0):
+    """Drive a session through a whole fit with fixed costs; return (session, actual total).
+
+    A validation batch costs a training forward (40% of a batch) unless ``val_s`` sets a run's
+    cost; the sanity check's batches run ``sanity_cold`` times slower (caches and workers start).
+    """
+    if val_s is None:
+        val_s = plan.val_batches * batch_s * 0.4
     clock = FakeClock()
     session = PredictionSession(config or SessionConfig(warmup_steps=2, profile_steps=2, timing_steps=5,
                                                         log_every_n_steps=10, profile_layers=False), clock=clock)
@@ -33,7 +39,7 @@ def simulate(plan: RunPlan, *, batch_s=0.1, val_s=0.5, ckpt_s=0.2, boundary_s=0.
     if sanity:
         session.validation_start(sanity=True)
         for _ in range(2):
-            clock.advance(val_s / plan.val_batches)
+            clock.advance(sanity_cold * val_s / plan.val_batches)
             session.validation_batch_end(sanity=True)
         session.validation_end(sanity=True)
     session.set_plan(plan)
@@ -83,10 +89,26 @@ def test_first_prediction_is_early_and_close():
     session, actual, _ = simulate(plan())
     first = session.report.first_prediction
     assert first["at_step"] <= 0.05 * 400
-    # validation and checkpoints are estimated (sanity check, state size) before they are measured
+    # validation is estimated from the warm training forward, not the cold sanity check (2x slower here)
+    assert first["validation_source"] == "warm"
+    assert first["breakdown"]["validation_s"] == pytest.approx(4 * 4 * 0.04, rel=1e-3)
     assert first["predicted_total_s"] == pytest.approx(actual, rel=0.05)
     assert first["low_s"] <= first["predicted_total_s"] <= first["high_s"]
     assert session.report.actual["fit_s"] == pytest.approx(actual)
+    assert session.report.actual["ended"] == "completed"
+    assert session.report.actual["first_prediction_error"] == pytest.approx(first["predicted_total_s"] / actual - 1, abs=1e-4)
+
+
+def test_breakdown_parts_add_up_to_the_total_at_every_prediction():
+    session, actual, _ = simulate(plan())
+    for entry in session.report.predictions:
+        assert sum(entry["breakdown"].values()) == pytest.approx(entry["predicted_total_s"], abs=0.01)
+        assert entry["of_which"]["data_loading_s"] <= entry["breakdown"]["train_s"]
+    spent = session.report.actual["breakdown"]
+    assert sum(v for k, v in spent.items() if k != "data_loading_s") == pytest.approx(actual, abs=0.01)
+    # 4 validation runs of 0.16 s and 4 saves of 0.2 s happened; the sanity check counts as setup
+    assert spent["validation_s"] == pytest.approx(4 * 0.16, abs=0.01)
+    assert spent["checkpoints_s"] == pytest.approx(4 * 0.2, abs=0.01)
 
 
 def test_refinements_follow_log_every_n_steps_and_reach_loggers():
