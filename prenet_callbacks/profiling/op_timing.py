@@ -58,14 +58,16 @@ class ProfilerOpTimer:
     Args:
         source: "device" (CUDA kernels through CUPTI: ``op_timing="cupti"``) or "cpu"
             (the profiler's CPU op times: ``op_timing="profiler"``).
+        activities: torch.profiler activities to record; default: CPU, plus CUDA for "device".
     """
 
     deferred = True
 
-    def __init__(self, source: str = "device") -> None:
+    def __init__(self, source: str = "device", *, activities: list[Any] | None = None) -> None:
         if source not in ("device", "cpu"):
             raise ProfilerError(f"ProfilerOpTimer(source={source!r}): expected 'device' or 'cpu'")
         self.source = source
+        self._activities = activities
         self.kind = "cupti" if source == "device" else "profiler"
         self._prof: Any = None
         self._numbers = itertools.count(1)
@@ -76,15 +78,17 @@ class ProfilerOpTimer:
         """Start the torch.profiler session (once, at the start of the profiling window)."""
         from torch.profiler import ProfilerActivity, profile, supported_activities
 
-        if torch.autograd.profiler._is_profiler_enabled or torch._C._autograd._profiler_enabled():
+        if torch._C._autograd._profiler_enabled():
             raise ProfilerError("another torch.profiler / autograd profiler session is running; two "
                                 "cannot share a thread. Stop it, or use profile_layers=False")
-        activities = [ProfilerActivity.CPU]
-        if self.source == "device":
-            if ProfilerActivity.CUDA not in supported_activities():
-                raise ProfilerError("this torch build's profiler cannot record CUDA kernels (no "
-                                    "CUPTI/kineto), which per-op GPU times need")
-            activities.append(ProfilerActivity.CUDA)
+        activities = self._activities
+        if activities is None:
+            activities = [ProfilerActivity.CPU]
+            if self.source == "device":
+                if ProfilerActivity.CUDA not in supported_activities():
+                    raise ProfilerError("this torch build's profiler cannot record CUDA kernels (no "
+                                        "CUPTI/kineto), which per-op GPU times need")
+                activities.append(ProfilerActivity.CUDA)
         prof = profile(activities=activities, record_shapes=False, profile_memory=False,
                        with_stack=False, with_flops=False, with_modules=False)
         prof.start()
@@ -108,9 +112,7 @@ class ProfilerOpTimer:
         if prof is None:
             return []
         prof.stop()   # on CUDA this synchronises the device once
-        results = getattr(prof.profiler, "kineto_results", None)
-        events = results.events() if results is not None else []
-        self.times = label_times(events, LABEL_PREFIX, source=self.source)
+        self.times = label_times(self.trace_events(prof), LABEL_PREFIX, source=self.source)
         notes = []
         if self._opened and self.times.labels == 0:
             notes.append("the torch.profiler trace lost every op range (another profiler started "
@@ -119,6 +121,11 @@ class ProfilerOpTimer:
             notes.append("torch.profiler recorded no GPU kernels (CUPTI unavailable or busy?): "
                          "per-op times are zero")
         return notes
+
+    def trace_events(self, prof: Any) -> list[Any]:
+        """The raw kineto events of a stopped session (cheaper than building ``prof.events()``)."""
+        results = getattr(prof.profiler, "kineto_results", None)
+        return list(results.events()) if results is not None else []
 
     def resolve(self, handles: Any) -> float:
         seconds = self.times.seconds if self.times is not None else {}
