@@ -4,7 +4,8 @@ Sizes are read from tensor metadata only (``numel``, ``element_size``, local sha
 ``state_dict()`` (under FSDP it gathers every parameter on every rank) and never by a gather:
 
 - plain modules (and DDP): every parameter; gradients for those that require grad, at the
-  gradient's dtype (the parameter's until a gradient exists); optimizer state tensors.
+  gradient's dtype (before one exists: ``p.grad_dtype`` where torch has it, else the parameter's);
+  optimizer state tensors.
 - DeepSpeed ZeRO (pass the engine, or its module and ``engine.optimizer``): ZeRO-3 parameters are
   their local partition ``p.ds_tensor`` (``numel()`` of a released ZeRO-3 parameter is 0); ZeRO-2
   and 3 gradients are partitioned (1/world of the full size, the local partition under ZeRO-3);
@@ -53,6 +54,17 @@ def _param_numel(p: Any) -> tuple[int, int, str | None]:
         local = p.to_local()
         return int(local.numel()), int(local.element_size()), "fsdp"
     return int(p.numel()), int(p.element_size()), None
+
+
+def _grad_size(p: Any, param_size: int) -> int:
+    """Bytes per gradient element: the gradient's own, else ``p.grad_dtype`` (torch >= 2.10), else
+    the parameter's."""
+    grad = getattr(p, "grad", None)
+    if grad is not None:
+        return int(_local(grad).element_size())
+    grad_dtype = getattr(p, "grad_dtype", None)
+    itemsize = getattr(grad_dtype, "itemsize", None)
+    return int(itemsize) if itemsize else param_size
 
 
 def _on_device(t: Any, device: Any) -> bool:
@@ -126,8 +138,7 @@ def state_sizes(module: Any, optimizers: Iterable[Any] = (), *, world: int = 1) 
             world = int(p.device_mesh.size())   # FSDP2: the mesh says how many ranks share it
         params_bytes += numel * size
         if p.requires_grad:
-            grad = getattr(p, "grad", None)
-            grad_size = _local(grad).element_size() if grad is not None else size
+            grad_size = _grad_size(p, size)
             if kind is None and stage == 2:
                 numel = -(-numel // world)      # ZeRO-2: this rank reduces and keeps 1/world
             grads_bytes += numel * grad_size
@@ -135,6 +146,8 @@ def state_sizes(module: Any, optimizers: Iterable[Any] = (), *, world: int = 1) 
     optimizer_bytes = sum(_optimizer_bytes(opt, model_ids, device) for opt in optimizers if opt is not None)
     if stage:
         sharding = f"zero{stage}"
+    elif "zero3" in kinds:   # a ZeRO-3 module passed without its engine
+        sharding = "zero3"
     elif "fsdp" in kinds:
         sharding = "fsdp"
     else:
