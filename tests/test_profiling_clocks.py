@@ -85,6 +85,54 @@ def test_cuda_clock_without_cuda_names_the_device(monkeypatch):
         clock_for(torch.device("cuda", 0))
 
 
+class FakeEvent:
+    recorded_on: list = []
+
+    def __init__(self, enable_timing: bool = False) -> None:
+        assert enable_timing
+        self.stream = None
+        self.done = False
+
+    def record(self, stream=None) -> None:
+        self.stream = stream
+        FakeEvent.recorded_on.append(stream)
+
+    def query(self) -> bool:
+        return self.done
+
+    def elapsed_time(self, other: "FakeEvent") -> float:
+        return 250.0
+
+    def synchronize(self) -> None:
+        self.done = True
+
+
+def test_cuda_clock_uses_its_own_device_stream_and_memory(monkeypatch):
+    """A model on cuda:1 while the current device is 0: every call names device 1."""
+    import torch
+
+    calls = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: ("stream of", device))
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: calls.append(("reset", device)))
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated",
+                        lambda device=None: calls.append(("peak", device)) or 123)
+    clock = clock_for("cuda:1")
+    assert clock.kind == "cuda" and clock.device == "cuda:1"
+    a, b = clock.mark(), clock.mark()
+    assert a.stream == b.stream == ("stream of", torch.device("cuda", 1))
+    assert clock.elapsed_s(a, b) is None                  # not reached: never blocks
+    clock.wait(b)
+    a.done = True
+    assert clock.elapsed_s(a, b) == pytest.approx(0.25)
+    clock.reset_peak_memory()
+    assert clock.peak_memory_bytes() == 123
+    assert calls == [("reset", torch.device("cuda", 1)), ("peak", torch.device("cuda", 1))]
+    assert clock_for("cuda").device == "cuda:0"           # no index: the current device
+
+
 def test_clocks_module_imports_no_torch():
     code = ("import sys, prenet_callbacks.clocks, prenet_callbacks.step_timer, prenet_callbacks.phase_events; "
             "c = prenet_callbacks.clocks.clock_for('cpu'); "

@@ -10,6 +10,7 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity
 
 from model_zoo import ZOO, train_steps
+from prenet_callbacks.clocks import CpuClock
 from prenet_callbacks.profiling import LayerTable, ModuleProfiler, ProfilerError, hook_snapshot
 from prenet_callbacks.profiling.op_timing import LABEL_PREFIX, ProfilerOpTimer, op_timer_for
 from prenet_callbacks.profiling.trace import label_times
@@ -132,14 +133,42 @@ def _fake_cuda_kernels(events: list, ns_per_gemm: int) -> list:
     return out
 
 
+class FakeCudaClock(CpuClock):
+    """Host time standing in for a GPU's timeline; counts the waits."""
+
+    kind = "cuda"
+
+    def __init__(self) -> None:
+        super().__init__("cuda:1")
+        self.waits = 0
+
+    def wait(self, mark) -> None:
+        self.waits += 1
+
+
+def test_cuda_clock_needs_cupti():
+    """A CUDA run whose torch build cannot record kernels gets a clear error at start, no hooks."""
+    if ProfilerActivity.CUDA in torch.profiler.supported_activities():
+        pytest.skip("this torch build records CUDA kernels: the refusal cannot happen here")
+    model, _ = ZOO["mlp"]()
+    before = hook_snapshot(model)
+    profiler = ModuleProfiler(model, clock=FakeCudaClock())
+    assert profiler.op_timer.kind == "cupti" and profiler.device == "cuda:1"
+    with pytest.raises(ProfilerError, match="cannot record CUDA kernels"):
+        profiler.start()
+    assert hook_snapshot(model) == before and profiler.hook_count() == 0
+
+
 def test_cupti_path_attributes_kernels_to_layers_and_phases(monkeypatch):
     model, batch = ZOO["mlp"]()
     real = ProfilerOpTimer.trace_events
     monkeypatch.setattr(ProfilerOpTimer, "trace_events",
                         lambda self, prof: _fake_cuda_kernels(real(self, prof), 1_000_000))
     timer = ProfilerOpTimer("device", activities=[ProfilerActivity.CPU])
-    table, profiler = _profile(model, batch, op_timer=timer)
-    assert table.op_timing == "cupti"
+    clock = FakeCudaClock()
+    table, profiler = _profile(model, batch, op_timer=timer, clock=clock)
+    assert table.op_timing == "cupti" and table.clock == "cuda" and table.device == "cuda:1"
+    assert clock.waits == 1                       # the window's one wait for the device
     # 1 ms per GEMM: forward 1 each; backward 2 where the layer's input needs a gradient
     expected = {"inp": (1e-3, 1e-3), "hidden": (1e-3, 2e-3), "out": (1e-3, 2e-3)}
     for name, (fwd, bwd) in expected.items():
@@ -152,7 +181,7 @@ def test_cupti_path_attributes_kernels_to_layers_and_phases(monkeypatch):
     assert timer.unlabelled_s == pytest.approx(1.0 * 8 * table.steps)
     assert table.coverage(0.016) == pytest.approx({"step_s": 0.016, "modules_s": 8e-3, "ratio": 0.5})
     samples = table.op_samples()
-    assert samples["timing"] == "cupti" and samples["device"] == "cpu"
+    assert samples["timing"] == "cupti" and samples["device"] == "cuda:1"
     rows = samples["rows"]
     assert rows and {r["op_class"] for r in rows} == {"gemm"}
     assert all(r["seconds"] == pytest.approx(1e-3) for r in rows)
