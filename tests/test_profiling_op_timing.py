@@ -54,6 +54,7 @@ def test_device_source_follows_kernels_to_the_range_of_their_launching_op():
         Ev("aten::add_", start=250, end=260, corr=31),                     # ... but on thread 2
         Ev("other#3", start=240, end=280, corr=3, user=True),              # someone else's range
         Ev("prenet#x", start=240, end=280, corr=4, user=True),             # not one of our numbers
+        Ev("cudaLaunchKernel", start=255, end=258, corr=11, linked=31),    # CUPTI's id 11, not the op's
         kernel(11, 5000), kernel(12, 3000), kernel(21, 7000),
         kernel(31, 1000),                                                  # launched outside ranges
         kernel(99, 500),                                                   # launcher not in trace

@@ -6,7 +6,8 @@ Every captured op runs inside a range labelled ``<prefix><n>`` (see `op_timing`)
   torch op that launched it. Kineto links each device record to that op by correlation id
   (``linked_correlation_id`` of the device record == ``correlation_id`` of the op, which is the
   innermost non-user op on the launching thread), and the op belongs to the range on the op's
-  thread whose interval contains the op's start. Any thread counts, so backward ops on autograd's
+  thread whose interval contains the op's start. CPU records that carry a linked id themselves
+  (``cudaLaunchKernel`` and other runtime calls) are CUPTI's, in another id space, and are skipped. Any thread counts, so backward ops on autograd's
   device threads are found; user-annotation records (the GPU-side copies of our ranges) are
   skipped. Only device durations are summed: the host time spent around an op never enters.
 - ``source="cpu"``: the duration of the torch ops directly inside a range (not their children),
@@ -75,6 +76,8 @@ def label_times(events: Iterable[Any], prefix: str, *, source: str = "device") -
                     labels.setdefault(e.start_thread_id(), []).append(
                         (e.start_ns(), e.end_ns(), int(name[cut:])))
                 continue
+            if e.linked_correlation_id():
+                continue   # a CUDA runtime/driver call: its correlation id is CUPTI's, not an op's
             ops.append((e.start_thread_id(), e.start_ns(), e.end_ns(), e.correlation_id()))
         elif not e.is_user_annotation():
             device.append((e.linked_correlation_id(), e.duration_ns()))
