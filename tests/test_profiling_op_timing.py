@@ -212,3 +212,20 @@ def test_op_timing_choices():
         op_timer_for("cpu", "fast")
     with pytest.raises(ProfilerError, match="op_timing"):
         ModuleProfiler(torch.nn.Linear(2, 2), op_timing="cupti")
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_profiler_ranges_change_nothing_and_time_every_op(name):
+    """Ranges around every op and compiled block (checkpoint recompute, custom Functions, RNNs,
+    compiled backward): same weights, no hook left, every captured op and block has its time."""
+    ref, batch = ZOO[name]()
+    train_steps(ref, batch, 1)
+    train_steps(ref, batch, 2)
+    model, batch = ZOO[name]()
+    before = hook_snapshot(model)
+    table, profiler = _profile(model, batch, op_timing="profiler")
+    assert hook_snapshot(model) == before and profiler.hook_count() == 0
+    for (key, a), b in zip(ref.state_dict().items(), model.state_dict().values()):
+        assert torch.equal(a, b), f"{name}: {key} differs with profiler ranges on"
+    assert all(op.seconds_per_step > 0 for layer in table.layers for op in layer.ops)
+    assert all(layer.forward_s > 0 and layer.backward_s > 0 for layer in table.layers if layer.opaque)
