@@ -18,7 +18,9 @@ import torch
 
 from integrations.lightning_plan import limits_from_trainer, plan_from_trainer
 from integrations.startup import startup_seconds
+from prenet_callbacks.clocks import clock_for
 from prenet_callbacks.config import validate_session_config
+from prenet_callbacks.memory_account import state_sizes
 from prenet_callbacks.render import print_report
 from prenet_callbacks.run_info import batch_size_of, describe_run
 from prenet_callbacks.session import PredictionSession, SessionConfig
@@ -147,6 +149,7 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         session.printer = print_report
         session.logger_sinks = [_logger_sink(logger, trainer) for logger in trainer.loggers]
         startup = startup_seconds(trainer, created_at=self._created_at)
+        session.use_clock(clock_for(_root_device(trainer, pl_module)))
         session.fit_start(current=_current_run(trainer, pl_module), framework="lightning",
                           start="resumed" if trainer.ckpt_path else "fresh", limits=limits_from_trainer(trainer),
                           startup_s=startup)
@@ -165,7 +168,7 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         self._last_global_step = int(trainer.global_step)
         if trainer.optimizers:
             session.note_run_facts(optimizer=type(trainer.optimizers[0]).__name__.lower())
-        session.profile_model(lambda: _make_profiler(pl_module))
+        session.profile_model(lambda: _make_profiler(trainer, pl_module, session.device_clock))
 
     @_hook
     def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
@@ -220,7 +223,9 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         self._last_global_step = global_step
         session = self.session
         if stepped and session.measurements.state_bytes is None and session.steps_seen >= 1:
-            session.set_state_bytes(_state_bytes(pl_module, trainer.optimizers))
+            # after the first step: optimizers create their state lazily
+            session.set_memory_account(state_sizes(pl_module, trainer.optimizers,
+                                                   world=getattr(trainer, "world_size", 1)))
         session.batch_end(stepped=stepped, global_step=global_step)
 
     @_hook
@@ -329,21 +334,18 @@ def _current_run(trainer: Any, pl_module: Any) -> dict[str, Any]:
         from integrations.deepspeed_config import describe_engine
 
         extra["deepspeed"] = describe_engine(engine)
-    device = getattr(trainer.strategy, "root_device", None) or pl_module.device
-    return describe_run(device, devices=getattr(trainer, "world_size", 1), precision=str(trainer.precision),
+    return describe_run(_root_device(trainer, pl_module), devices=getattr(trainer, "world_size", 1), precision=str(trainer.precision),
                         strategy=type(trainer.strategy).__name__, framework="lightning", **extra)
 
 
-def _make_profiler(pl_module: Any) -> Any:
+def _root_device(trainer: Any, pl_module: Any) -> Any:
+    """The device this rank trains on (the strategy's, not a global guess)."""
+    return getattr(trainer.strategy, "root_device", None) or pl_module.device
+
+
+def _make_profiler(trainer: Any, pl_module: Any, clock: Any) -> Any:
+    from prenet_callbacks.hardware import current_device
     from prenet_callbacks.profiling import ModuleProfiler
 
-    return ModuleProfiler(pl_module, device=pl_module.device)
-
-
-def _state_bytes(module: torch.nn.Module, optimizers: Sequence[Any]) -> float:
-    """Bytes a checkpoint holds: parameters, buffers and optimizer state."""
-    total = sum(t.numel() * t.element_size() for t in module.state_dict().values() if torch.is_tensor(t))
-    for optimizer in optimizers or []:
-        for state in getattr(optimizer, "state", {}).values():
-            total += sum(v.numel() * v.element_size() for v in state.values() if torch.is_tensor(v))
-    return float(total)
+    accelerator = current_device(device=_root_device(trainer, pl_module)).accelerator
+    return ModuleProfiler(pl_module, clock=clock, accelerator=accelerator, precision=str(trainer.precision))

@@ -24,9 +24,11 @@ from typing import Any, Callable, TypeVar
 
 from prenet_callbacks.eta import Prediction, RunMeasurements, Spent, predict_fit, predicted_for_work
 from prenet_callbacks.lifecycle import actual_block, check_reason, check_start, end_line
-from prenet_callbacks.phase_events import CudaPhaseEvents
+from prenet_callbacks.memory_account import memory_summary
+from prenet_callbacks.phase_events import PhaseEvents
 from prenet_callbacks.plan import RunLimits, RunPlan
 from prenet_callbacks.report import Report, now_iso
+from prenet_callbacks.step_timer import StepTimer
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -101,8 +103,12 @@ class PredictionSession:
     def __init__(self, config: SessionConfig, *, is_rank_zero: bool = True, clock: Any = None) -> None:
         self.config = config
         self.is_rank_zero = is_rank_zero
-        self.device_clock = clock if hasattr(clock, "mark") else None
-        self.now: Callable[[], float] = clock if callable(clock) and self.device_clock is None else time.perf_counter
+        self.device_clock: Any = None
+        self.now: Callable[[], float] = time.perf_counter
+        if hasattr(clock, "mark"):
+            self.use_clock(clock)
+        elif callable(clock):
+            self.now = clock
         self.disabled = False
         self.failure: str | None = None
         self.report = Report()
@@ -140,7 +146,8 @@ class PredictionSession:
         self.last_report_write = -math.inf
         self.profiling = False
         self.profile_done = False
-        self.gpu_phases: CudaPhaseEvents | None = None
+        self.gpu_phases: PhaseEvents | None = None
+        self.step_timer: StepTimer | None = None
         self.ended = False
 
     # ------------------------------------------------------------------------------------------
@@ -211,13 +218,17 @@ class PredictionSession:
         run.update({"framework": framework, "start": start, "fits": int(run.get("fits") or 0) + 1,
                     "limits": (limits or RunLimits()).to_dict(), "startup_s": startup_s, "ended": None})
         if self._on_cuda():
-            self.gpu_phases = CudaPhaseEvents()
+            # device time: phases of the profiled window and clean steps, read without blocking
+            self.gpu_phases = PhaseEvents(clock=self.device_clock)
+            self.step_timer = StepTimer(self.device_clock)
         self.report.actual = None
 
+    def use_clock(self, clock: Any) -> None:
+        """The `DeviceClock` of the device the model trains on (chosen by the integration)."""
+        self.device_clock = clock
+
     def _on_cuda(self) -> bool:
-        if self.device_clock is not None:
-            return getattr(self.device_clock, "kind", "cpu") == "cuda"
-        return self.report.current.get("device") == "cuda"
+        return getattr(self.device_clock, "kind", "cpu") == "cuda"
 
     @guarded
     def set_plan(self, plan: RunPlan) -> None:
@@ -282,9 +293,10 @@ class PredictionSession:
     @guarded
     def set_memory_account(self, account: dict[str, Any]) -> None:
         """Per-device sizes of parameters, gradients and optimizer state (`memory_account.state_sizes`)."""
-        self._memory_account = dict(account)
-        state = sum(float(account.get(k) or 0) for k in ("params_bytes", "optimizer_bytes"))
-        self.measurements.state_bytes = state
+        self.memory_account = dict(account)
+        # what a checkpoint holds: parameters and optimizer state
+        self.measurements.state_bytes = float(account.get("params_bytes") or 0) + float(
+            account.get("optimizer_bytes") or 0)
 
     @guarded
     def note_run_facts(self, **facts: Any) -> None:
@@ -396,7 +408,7 @@ class PredictionSession:
         if clock.batch_start is not None:
             forward = clock.before_backward - clock.batch_start
             clock.phases["forward_s"] += forward
-            if self._in_timing_phase:
+            if self._in_timing_phase and self.step_timer is None:  # on a GPU the host only launched it
                 self.measurements.forward_per_batch.add(forward)
         self._gpu_mark("backward")
         if self.profiling:
@@ -440,7 +452,7 @@ class PredictionSession:
             if self.profiling and not self._in_profile_window:
                 self._finish_profile_window()
         if not self.first_prediction_made:
-            if self.steps_seen >= self._first_prediction_step:
+            if self._ready_for_first_prediction():
                 self._predict(first=True)
         elif self.done_steps - self.last_logged_step >= self.config.log_every_n_steps:
             self._predict(first=False)
@@ -452,6 +464,7 @@ class PredictionSession:
         validation, self.validation_in_interval = self.validation_in_interval, 0.0
         first_in_epoch, self.epoch_first_batch = self.epoch_first_batch, False
         if previous is None:
+            self._time_device_step(clean=False)
             return
         raw = now - previous
         # the clipped mean sorts its window: only compute it for the rare intervals that need it
@@ -470,8 +483,18 @@ class PredictionSession:
             self.spent.validation_s += extra
         elif accounted:
             pass  # a step-triggered checkpoint: already timed on its own
-        elif self._in_timing_phase:
+        elif self._in_timing_phase and self.step_timer is None:
             self.measurements.batch.add(raw)
+        self._time_device_step(clean=not (first_in_epoch or validation or accounted) and self._in_timing_phase)
+
+    def _time_device_step(self, *, clean: bool) -> None:
+        """On a GPU, clean steps are intervals between batch-end marks on the device's timeline."""
+        timer = self.step_timer
+        if timer is None:
+            return
+        timer.batch_end(clean=clean)
+        for seconds in timer.ready():
+            self.measurements.batch.add(seconds)
 
     def _close_step_phases(self, now: float) -> None:
         clock = self.step_clock
@@ -506,6 +529,12 @@ class PredictionSession:
     def _first_prediction_step(self) -> int:
         return self._timing_start_step + getattr(self, "_timing_steps", self.config.timing_steps)
 
+    def _ready_for_first_prediction(self) -> bool:
+        if self.steps_seen < self._first_prediction_step:
+            return False
+        # device intervals arrive a few steps late: wait for as many as a short run's timing window
+        return self.step_timer is None or self.measurements.batch.count >= _MIN_TIMING_STEPS
+
     def _start_memory_window(self) -> None:
         """The window's memory peak is its own: reset the device's peak counter as it opens."""
         if self.device_clock is not None:
@@ -518,25 +547,45 @@ class PredictionSession:
         table = profiler.stop()
         self._resolve_gpu_phases()
         self._record_memory()
-        self.report.measured["layers"] = table.to_dict() if hasattr(table, "to_dict") else table
+        measured = self.report.measured
+        measured["layers"] = table.to_dict() if hasattr(table, "to_dict") else table
+        if hasattr(table, "coverage"):
+            measured["coverage"] = _rounded_dict(table.coverage(self._window_compute_s(table)))
+            samples = table.op_samples()
+            if samples is not None:
+                measured["op_samples"] = samples
         for limitation in getattr(profiler, "limitations", []) or []:
             if limitation not in self.report.limitations:
                 self.report.limitations.append(limitation)
+        # stopping the profiler (and reading its trace) is not a training step
+        self.last_batch_end = self.now()
+        if self.step_timer is not None:
+            self.step_timer.break_run()
+
+    def _window_compute_s(self, table: Any) -> float | None:
+        """A profiled step's compute time on the profile's clock: what per-module times should add up to.
+
+        Data loading is not module time; on a CPU the dispatch mode's own cost is left out too.
+        """
+        if not self.window_phases:
+            return None
+        n = len(self.window_phases)
+        if self.step_timer is not None:  # device phases
+            keys = ("forward_s", "backward_s", "optimizer_s", "other_s")
+            return sum(sum(p[k] for k in keys) for p in self.window_phases) / n
+        host = sum(p["total_s"] - p["data_s"] for p in self.window_phases) / n
+        return max(0.0, host - float(getattr(table, "overhead_s", 0.0) or 0.0))
 
     def _record_memory(self) -> None:
         """One account of the window's device memory: what the projection checks targets against."""
-        account = getattr(self, "_memory_account", None)
+        account = getattr(self, "memory_account", None)
         peak = self.device_clock.peak_memory_bytes() if self.device_clock is not None else None
-        if account is None and peak is None:
-            return
-        memory: dict[str, Any] = {"device": self.report.current.get("name"), "peak_allocated_bytes": peak}
-        if account is not None:
-            memory.update({k: account.get(k) for k in ("params_bytes", "grads_bytes", "optimizer_bytes",
-                                                       "sharding", "world")})
+        if account is None:
             if peak is not None:
-                state = sum(int(account.get(k) or 0) for k in ("params_bytes", "grads_bytes", "optimizer_bytes"))
-                memory["activations_bytes"] = max(0, int(peak) - state)
-        self.report.measured["memory"] = memory
+                self.report.measured["memory"] = {"device": self.device_clock.device, "peak_allocated_bytes": peak}
+            return
+        device = self.device_clock.device if self.device_clock is not None else self.report.current.get("name")
+        self.report.measured["memory"] = memory_summary(peak, account, device=str(device))
 
     def _gpu_mark(self, name: str) -> None:
         if self.gpu_phases is not None and self.step_clock.in_window:
@@ -551,6 +600,9 @@ class PredictionSession:
             phases.update(device_phases)
             phases["other_s"] = max(phases["other_s"], phases["total_s"] - sum(
                 phases[k] for k in ("data_s", "forward_s", "backward_s", "optimizer_s")))
+            # the warm forward on the device: what a validation batch will cost before one is measured
+            batches = max(1, int(phases.get("batches") or 1))
+            self.measurements.forward_per_batch.add(phases["forward_s"] / batches)
         self.report.measured["phase_timing"] = "cuda_events"
 
     # -- predictions -----------------------------------------------------------------------------
@@ -575,6 +627,10 @@ class PredictionSession:
                 self._project_targets()
             self.first_entry = self.report.predictions[-1]
             self._publish("first")
+            # predicting, projecting and printing are not a training step
+            self.last_batch_end = self.now()
+            if self.step_timer is not None:
+                self.step_timer.break_run()
         self._log_metrics(prediction)
         self._maybe_write_report(force=first)
         return prediction
@@ -636,7 +692,8 @@ class PredictionSession:
         measured["setup_s"] = m.setup_s
         measured["timing"] = {"clock": "cuda" if self._on_cuda() else "cpu",
                               "op_timing": (measured.get("layers") or {}).get("op_timing"),
-                              "step_timing": "host intervals between batch ends"}
+                              "step_timing": ("device marks between batch ends" if self.step_timer is not None
+                                              else "host intervals between batch ends")}
 
     def _log_metrics(self, prediction: Prediction) -> None:
         if not self.is_rank_zero or not self.logger_sinks:
@@ -676,6 +733,9 @@ class PredictionSession:
         elapsed = self._elapsed()
         if self.profiling:
             self._finish_profile_window()
+        if self.step_timer is not None:
+            for seconds in self.step_timer.flush():
+                self.measurements.batch.add(seconds)
         plan = self.plan
         if (reason == "completed" and plan is not None and plan.known_length
                 and self.done_batches < plan.total_batches):
@@ -736,3 +796,7 @@ class PredictionSession:
             self.measurements.load_state_dict(state.get("measurements", {}))
         except Exception as error:  # noqa: BLE001 - an old or foreign state must not stop a resume
             self.fail(error, where="load_state_dict")
+
+
+def _rounded_dict(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in values.items()}

@@ -229,7 +229,7 @@ INTERNAL_FAULTS = {
     "predict_fit": lambda mp: mp.setattr(session_module, "predict_fit", _raise),
     "projection": lambda mp: _fake_projection(mp, _raise),
     "current_device": lambda mp: mp.setattr("prenet_callbacks.hardware.current_device", _raise),
-    "state_bytes": lambda mp: mp.setattr(lightning_module, "_state_bytes", _raise),
+    "state_sizes": lambda mp: mp.setattr(lightning_module, "state_sizes", _raise),
     "printer": lambda mp: mp.setattr(lightning_module, "print_report", _raise),
     # writing the report
     "report_to_json": lambda mp: mp.setattr(report_module.Report, "to_json", _raise),

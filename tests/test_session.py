@@ -234,14 +234,38 @@ class FakeProfiler:
         return {"layers": [], "steps": 2}
 
 
-def test_session_on_cuda_times_window_phases_with_events(monkeypatch):
-    import prenet_callbacks.session as session_module
-    from prenet_callbacks.phase_events import CudaPhaseEvents
+class FakeCudaClock:
+    """A device clock whose marks are the fake host clock's time (a GPU that keeps up)."""
 
+    kind, device = "cuda", "cuda:0"
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.resets = 0
+
+    def mark(self):
+        return self.clock.t
+
+    def elapsed_s(self, start, end):
+        return end - start
+
+    def wait(self, mark) -> None:
+        pass
+
+    def reset_peak_memory(self) -> None:
+        self.resets += 1
+
+    def peak_memory_bytes(self) -> int:
+        return 5_000
+
+
+def test_session_on_cuda_times_window_phases_with_events():
     clock = FakeClock()
-    monkeypatch.setattr(session_module, "CudaPhaseEvents",
-                        lambda: CudaPhaseEvents(event_factory=lambda: FakeEvent(clock), synchronize=lambda: None))
     session = PredictionSession(SessionConfig(warmup_steps=1, profile_steps=2, timing_steps=3), clock=clock)
+    device = FakeCudaClock(clock)
+    session.use_clock(device)
+    session.set_memory_account({"params_bytes": 1000, "grads_bytes": 1000, "optimizer_bytes": 2000,
+                                "sharding": "none", "world": 1})
     profiler = FakeProfiler()
     session.fit_start({"device": "cuda"})
     session.set_plan(plan(checkpoints=[]))
@@ -262,3 +286,70 @@ def test_session_on_cuda_times_window_phases_with_events(monkeypatch):
     assert measured["step_phases"]["backward_s"] == pytest.approx(0.3)
     assert profiler.calls.count("start") == 1 and profiler.calls.count("end_step") == 2 and "stop" in profiler.calls
     assert session.report.limitations == ["a limitation"]
+    # the window's own memory peak, counted once: activations = peak - params - grads - optimizer
+    assert device.resets == 1
+    assert measured["memory"]["activations_bytes"] == 1000 and measured["memory"]["device"] == "cuda:0"
+    # clean steps come from device marks; the warm forward from the window's device phases
+    assert measured["timing"]["step_timing"].startswith("device marks")
+    assert session.measurements.batch.mean == pytest.approx(0.6)
+    assert session.measurements.forward_per_batch.mean == pytest.approx(0.2)
+
+
+class LaggingGpu:
+    """A GPU whose steps take 10 ms while the host launches one in 1 ms; the host blocks only when
+    five steps are queued (a full launch queue), as CUDA does."""
+
+    kind, device = "cuda", "cuda:0"
+
+    def __init__(self, host: FakeClock, step_s: float = 0.010, queue: int = 5) -> None:
+        self.host, self.step_s, self.queue = host, step_s, queue
+        self.device_free_at = 0.0
+        self.queued: list[float] = []
+
+    def launch_step(self) -> None:
+        """The host queues one step's kernels: 1 ms of host time, then blocks if the queue is full."""
+        self.host.advance(0.001)
+        start = max(self.device_free_at, self.host.t)
+        self.device_free_at = start + self.step_s
+        self.queued.append(self.device_free_at)
+        self.queued = [t for t in self.queued if t > self.host.t]
+        if len(self.queued) > self.queue:
+            self.host.t = self.queued[-self.queue - 1]  # wait until a slot frees up
+
+    def mark(self):
+        return max(self.device_free_at, self.host.t)  # reached when the device has done all queued work
+
+    def elapsed_s(self, start, end):
+        return None if end > self.host.t else end - start
+
+    def wait(self, mark) -> None:
+        self.host.t = max(self.host.t, mark)
+
+    def reset_peak_memory(self) -> None:
+        pass
+
+    def peak_memory_bytes(self) -> None:
+        return None
+
+
+def test_on_a_gpu_launch_rate_steps_after_a_sync_are_not_counted_as_step_time():
+    host = FakeClock()
+    gpu = LaggingGpu(host)
+    session = PredictionSession(SessionConfig(warmup_steps=2, profile_steps=1, timing_steps=10,
+                                              profile_layers=False), clock=host)
+    session.use_clock(gpu)
+    session.fit_start({"device": "cuda"})
+    session.set_plan(plan(total_batches=1000, batches_per_epoch=1000, max_epochs=1, val_batches=0, checkpoints=[]))
+    session.train_epoch_start()
+    host_intervals = []
+    for g in range(1, 200):
+        before = host.t
+        session.batch_start()
+        gpu.launch_step()
+        session.batch_end(stepped=True, global_step=g)
+        host_intervals.append(host.t - before)
+    # right after the start the queue is empty: the host "steps" at its launch rate for a while
+    assert min(host_intervals) == pytest.approx(0.001)
+    first = session.report.first_prediction
+    assert first["step_s"] == pytest.approx(0.010, rel=0.01)
+    assert session.report.measured["timing"]["step_timing"].startswith("device marks")
