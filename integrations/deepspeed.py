@@ -30,7 +30,7 @@ import torch
 
 from integrations.deepspeed_config import describe_engine, precision_of
 from integrations.deepspeed_hooks import EngineEvents
-from integrations.loop_run import LoopRun, check_schedule, loop_config
+from integrations.loop_run import LoopRun, check_schedule, loop_config, module_profiler
 from prenet_callbacks.report import Report
 from prenet_callbacks.run_info import describe_run
 from prenet_callbacks.session import PredictionSession
@@ -111,6 +111,7 @@ def attach(
     print_report: bool = True,
     profile_layers: bool = True,
     predictor: Any = None,
+    html: bool | None = None,
 ) -> DeepSpeedHandle:
     """Start predicting the run of a `deepspeed.DeepSpeedEngine`; call it just before the training loop.
 
@@ -127,7 +128,7 @@ def attach(
         targets: other hardware to project onto (``["A100", "8x H100"]``); ``None`` for the default
             set, ``[]`` for none.
         warmup_steps, profile_steps, timing_steps, log_every_n_steps, print_report, profile_layers,
-        predictor: as for `PreNeTCallback` (steps are optimizer steps).
+        predictor, html: as for `PreNeTCallback` (steps are optimizer steps).
 
     Returns:
         A `DeepSpeedHandle` with ``.report``, ``.validation()``, ``.checkpoint()``, ``.finish()`` and ``.detach()``.
@@ -143,7 +144,7 @@ def attach(
     config = loop_config(
         warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
         log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
-        print_report=print_report, profile_layers=profile_layers, predictor=predictor,
+        print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
     )
     if engine.__dict__.get(_HANDLE_ATTR) is not None:
         raise ValueError("this engine already has PreNeT attached; call .detach() on the first handle before attaching again")
@@ -154,8 +155,11 @@ def attach(
     engine.__dict__[_HANDLE_ATTR] = handle
     session.add_cleanup(lambda: engine.__dict__.pop(_HANDLE_ATTR, None) if engine.__dict__.get(_HANDLE_ATTR) is handle else None)
     try:
-        run.start(_current_run(engine), accumulate=int(engine.gradient_accumulation_steps()),
-                  sinks=_monitor_sinks(engine), make_profiler=lambda: _make_profiler(engine),
+        device = torch.device(getattr(engine, "device", "cpu"))
+        run.start(_current_run(engine), framework="deepspeed", device=device,
+                  accumulate=int(engine.gradient_accumulation_steps()), sinks=_monitor_sinks(engine),
+                  make_profiler=lambda: module_profiler(engine.module, clock=session.device_clock, device=device,
+                                                        precision=precision_of(engine)),
                   unknown_reason="attach(total_steps=None): the run's length was not given, so only a rate can be given")
         if not session.disabled:  # a session that already stepped aside must not leave wrappers behind
             handle.events = EngineEvents(engine, run)
@@ -199,9 +203,3 @@ def _current_run(engine: Any) -> dict[str, Any]:
     return describe_run(getattr(engine, "device", "cpu"), devices=getattr(engine, "world_size", 1),
                         precision=precision_of(engine), strategy=type(engine).__name__, framework="deepspeed",
                         deepspeed=describe_engine(engine))
-
-
-def _make_profiler(engine: Any) -> Any:
-    from prenet_callbacks.profiling import ModuleProfiler
-
-    return ModuleProfiler(engine.module, device=torch.device(engine.device))

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from integrations.loop_run import LoopRun
+from integrations.loop_run import LoopRun, memory_account
 
 Restore = Callable[[], None]
 
@@ -89,8 +89,8 @@ class EngineEvents:
                     self.fire(before)
                 try:
                     result = original(*args, **kwargs)
-                except (KeyboardInterrupt, SystemExit):
-                    self.session.close()  # Ctrl+C: the loop is over; detach (a plain error stays the user's)
+                except (KeyboardInterrupt, SystemExit) as error:
+                    self.run.end_with(error)  # Ctrl+C: the loop is over (a plain error stays the user's)
                     raise
                 if after is not None:
                     self.fire(after)
@@ -153,7 +153,11 @@ class EngineEvents:
         stepped = global_steps != self.last_global_steps
         self.last_global_steps = global_steps
         self.in_batch = False
-        self.session.batch_end(stepped=stepped, global_step=global_steps)
+        session = self.session
+        if stepped and session.measurements.state_bytes is None and session.steps_seen >= 1:
+            # after the first step: the optimizer's state exists; ZeRO partitions read from metadata
+            session.set_memory_account(memory_account(self.engine, world=int(getattr(self.engine, "world_size", 1))))
+        session.batch_end(stepped=stepped, global_step=global_steps)
         if not stepped:
             return
         self.run.steps = global_steps

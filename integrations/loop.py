@@ -35,9 +35,9 @@ from typing import Any, Iterator, Sequence
 import torch
 from torch import nn
 
-from integrations.loop_run import LoopRun, check_schedule, loop_config, state_bytes, torch_optimizer
+from integrations.loop_run import LoopRun, check_schedule, loop_config, memory_account, module_profiler, torch_optimizer
 from prenet_callbacks.report import Report
-from prenet_callbacks.run_info import describe_run
+from prenet_callbacks.run_info import batch_size_of, describe_run
 
 PRECISIONS = ("32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "64-true")
 # accelerate's mixed_precision -> Lightning's spelling (what the report and the projection read)
@@ -99,6 +99,7 @@ class Tracker:
         print_report: bool = True,
         profile_layers: bool = True,
         predictor: Any = None,
+        html: bool | None = None,
     ) -> None:
         _check_objects(model, optimizer, accelerator)
         if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
@@ -111,6 +112,7 @@ class Tracker:
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
             log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
             print_report=print_report, profile_layers=profile_layers and model is not None, predictor=predictor,
+            html=html,
         )
         self.model = model
         self.optimizer = torch_optimizer(optimizer)
@@ -118,10 +120,16 @@ class Tracker:
         self.run = LoopRun(config, schedule, is_rank_zero=_is_main_process(accelerator), start_step=start_step)
         self._open = False           # a step's compute has started (and not yet ended)
         self._forward_done = False   # its first forward has returned (backward comes next)
+        self._noted: set[str] = set()  # batch sizes already noted ("train", "validation")
         self._handles: list[Any] = []
+        device, self._devices, strategy = _where(model, accelerator)
+        session = self.run.session
         try:
-            self.run.start(_current_run(model, accelerator, precision), sinks=_accelerate_sinks(accelerator),
-                           make_profiler=(lambda: _make_profiler(model)) if model is not None else None,
+            self.run.start(describe_run(device, devices=self._devices, precision=precision, strategy=strategy,
+                                        framework="loop"),
+                           framework="loop", device=device, sinks=_accelerate_sinks(accelerator),
+                           make_profiler=(lambda: module_profiler(model, clock=session.device_clock, device=device,
+                                                                  precision=precision)) if model is not None else None,
                            unknown_reason="Tracker(total_steps=None): the run's length was not given, so only a "
                                           "rate can be given")
             if model is None:
@@ -154,8 +162,8 @@ class Tracker:
             session = self.run.session
             if not self._open:
                 self._open_step()
-            if session.measurements.state_bytes is None and session.steps_seen >= 1:
-                session.set_state_bytes(state_bytes(self.model, [self.optimizer] if self.optimizer is not None else []))
+            if session.measurements.state_bytes is None and session.steps_seen >= 1 and self.model is not None:
+                session.set_memory_account(memory_account(self.model, [self.optimizer], world=self._devices))
             self.run.steps += 1
             self._open = self._forward_done = False
             session.batch_end(stepped=True, global_step=self.run.steps)
@@ -175,8 +183,9 @@ class Tracker:
             self._guard(self._open_step)
         try:
             yield
-        except BaseException:
-            self.close()
+        except BaseException as error:
+            self._remove_hooks()
+            self.run.end_with(error)
             raise
         self.step()
 
@@ -196,7 +205,10 @@ class Tracker:
     def __enter__(self) -> "Tracker":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, kind: Any, error: BaseException | None, trace: Any) -> None:
+        if error is not None and self.run.active:
+            self._remove_hooks()
+            self.run.end_with(error)  # the loop raised: interrupted (Ctrl+C) or failed, with what was measured
         self.close()
 
     # -- hooks ------------------------------------------------------------------------------------
@@ -228,7 +240,20 @@ class Tracker:
 
     def _on_forward_pre(self, module: nn.Module, args: Any) -> None:
         if self._training_forward() and not self._open:
+            self._note_batch_size("train", args)
             self._guard(self._open_step)
+        elif self.run.validating and self.run.active:
+            self._note_batch_size("validation", args)
+
+    def _note_batch_size(self, kind: str, args: Any) -> None:
+        """The first training and evaluation batch sizes: the evaluation estimate scales with them."""
+        if kind in self._noted:
+            return
+        self._noted.add(kind)
+        session = self.run.session
+        size = batch_size_of(list(args))
+        self._guard(lambda: session.note_run_facts(batch_size=size) if kind == "train"
+                    else session.note_validation_batch_size(size))
 
     def _on_forward(self, module: nn.Module, args: Any, output: Any) -> None:
         if self._training_forward() and self._open and not self._forward_done:
@@ -277,19 +302,17 @@ def _is_main_process(accelerator: Any) -> bool:
     return True
 
 
-def _current_run(model: nn.Module | None, accelerator: Any, precision: str) -> dict[str, Any]:
-    """What runs where: from the accelerator, else from the model's parameters and torch.distributed."""
+def _where(model: nn.Module | None, accelerator: Any) -> tuple[Any, int, str]:
+    """(device, world size, strategy): from the accelerator, else the model's parameters and torch.distributed."""
     if accelerator is not None:
-        device = accelerator.device
-        devices = int(accelerator.num_processes)
         strategy = str(getattr(getattr(accelerator, "distributed_type", None), "value", "NO"))
-    else:
-        first = next(iter(model.parameters()), None) if model is not None else None
-        device = first.device if first is not None else torch.device("cpu")
-        distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
-        devices = torch.distributed.get_world_size() if distributed else 1
-        strategy = type(model).__name__ if model is not None and distributed else "single process"
-    return describe_run(device, devices=devices, precision=precision, strategy=strategy, framework="loop")
+        return accelerator.device, int(accelerator.num_processes), strategy
+    first = next(iter(model.parameters()), None) if model is not None else None
+    device = first.device if first is not None else torch.device("cpu")
+    distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
+    devices = torch.distributed.get_world_size() if distributed else 1
+    strategy = type(model).__name__ if model is not None and distributed else "single process"
+    return device, devices, strategy
 
 
 def _accelerate_sinks(accelerator: Any) -> list[Any]:
@@ -302,10 +325,3 @@ def _accelerate_sinks(accelerator: Any) -> list[Any]:
             accelerator.log(metrics, step=step)
 
     return [sink]
-
-
-def _make_profiler(model: nn.Module) -> Any:
-    from prenet_callbacks.profiling import ModuleProfiler
-
-    first = next(iter(model.parameters()), None)
-    return ModuleProfiler(model, device=first.device if first is not None else torch.device("cpu"))

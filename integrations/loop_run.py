@@ -16,8 +16,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
+from prenet_callbacks.clocks import clock_for
 from prenet_callbacks.config import validate_session_config
-from prenet_callbacks.plan import RunPlan, plan_for_steps
+from prenet_callbacks.memory_account import state_sizes
+from prenet_callbacks.plan import RunLimits, RunPlan, plan_for_steps
 from prenet_callbacks.render import print_report as render_report
 from prenet_callbacks.report import Report
 from prenet_callbacks.session import PredictionSession, SessionConfig
@@ -84,15 +86,28 @@ def loop_config(**options: Any) -> SessionConfig:
     return config
 
 
-def state_bytes(module: torch.nn.Module | None, optimizers: Sequence[Any] = ()) -> float:
-    """Bytes a checkpoint holds: parameters, buffers and optimizer state (read from metadata, no copy)."""
-    total = 0
-    if module is not None:
-        total += sum(t.numel() * t.element_size() for t in module.state_dict().values() if torch.is_tensor(t))
-    for optimizer in optimizers:
-        for state in getattr(optimizer, "state", {}).values():
-            total += sum(v.numel() * v.element_size() for v in state.values() if torch.is_tensor(v))
-    return float(total)
+def memory_account(model: Any, optimizers: Sequence[Any] = (), *, world: int = 1) -> dict[str, Any]:
+    """Parameters, gradients and optimizer state per device (`state_sizes`: metadata only, no gather).
+
+    Call after the first optimizer step (optimizers create their state lazily).
+    """
+    return state_sizes(model, [o for o in optimizers if o is not None], world=max(1, int(world or 1)))
+
+
+def module_profiler(model: torch.nn.Module, *, clock: Any, device: Any, precision: str) -> Any:
+    """The per-module profiler on the session's clock, with the device's catalog entry (for CT)."""
+    from prenet_callbacks.hardware import current_device
+    from prenet_callbacks.profiling import ModuleProfiler
+
+    return ModuleProfiler(model, clock=clock, accelerator=current_device(device=device).accelerator,
+                          precision=precision)
+
+
+def exception_reason(error: BaseException) -> tuple[str, str | None]:
+    """How a run that raised ended: ``interrupted`` (Ctrl+C) or ``failed`` with the error."""
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted", None
+    return "failed", f"{type(error).__name__}: {error}"[:200]
 
 
 def torch_optimizer(optimizer: Any) -> Any:
@@ -118,6 +133,7 @@ class LoopRun:
         self.start_step = start_step
         self.steps = start_step           # optimizer steps done (counted like the loop's own counter)
         self.in_block = 0                 # depth of validation() / checkpoint() blocks now open
+        self.validating = False           # inside a validation() block
         self.started = False
         self.ended = False
 
@@ -125,18 +141,25 @@ class LoopRun:
     def report(self) -> Report:
         return self.session.report
 
-    def start(self, current: dict[str, Any], *, accumulate: int = 1, sinks: Sequence[Sink] = (),
-              make_profiler: Callable[[], Any] | None = None, unknown_reason: str | None = None) -> None:
-        """Start the session: what runs where, the plan, the profiler (guarded by the session)."""
+    def start(self, current: dict[str, Any], *, framework: str, device: Any, accumulate: int = 1,
+              sinks: Sequence[Sink] = (), make_profiler: Callable[[], Any] | None = None,
+              unknown_reason: str | None = None) -> None:
+        """Start the session: the device's clock, what runs where, the plan, the profiler (guarded by the session).
+
+        A run attached after steps already ran (``start_step`` > 0) starts "attached_late".
+        """
         session = self.session
         session.printer = render_report  # the session prints on rank 0 only
         session.logger_sinks = list(sinks)
-        session.fit_start(current=current)
+        session.use_clock(clock_for(device))
+        session.fit_start(current=current, framework=framework,
+                          start="attached_late" if self.start_step else "fresh",
+                          limits=RunLimits(max_steps=self.schedule.total_steps))
         session.set_plan(self.schedule.plan(accumulate=accumulate, start_step=self.start_step,
                                             unknown_reason=unknown_reason))
         if self.schedule.eval_every and not self.schedule.eval_batches:
             session.report.limitations.append(
-                "evaluation cost is estimated as one training forward until the first evaluation is measured "
+                "evaluation cost is estimated from one training forward until the first evaluation is measured "
                 "(pass eval_batches= for a better first estimate)")
         if make_profiler is not None:
             session.profile_model(make_profiler)
@@ -149,8 +172,12 @@ class LoopRun:
     @contextlib.contextmanager
     def validation(self) -> Iterator[None]:
         """Time an evaluation run (it is not a training step); exceptions pass through unchanged."""
-        with self._block(self.session.validation_start, self.session.validation_end):
-            yield
+        self.validating = True
+        try:
+            with self._block(self.session.validation_start, self.session.validation_end):
+                yield
+        finally:
+            self.validating = False
 
     @contextlib.contextmanager
     def checkpoint(self) -> Iterator[None]:
@@ -175,14 +202,27 @@ class LoopRun:
         """The planned steps are done."""
         return self.schedule.total_steps is not None and self.steps >= self.schedule.total_steps
 
-    def end(self) -> Report:
-        """Finish the run now: the actual time, a last refinement, the report written; every hook removed."""
+    def end(self, reason: str | None = None, detail: str | None = None) -> Report:
+        """Finish the run now: how it ended, the actual time, the report written; every hook removed.
+
+        ``reason`` None: "completed" once the planned steps are done (or when none were declared),
+        else "stopped_early".
+        """
         if self.active:
             self.ended = True
-            self.session.fit_end()
+            if reason is None:
+                reason = self.end_reason
+                if reason == "stopped_early":
+                    detail = detail or (f"finished after {self.steps:,} of {self.schedule.total_steps:,} "
+                                        "declared steps")
+            self.session.fit_end(reason, detail)
         self.ended = True
         self.session.close()
         return self.report
+
+    def end_with(self, error: BaseException) -> Report:
+        """The loop raised: end the run as interrupted (Ctrl+C) or failed, and remove every hook."""
+        return self.end(*exception_reason(error))
 
     @property
     def end_reason(self) -> str:

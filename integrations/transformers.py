@@ -21,8 +21,11 @@ which run before user callbacks and so never see what a user callback adds to ``
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
+import time
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -34,9 +37,11 @@ except ImportError as error:  # the optional extra: say what to install
     raise ImportError("PreNeTTrainerCallback needs transformers and accelerate: "
                       "pip install 'prenet-callbacks[transformers]'") from error
 
-from integrations.loop_run import REPORT_FILENAME, state_bytes, torch_optimizer
+from integrations.loop_run import REPORT_FILENAME, exception_reason, memory_account, module_profiler, torch_optimizer
 from integrations.transformers_plan import TrainerPlan, plan_from_trainer
+from prenet_callbacks.clocks import clock_for
 from prenet_callbacks.config import validate_session_config
+from prenet_callbacks.plan import RunLimits
 from prenet_callbacks.render import print_report
 from prenet_callbacks.run_info import describe_run
 from prenet_callbacks.session import PredictionSession, SessionConfig
@@ -79,6 +84,8 @@ class PreNeTTrainerCallback(TrainerCallback):
         profile_layers: set False to skip the per-module profile and keep only step timing.
         predictor: the op-time predictor for the projection: None for the shipped one, or the path
             of a ``predictor.json`` (or its folder) from ``prenet train``.
+        html: write ``prenet_report.html`` beside the JSON report; None: when the ``html`` extra is
+            installed; True without it raises at construction.
 
     Attributes:
         report: the `Report` (also written as JSON), with the history of predictions.
@@ -109,15 +116,18 @@ class PreNeTTrainerCallback(TrainerCallback):
         print_report: bool = True,
         profile_layers: bool = True,
         predictor: Any = None,
+        html: bool | None = None,
     ) -> None:
         self.config: SessionConfig = validate_session_config(
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
             log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
-            print_report=print_report, profile_layers=profile_layers, predictor=predictor,
+            print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
         )
         self._user_report_path = self.config.report_path
         self.session = PredictionSession(self.config)
         self._event: tuple[Any, Any, Any] | None = None
+        self._train_called_at: float | None = None  # perf_counter when trainer.train() was called
+        self._trainer: Any = lambda: None            # weak reference to the Trainer of the running train()
         self._reset()
 
     def _reset(self) -> None:
@@ -137,16 +147,31 @@ class PreNeTTrainerCallback(TrainerCallback):
 
     # -- the run --------------------------------------------------------------------------------
     @_hook
+    def on_init_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        trainer = _calling_trainer()
+        if trainer is not None:
+            self._guard_method(trainer, "train")  # when train() is called, and how it ends if it raises
+
+    @_hook
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None,
                        train_dataloader: Any = None, **kwargs: Any) -> None:
         self._reset()
         session = self.session
         trainer = _calling_trainer()
+        self._trainer = weakref.ref(trainer) if trainer is not None else (lambda: None)
+        called_at, self._train_called_at = self._train_called_at, None
+        startup = time.perf_counter() - called_at if called_at is not None else None
         session.is_rank_zero = bool(state.is_world_process_zero)
         session.config.report_path = self._user_report_path or Path(args.output_dir) / REPORT_FILENAME
         session.printer = print_report
         session.logger_sinks = _reporting_sinks(self, trainer)
-        session.fit_start(current=_current_run(args, trainer, model))
+        session.use_clock(clock_for(args.device))
+        session.fit_start(current=_current_run(args, trainer, model), framework="transformers",
+                          start="resumed" if state.global_step else "fresh", limits=_limits(args, trainer),
+                          startup_s=startup)
+        if startup is None:
+            _note_once(session, "the time between trainer.train() and on_train_begin (data loaders, model wrapping, "
+                                "loading a checkpoint) is not included: pass the callback to Trainer(callbacks=...)")
         eval_dataset = getattr(trainer, "eval_dataset", None)
         plan = plan_from_trainer(args, state, train_dataloader, eval_dataset=eval_dataset,
                                  has_eval=trainer is None or eval_dataset is not None)
@@ -159,17 +184,19 @@ class PreNeTTrainerCallback(TrainerCallback):
         if self._optimizer is not None:
             session.note_run_facts(optimizer=type(self._optimizer).__name__.lower())
         session.note_run_facts(batch_size=int(args.per_device_train_batch_size))
+        session.note_validation_batch_size(int(args.per_device_eval_batch_size))
         if model is not None:
-            session.profile_model(lambda: _make_profiler(model, args))
+            precision = session.report.current.get("precision", "32-true")
+            session.profile_model(lambda: module_profiler(model, clock=session.device_clock, device=args.device,
+                                                          precision=precision))
             self._install_forward_hook(model)
-        if trainer is not None:
-            self._close_on_exception(trainer)
+        if trainer is not None and "train" not in trainer.__dict__:
+            self._guard_method(trainer, "training_step")  # added after Trainer(): guard each step instead
         if args.eval_on_start:
             self._sanity = True
             session.validation_start(sanity=True)
 
     def _note_limitations(self, args: Any, plan: TrainerPlan, trainer: Any) -> None:
-        notes = self.session.report.limitations
         found = []
         if plan.save_strategy == "best":
             found.append("save_strategy='best': a save after each evaluation is planned (an upper bound: the "
@@ -184,14 +211,13 @@ class PreNeTTrainerCallback(TrainerCallback):
             found.append("load_best_model_at_end: loading the best checkpoint after the last step is not planned "
                          "(it is in the measured time)")
         for note in found:
-            if note not in notes:
-                notes.append(note)
+            _note_once(self.session, note)
 
     @_hook
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._training:
-            self.session.fit_end()
-        self._training = False
+            self._training = False
+            self.session.fit_end(*_end_reason(args, state, self._trainer()))
 
     # -- training steps ----------------------------------------------------------------------------
     @_hook
@@ -225,7 +251,11 @@ class PreNeTTrainerCallback(TrainerCallback):
             return
         session = self.session
         if session.measurements.state_bytes is None and session.steps_seen >= 1:
-            session.set_state_bytes(state_bytes(self._model, [self._optimizer] if self._optimizer is not None else []))
+            # after the first step: optimizers create their state lazily; ZeRO partitions from metadata
+            trainer = self._trainer()
+            wrapped = getattr(trainer, "model_wrapped", None) if getattr(trainer, "is_deepspeed_enabled", False) else None
+            session.set_memory_account(memory_account(wrapped or self._model, [] if wrapped else [self._optimizer],
+                                                      world=int(args.world_size or 1)))
         self._open = False
         session.batch_end(stepped=True, global_step=int(state.global_step))
         self._before_log_save_evaluate(control)
@@ -272,32 +302,41 @@ class PreNeTTrainerCallback(TrainerCallback):
         if self._training:
             self.session.checkpoint_end()
 
-    # -- an exception in the run: nothing may stay behind ---------------------------------------------
-    def _close_on_exception(self, trainer: Any) -> None:
-        """Remove every hook if a training step raises (the Trainer has no event for that; Ctrl+C included).
+    # -- an exception in the run: how it ended, and nothing left behind -------------------------------
+    def _guard_method(self, trainer: Any, name: str) -> None:
+        """Wrap ``trainer.train`` (or ``training_step``) on the instance: the Trainer has no event for an exception.
 
-        The wrapper calls the Trainer's own ``training_step`` with the same arguments and re-raises
-        the exception unchanged; the session's cleanup restores the method.
+        The wrapper calls the Trainer's own method with the same arguments and re-raises whatever it
+        raises, unchanged, after ending the run as "interrupted" (Ctrl+C) or "failed" and removing
+        every hook; wrapping ``train`` also tells when the call began (its set-up counts in the run).
+        The session's cleanup restores the method.
         """
-        session = self.session
-        original = trainer.training_step
+        session, callback = self.session, self
+        original = getattr(trainer, name)
 
         @functools.wraps(original)
-        def training_step(*args: Any, **kwargs: Any) -> Any:
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if name == "train":
+                callback._train_called_at = time.perf_counter()
             try:
                 return original(*args, **kwargs)
-            except BaseException:
-                self._training = False
-                session.close()
+            except BaseException as error:
+                callback._end_with(error)
                 raise
 
-        trainer.training_step = training_step
+        trainer.__dict__[name] = guarded
 
         def restore() -> None:
-            if trainer.__dict__.get("training_step") is training_step:
-                del trainer.training_step
+            if trainer.__dict__.get(name) is guarded:
+                del trainer.__dict__[name]
 
         session.add_cleanup(restore)
+
+    def _end_with(self, error: BaseException) -> None:
+        if self._training:
+            self._training = False
+            self.session.fit_end(*exception_reason(error))
+        self.session.close()
 
     # -- forward hook: where backward begins ------------------------------------------------------
     def _open_batch(self) -> None:
@@ -381,7 +420,31 @@ def _current_run(args: Any, trainer: Any, model: Any) -> dict[str, Any]:
                         strategy=strategy, framework="transformers", **extra)
 
 
-def _make_profiler(model: torch.nn.Module, args: Any) -> Any:
-    from prenet_callbacks.profiling import ModuleProfiler
+def _note_once(session: PredictionSession, limitation: str) -> None:
+    if limitation not in session.report.limitations:
+        session.report.limitations.append(limitation)
 
-    return ModuleProfiler(model, device=args.device)
+
+def _early_stopping(trainer: Any) -> Any:
+    callbacks = getattr(getattr(trainer, "callback_handler", None), "callbacks", None) or []
+    return next((cb for cb in callbacks if type(cb).__name__ == "EarlyStoppingCallback"), None)
+
+
+def _limits(args: Any, trainer: Any) -> RunLimits:
+    """What may end the run: ``max_steps`` or ``num_train_epochs``, and an early-stopping callback."""
+    by_steps = int(args.max_steps) > 0
+    return RunLimits(max_steps=int(args.max_steps) if by_steps else None,
+                     max_epochs=None if by_steps else math.ceil(float(args.num_train_epochs)),
+                     early_stopping=_early_stopping(trainer) is not None)
+
+
+def _end_reason(args: Any, state: Any, trainer: Any) -> tuple[str, str | None]:
+    """Why ``train()`` returned: the planned steps done, or a callback that stopped it (early stopping)."""
+    if not state.max_steps or state.global_step >= state.max_steps:
+        return "completed", None
+    stopper = _early_stopping(trainer)
+    if stopper is not None and stopper.early_stopping_patience_counter >= stopper.early_stopping_patience:
+        return "stopped_early", (f"EarlyStoppingCallback on {args.metric_for_best_model} "
+                                 f"(patience {stopper.early_stopping_patience})")
+    return "stopped_early", (f"a callback set control.should_training_stop at step {state.global_step:,} "
+                             f"of {state.max_steps:,}")

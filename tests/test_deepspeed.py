@@ -294,9 +294,9 @@ def test_attach_refuses_a_run_already_past_total_steps(tmp_report):
     with pytest.raises(ValueError, match="global_steps=3"):
         attach(engine, total_steps=3, report_path=tmp_report)
     handle = attach(engine, total_steps=8, report_path=tmp_report, print_report=False, **_FAST)
-    assert handle.report.plan["start_step"] == 3
+    assert handle.report.plan["start_step"] == 3 and handle.report.run["start"] == "attached_late"
     train(engine, 5)
-    assert handle.report.actual["steps"] == 8
+    assert handle.report.actual["steps"] == 8 and handle.report.run["ended"]["reason"] == "completed"
 
 
 def test_projects_targets_once_the_projection_is_installed(tmp_report):
@@ -397,7 +397,7 @@ def test_an_evaluation_found_by_its_forwards_ends_at_finish(tmp_report):
             evaluate(engine)
     assert handle.attached and handle.report.actual is None  # no-grad forwards never say they are over
     report = handle.finish()
-    assert report.actual["steps"] == 6 and handle.run.end_reason == "completed"
+    assert report.actual["steps"] == 6 and report.run["ended"]["reason"] == "completed"
     assert_unwrapped(engine)
 
 
@@ -420,6 +420,7 @@ def test_without_total_steps_a_rate_until_finish(tmp_report):
     assert handle.attached
     report = handle.finish()
     assert report.actual["steps"] == 10 and report.plan["total_steps"] is None
+    assert report.run["ended"]["reason"] == "completed" and report.run["framework"] == "deepspeed"
     assert_unwrapped(engine)
 
 
@@ -427,8 +428,10 @@ def test_finish_before_total_steps_is_an_early_stop(tmp_report):
     engine = make_engine(0)
     handle = attach(engine, total_steps=50, report_path=tmp_report, print_report=False, **_FAST)
     train(engine, 8)
-    assert handle.run.end_reason == "stopped_early"
-    assert handle.finish().actual["steps"] == 8
+    report = handle.finish()
+    assert report.actual["steps"] == 8 and report.run["ended"]["reason"] == "stopped_early"
+    assert "finished after 8 of 50" in report.run["ended"]["detail"]
+    assert report.actual["first_prediction_error"] is None and report.actual["predicted_for_done_work_s"] > 0
 
 
 @pytest.mark.parametrize("kwargs,match", [
@@ -450,5 +453,5 @@ def test_ctrl_c_inside_the_profiling_window_detaches(tmp_report):
     with pytest.raises(KeyboardInterrupt):
         train(engine, 1)
     assert torch._C._len_torch_dispatch_stack() == 0
-    assert not handle.attached
+    assert not handle.attached and handle.report.run["ended"]["reason"] == "interrupted"
     assert_unwrapped(engine)

@@ -1,9 +1,11 @@
 """`Tracker` on real plain-PyTorch and `accelerate` loops: plan, report, metrics, faults, bad input."""
 from __future__ import annotations
 
+import json
 import time
 import types
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +16,7 @@ from prenet_callbacks import PreNeTCallback
 from prenet_callbacks.report import Report
 from prenet_callbacks.session import PredictionSession, PreNeTWarning
 
+SCHEMA = json.loads((Path(__file__).parents[1] / "prenet_callbacks" / "schemas" / "prenet-report-2.schema.json").read_text())
 FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=4, targets=[], print_report=False)
 
 
@@ -98,7 +101,12 @@ def test_a_plain_loop_gets_the_whole_report(tmp_path, reference):
     assert phases["forward_s"] > 0 and phases["backward_s"] > 0 and phases["optimizer_s"] > 0
     assert measured["layers"]
     assert report.current["framework"] == "loop" and report.current["devices"] == 1
+    assert report.run["framework"] == "loop" and report.run["start"] == "fresh"
+    assert report.run["ended"]["reason"] == "completed" and report.actual["first_prediction_error"] is not None
+    assert report.run["limits"]["max_steps"] == 24
     assert Report.load(tmp_path / "report.json").actual == report.actual
+    jsonschema = pytest.importorskip("jsonschema", reason="the test extra (jsonschema) is not installed")
+    jsonschema.validate(json.loads((tmp_path / "report.json").read_text()), SCHEMA)
     assert hooks_left(loop.model) == 0 and not loop.optimizer._optimizer_step_pre_hooks
     assert all(torch.equal(a, b) for a, b in zip(loop.weights(), reference)), "the tracker changed the training"
 
@@ -132,6 +140,7 @@ def test_without_total_steps_only_a_rate(tmp_path):
     assert latest["predicted_total_s"] is None and latest["step_s"] > 0
     assert "total_steps=None" in latest["note"]
     assert report.plan["total_steps"] is None and report.actual["steps"] == 12
+    assert report.run["ended"]["reason"] == "completed"
 
 
 def test_without_a_model_steps_are_still_timed(tmp_path):
@@ -150,7 +159,9 @@ def test_stopping_early_and_closing_twice(tmp_path):
                       **FAST)
     loop.run(tracker, tmp_path, stop_at=10)
     report = tracker.close()
-    assert report.actual["steps"] == 10 and tracker.run.end_reason == "stopped_early"
+    assert report.actual["steps"] == 10 and report.run["ended"]["reason"] == "stopped_early"
+    assert "10 of 100" in report.run["ended"]["detail"] and report.actual["first_prediction_error"] is None
+    assert report.actual["predicted_for_done_work_s"] > 0
     assert tracker.close() is report and hooks_left(loop.model) == 0
     tracker.step()  # after close: nothing happens
     assert report.actual["steps"] == 10
@@ -162,7 +173,8 @@ def test_resumed_loop_plans_what_remains(tmp_path):
                       report_path=tmp_path / "r.json", **FAST)
     loop.run(tracker, tmp_path)
     report = tracker.close()
-    assert report.plan["start_step"] == 20 and report.actual["steps"] == 30 and tracker.run.end_reason == "completed"
+    assert report.plan["start_step"] == 20 and report.actual["steps"] == 30
+    assert report.run["start"] == "attached_late" and report.run["ended"]["reason"] == "completed"
 
 
 def test_accumulation_cycles_with_accelerate(tmp_path):
@@ -267,6 +279,19 @@ def test_an_exception_out_of_a_step_ends_the_run_inside_the_profiling_window(tmp
                 optimizer.zero_grad()
     assert torch._C._len_torch_dispatch_stack() == 0 and hooks_left(model) == 0
     assert tracker.report.actual["steps"] == 1 and not tracker.run.session.disabled
+    assert tracker.report.run["ended"]["reason"] == "interrupted"
+
+
+def test_an_exception_out_of_a_with_block_is_a_failed_run(tmp_path):
+    loop = Loop(30)
+    with pytest.raises(RuntimeError, match="loss is nan"):
+        with Tracker(total_steps=30, model=loop.model, optimizer=loop.optimizer, report_path=tmp_path / "r.json",
+                     **FAST) as tracker:
+            loop.run(tracker, tmp_path, stop_at=12)
+            raise RuntimeError("loss is nan")
+    ended = tracker.report.run["ended"]
+    assert ended["reason"] == "failed" and "loss is nan" in ended["detail"] and ended["at_step"] == 12
+    assert hooks_left(loop.model) == 0
 
 
 # -- bad input ---------------------------------------------------------------------------------------

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
+jsonschema = pytest.importorskip("jsonschema", reason="the test extra (jsonschema) is not installed")
+
 pytest.importorskip("transformers", reason="the transformers extra is not installed")
 
 from transformers.integrations import TensorBoardCallback  # noqa: E402
@@ -19,6 +21,7 @@ from prenet_callbacks.session import PreNeTWarning  # noqa: E402
 from tests.hf_helpers import EventCounter, Samples, TinyRegressor, trainer, weights_digest  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
+SCHEMA = json.loads((Path(__file__).parents[1] / "prenet_callbacks" / "schemas" / "prenet-report-2.schema.json").read_text())
 # warm-up 1, profile 1, 3 timed steps: the first prediction after step 5
 FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=4, targets=[], print_report=False)
 # 44 samples, batches of 4, accumulation 2: 6 optimizer steps per epoch, 18 in 3 epochs
@@ -88,9 +91,18 @@ def test_report_of_a_trainer_run(tmp_path, reference, capsys):
     assert current["framework"] == "transformers" and current["devices"] == 1
     assert current["precision"] == "32-true" and current["optimizer"] == "adamw" and current["batch_size"] == 4
     # the main process prints one panel and writes the report in output_dir
-    assert capsys.readouterr().out.count("Predicted fit time") == 1
+    out = capsys.readouterr().out
+    assert out.count("Predicted run time") == 1 and out.count("PreNeT: the run took") == 1
     saved = Report.load(tmp_path / "prenet_report.json")
     assert saved.actual == json.loads(report.to_json())["actual"]
+    jsonschema.validate(json.loads((tmp_path / "prenet_report.json").read_text()), SCHEMA)
+    # the run's life: fresh, completed, with the time from trainer.train() to on_train_begin in it
+    life = report.run
+    assert life["framework"] == "transformers" and life["start"] == "fresh"
+    assert life["ended"]["reason"] == "completed" and report.actual["ended"] == "completed"
+    assert life["startup_s"] is not None and 0 <= life["startup_s"] < report.actual["fit_s"]
+    assert life["limits"]["max_epochs"] == 3 and life["limits"]["early_stopping"] is False
+    assert report.actual["first_prediction_error"] is not None
     # prenet/* metrics reach the reporting callbacks, at the Trainer's step
     tags = {tag for tag, _, _ in writer.scalars}
     assert {"train/prenet/eta_s", "train/prenet/predicted_total_s", "train/prenet/step_s"} <= tags
@@ -126,6 +138,7 @@ def test_resumed_run_plans_what_remains(tmp_path):
                 **dict(RUN, save_strategy="steps", save_steps=7))
     t.train(resume_from_checkpoint=str(tmp_path / "checkpoint-7"))
     report = callback.report
+    assert report.run["start"] == "resumed" and report.run["ended"]["reason"] == "completed"
     assert report.plan["start_step"] == 7 and report.plan["total_steps"] == 18
     assert report.actual["steps"] == 18 and report.actual["batches"] == 33
     assert report.plan["validation_runs"] == counter.evaluations
@@ -219,8 +232,45 @@ def test_exceptions_pass_through_unchanged_and_leave_nothing_behind(tmp_path, er
     with pytest.raises(type(error)):
         t.train()
     assert not callback.session.disabled, "a user error is the user's: PreNeT did not fail"
+    ended = callback.report.run["ended"]
+    assert ended["reason"] == ("interrupted" if isinstance(error, KeyboardInterrupt) else "failed")
+    assert callback.report.actual["first_prediction_error"] is None
     assert torch._C._len_torch_dispatch_stack() == 0, "no profiler mode left on the dispatch stack"
     assert all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
+    assert "training_step" not in t.__dict__ and "train" not in t.__dict__
+
+
+def test_early_stopping_ends_the_run_as_stopped_early(tmp_path):
+    from transformers import EarlyStoppingCallback
+
+    class Stalled(TinyRegressor):
+        def forward(self, x, labels=None):
+            result = super().forward(x, labels)
+            if not self.training and "loss" in result:
+                result["loss"] = result["loss"] * 0 + 1.0  # the evaluation loss never improves
+            return result
+
+    callback = PreNeTTrainerCallback(**FAST)
+    stopper = EarlyStoppingCallback(early_stopping_patience=1)
+    t = trainer(tmp_path, [stopper, callback], model=Stalled(), eval_dataset=Samples(12),
+                **dict(RUN, num_train_epochs=10, eval_steps=3, save_strategy="steps", save_steps=3,
+                       load_best_model_at_end=True, metric_for_best_model="loss"))
+    t.train()
+    report = callback.report
+    assert t.state.global_step < 60
+    assert report.run["limits"]["early_stopping"] is True
+    assert report.run["ended"]["reason"] == "stopped_early" and "EarlyStoppingCallback" in report.run["ended"]["detail"]
+    assert report.actual["steps"] == t.state.global_step and report.actual["first_prediction_error"] is None
+
+
+def test_a_callback_added_after_construction_still_works(tmp_path):
+    callback = PreNeTTrainerCallback(**FAST)
+    t = trainer(tmp_path, [], model=TinyRegressor(seed=0), eval_dataset=Samples(12), **RUN)
+    t.add_callback(callback)
+    t.train()
+    report = callback.report
+    assert report.run["ended"]["reason"] == "completed" and report.run["startup_s"] is None
+    assert any("trainer.train() and on_train_begin" in note for note in report.limitations)
     assert "training_step" not in t.__dict__
 
 

@@ -49,10 +49,11 @@ def test_one_report_from_the_main_process(ddp_runs):
         assert not r["disabled"] and r["prenet_warnings"] == [], r["failure"]
     reports = sorted(p.relative_to(ddp_runs["base"]) for p in ddp_runs["base"].rglob("prenet_report.json"))
     assert reports == [Path("prenet/prenet_report.json")]
-    assert ddp_runs["output"].count("Predicted fit time") == 1
+    assert ddp_runs["output"].count("Predicted run time") == 1
     assert ranks[0]["prenet_logs"] > 0 and ranks[1]["prenet_logs"] == 0
     report = json.loads((ddp_runs["base"] / "prenet" / "prenet_report.json").read_text())
-    assert report["current"]["devices"] == 2 and report["current"]["framework"] == "transformers"
+    assert report["current"]["devices"] == 2 and report["run"]["framework"] == "transformers"
+    assert report["run"]["ended"]["reason"] == "completed" and report["run"]["startup_s"] is not None
     assert report["predictions"] == ranks[0]["predictions"]
 
 
