@@ -5,7 +5,7 @@
 The model is built from a config (2 layers, 128 wide: no download) and learns synthetic token
 chains. The Trainer evaluates every ``--eval-steps`` steps and saves a checkpoint every
 ``--save-steps`` steps. A few optimizer steps in, PreNeT prints its prediction of the whole
-``trainer.train()`` call; at the end the script compares it with the measured time. Under
+``trainer.train()`` call; at the end it compares that with the measured time. Under
 ``torchrun --nproc_per_node 2 examples/hf_trainer.py`` each process trains a shard and the main
 process alone prints and writes the report.
 """
@@ -62,7 +62,6 @@ def main(argv: list[str] | None = None) -> dict:
     from transformers import Trainer, TrainingArguments
 
     from prenet_callbacks import PreNeTTrainerCallback
-    from prenet_callbacks.units import format_duration
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -80,12 +79,8 @@ def main(argv: list[str] | None = None) -> dict:
     trainer.train()
 
     report = prenet.report
-    first = report.first_prediction
-    if trainer.is_world_process_zero() and first and report.actual:
-        error = first["predicted_total_s"] / report.actual["fit_s"] - 1
-        print(f"\nPreNeT predicted {format_duration(first['predicted_total_s'])} at optimizer step {first['at_step']} "
-              f"of {report.plan['total_steps']}; trainer.train() took {format_duration(report.actual['fit_s'])} "
-              f"({error:+.1%}).")
+    if trainer.is_world_process_zero() and report.actual:
+        # PreNeT's own last line compared its first prediction with the time train() took
         print(f"Report: {args.out}/prenet_report.json  (re-render: prenet report {args.out}/prenet_report.json)")
     return report.to_dict()
 

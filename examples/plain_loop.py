@@ -54,7 +54,6 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
 
     from prenet_callbacks import Tracker
-    from prenet_callbacks.units import format_duration
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -102,11 +101,8 @@ def main(argv: list[str] | None = None) -> dict:
                 torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, out / "checkpoint.pt")
     report = tracker.close()
 
-    first = report.first_prediction
-    if first and report.actual and tracker.run.session.is_rank_zero:
-        error = first["predicted_total_s"] / report.actual["fit_s"] - 1
-        print(f"\nPreNeT predicted {format_duration(first['predicted_total_s'])} at optimizer step {first['at_step']} "
-              f"of {args.steps}; the loop took {format_duration(report.actual['fit_s'])} ({error:+.1%}).")
+    if report.actual and tracker.run.session.is_rank_zero:
+        # PreNeT's own last line compared its first prediction with the time the loop took
         print(f"Report: {out}/prenet_report.json  (re-render: prenet report {out}/prenet_report.json)")
     return report.to_dict()
 
