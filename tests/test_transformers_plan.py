@@ -31,18 +31,16 @@ class PlanProbe(TrainerCallback):
 
 # 44 samples in batches of 4: 11 batches per epoch (odd, so that accumulation leaves a remainder)
 CASES = {
-    "epochs": dict(num_train_epochs=2),
-    "fractional_epochs_accumulate": dict(num_train_epochs=1.5, gradient_accumulation_steps=2),
-    "accumulate_remainder": dict(num_train_epochs=2, gradient_accumulation_steps=3),
-    "max_steps_mid_epoch": dict(max_steps=9, gradient_accumulation_steps=2),
-    "eval_steps_off_period_end": dict(max_steps=13, eval_strategy="steps", eval_steps=5, gradient_accumulation_steps=2),
+    "fractional_epochs_accumulate": dict(num_train_epochs=1.5, gradient_accumulation_steps=2, save_strategy="epoch"),
+    "eval_steps_off_period_end_mid_epoch": dict(max_steps=13, eval_strategy="steps", eval_steps=5,
+                                                gradient_accumulation_steps=2),
     "eval_steps_fraction": dict(num_train_epochs=2, eval_strategy="steps", eval_steps=0.3),
     "eval_steps_delay": dict(num_train_epochs=2, eval_strategy="steps", eval_steps=2, eval_delay=7),
     "eval_epoch_accumulate": dict(num_train_epochs=3, eval_strategy="epoch", gradient_accumulation_steps=4),
     "eval_epoch_max_steps_mid_epoch": dict(max_steps=8, eval_strategy="epoch", save_strategy="epoch"),
     "eval_epoch_delay": dict(num_train_epochs=3, eval_strategy="epoch", eval_delay=2),
     "save_steps_limit_off_period_end": dict(max_steps=14, save_strategy="steps", save_steps=4, save_total_limit=1),
-    "save_epoch_accumulate": dict(num_train_epochs=2, save_strategy="epoch", gradient_accumulation_steps=2),
+    "save_epoch_accumulate_remainder": dict(num_train_epochs=2, save_strategy="epoch", gradient_accumulation_steps=3),
     "eval_and_save_steps_best_model": dict(num_train_epochs=2, eval_strategy="steps", eval_steps=3, save_strategy="steps",
                                            save_steps=6, load_best_model_at_end=True, save_total_limit=2),
     "eval_on_start": dict(num_train_epochs=1, eval_strategy="steps", eval_steps=4, eval_on_start=True),
