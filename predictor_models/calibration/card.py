@@ -15,8 +15,11 @@ def calibration_card(summary: dict, base_version: str) -> str:
                                                  if summary.get("detected") else ""),
              f"- Rows: {summary['rows']} read from {summary['source'] or 'the input'}, {summary['rows_used']} usable "
              f"({summary['rows_fit']} fitted, {summary['rows_heldback']} held back from the fit and scored below)",
-             f"- Correction: log(measured / predicted) = {' + '.join(summary['terms'])} terms per op group "
-             f"({', '.join(summary['groups'])}), ridge least squares, each term clipped to the fitted range",
+             "- Correction: log(measured / predicted) per op class = the class's mean offset plus a Gaussian-kernel "
+             "ridge fit on the base model's features of the op (docs/calibration.md): "
+             + ", ".join(f"{c} {e['rows']} rows (offset {e['offset']:+.3f}"
+                         + (f", kernel on {e['kernel_rows']} rows)" if e["kernel_rows"] else ", offset only)")
+                         for c, e in summary["classes"].items()),
              f"- Left out: {summary['left_out'] or 'nothing'}", f"- Date: {summary['created']}", "",
              "## Error on the held-back rows (MAPE)", "",
              "| op class | rows | before (shipped predictor) | after (calibrated) |", "|---|---:|---:|---:|"]

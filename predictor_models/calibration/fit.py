@@ -8,15 +8,14 @@ from typing import Sequence
 import numpy as np
 
 from predictor_models.datasets.common import Sample
-from predictor_models.predictor.bound import matrix
 from predictor_models.predictor.devices import device_columns
 from predictor_models.predictor.expand import expand
 from predictor_models.predictor.model import Predictor
 from predictor_models.predictor.optable import op_columns
 
-from .correction import DEFAULT_TERMS, Context, fit_correction, group_keys
+from .correction import fit_correction
 from .model import CalibratedPredictor
-from .select import hold_back
+from .select import group_keys, hold_back
 
 HOLDOUT = 0.25
 MIN_ROWS = 12     # fewer usable rows than this: no calibration (collect --quick measures ~110)
@@ -47,8 +46,8 @@ def _mape(pred: np.ndarray, true: np.ndarray) -> float:
 
 
 def calibrate_samples(samples: Sequence[Sample], device, *, base: Predictor | None = None, base_sha256: str | None = None,
-                      holdout: float = HOLDOUT, seed: int = SEED, terms: tuple[str, ...] = DEFAULT_TERMS,
-                      source: str = "", where: str = "the rows") -> CalibratedPredictor:
+                      holdout: float = HOLDOUT, seed: int = SEED, source: str = "",
+                      where: str = "the rows") -> CalibratedPredictor:
     """A `CalibratedPredictor` for ``device`` (a catalog `Accelerator`) from samples measured on it.
 
     ``holdout`` of the rows (spread over op groups and sizes) are kept out of the fit and scored
@@ -69,14 +68,18 @@ def calibrate_samples(samples: Sequence[Sample], device, *, base: Predictor | No
     measured = np.array([s.seconds for s in rows])
     predicted = base.predict_seconds(ops, device)
     bound = base.bound_seconds(ops, device)
-    ctx = Context(matrix(op_columns(ops), device_columns([device])), predicted, bound)
-    keys = group_keys(ctx.pairs)
-    fit_rows, held = hold_back(keys, np.log(bound), holdout, seed=seed)
-    correction = fit_correction(device.name, ctx, measured, fit_rows, terms)
+    cols = op_columns(ops)
+    fit_rows, held = hold_back(group_keys(cols), np.log(bound), holdout, seed=seed)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):   # small dense algebra: threads only contend (and the result is the same)
+        correction = fit_correction(device.name, cols, device_columns([device]), predicted, measured, fit_rows)
     summary = {
         "device": device.name, "detected": bool(getattr(device, "detected", False)), "source": source,
         "rows": len(samples), "rows_used": len(rows), "rows_fit": int(fit_rows.size), "rows_heldback": int(held.size),
-        "left_out": dict(dropped), "terms": list(terms), "groups": sorted(correction.fits),
+        "left_out": dict(dropped),
+        "classes": {cls: {"rows": fit.rows, "offset": round(fit.offset, 4), "kernel_rows": int(fit.alpha.size)}
+                    for cls, fit in sorted(correction.fits.items())},
         "created": _dt.date.today().isoformat(), "heldback": {},
     }
     calibrated = CalibratedPredictor(base, correction, summary, base_sha256 or "")

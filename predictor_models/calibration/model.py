@@ -12,10 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from predictor_models.predictor.bound import matrix
 from predictor_models.predictor.model import Predictor
 
-from .correction import Context, Correction, GroupFit
+from .correction import Correction
 
 FORMAT = "prenet-calibration"
 FORMAT_VERSION = 1
@@ -42,9 +41,7 @@ class CalibratedPredictor(Predictor):
         for j, name in enumerate(devs.names):
             if name.strip().lower() != self._device_key:
                 continue
-            one = devs.take(np.array([j]))
-            ctx = Context(matrix(cols, one), times[:, j], bound[:, j])
-            times[:, j] = times[:, j] * np.exp(self.correction.log_ratio(ctx))
+            times[:, j] = times[:, j] * np.exp(self.correction.log_ratio(cols, devs.take(np.array([j])), times[:, j]))
         return times
 
     def relative_error(self, op_class: str, device=None) -> float:
@@ -65,7 +62,7 @@ def calibration_document(predictor: CalibratedPredictor) -> dict:
     return {"format": FORMAT, "format_version": FORMAT_VERSION,
             "base": {"sha256": predictor.base_sha256, "version": predictor.base.metadata.get("version")},
             "device": predictor.correction.device,
-            "fits": {k: f.to_json() for k, f in sorted(predictor.correction.fits.items())},
+            "fits": predictor.correction.to_json(),
             "metadata": predictor.summary}
 
 
@@ -81,8 +78,7 @@ def calibrated_from_document(doc: dict, path: Path, base: Predictor, base_path: 
             f"it was calibrated on predictor {want.get('version')!r} (sha256 {str(want.get('sha256'))[:12]}), but the "
             f"shipped predictor is {base.metadata.get('version')!r} (sha256 {sha[:12]}); recalibrate with this "
             f"version: {RECALIBRATE.format(folder=path.parent)}")
-    fits = {str(k): GroupFit.from_json(v) for k, v in doc["fits"].items()}
-    correction = Correction(str(doc["device"]), fits)
+    correction = Correction.from_json(str(doc["device"]), doc["fits"])
     return CalibratedPredictor(base, correction, dict(doc.get("metadata", {})), sha)
 
 

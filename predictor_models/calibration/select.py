@@ -6,11 +6,23 @@ from typing import Sequence
 
 import numpy as np
 
+from predictor_models.predictor.devices import MODES
 
-def spread_pick(groups: Sequence[str], size: Sequence[float], n: int, *, seed: int = 0) -> np.ndarray:
-    """Indices of ``n`` rows (sorted): an equal share per group (a small group's unused share goes to
-    the others), and inside a group rows evenly spaced along ``size`` (e.g. log of the op's bound),
-    each from a seeded random position inside its stretch."""
+_TENSOR = np.array([m in ("tf32", "fp16", "bf16", "fp8") for m in MODES])
+
+
+def group_keys(cols) -> np.ndarray:
+    """``class/math`` per op (`OpColumns`): math is ``tensor`` (TF32/FP16/BF16/FP8 matrix units),
+    ``half`` (2-byte vector math) or ``fp32``."""
+    math = np.where(_TENSOR[cols.mode], "tensor", np.where(cols.esize <= 2, "half", "fp32"))
+    return np.array([f"{c}/{m}" for c, m in zip(cols.op_class, math)], dtype=object)
+
+
+def spread_pick(groups: Sequence[str], size: Sequence[float], n: int, *, seed: int = 0,
+                weights: dict[str, float] | None = None) -> np.ndarray:
+    """Indices of ``n`` rows (sorted): a share per group in proportion to ``weights`` (default equal;
+    a small group's unused share goes to the others), and inside a group rows evenly spaced along
+    ``size`` (e.g. log of the op's bound), each from a seeded random position inside its stretch."""
     groups = np.asarray(groups, dtype=object)
     size = np.asarray(size, dtype=float)
     if n >= len(groups):
@@ -18,12 +30,14 @@ def spread_pick(groups: Sequence[str], size: Sequence[float], n: int, *, seed: i
     rng = np.random.default_rng(seed)
     names = sorted(set(groups))
     members = {g: np.flatnonzero(groups == g) for g in names}
+    weight = {g: float((weights or {}).get(g, 1.0 if weights is None else 0.0)) for g in names}
     quota = dict.fromkeys(names, 0)
-    left, open_groups = n, list(names)
+    left, open_groups = n, [g for g in names if weight[g] > 0] or list(names)
     while left > 0 and open_groups:
-        share = max(left // len(open_groups), 1)
+        total = sum(weight[g] or 1.0 for g in open_groups)
+        shares = {g: max(int(left * (weight[g] or 1.0) / total), 1) for g in open_groups}
         for g in list(open_groups):
-            take = min(share, members[g].size - quota[g], left)
+            take = min(shares[g], members[g].size - quota[g], left)
             quota[g] += take
             left -= take
             if quota[g] >= members[g].size:
