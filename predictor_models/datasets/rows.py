@@ -91,19 +91,20 @@ def read_rows(paths: Sequence[str | Path], report: LoadReport | None = None) -> 
     return out
 
 
-def read_row_file(path: Path, report: LoadReport | None = None) -> list[Sample]:
-    """The samples of one row file (see `read_rows`); ``report`` counts the rows that did not parse."""
+def read_row_file(path: Path, report: LoadReport | None = None, sources: Sequence[str] | None = None) -> list[Sample]:
+    """The samples of one row file (see `read_rows`); ``report`` counts the rows that did not parse.
+    ``sources`` keeps only rows of those sources (the others are skipped unparsed)."""
     if not path.is_file():
         raise RowsError(f"{path}: no such rows file; pass a file or folder written by `prenet collect --out DIR`")
     try:
         with open_text(path) as handle:
-            return _parse(path, handle, report)
+            return _parse(path, handle, report, frozenset(sources) if sources is not None else None)
     except (OSError, EOFError, lzma.LZMAError, UnicodeDecodeError, csv.Error) as error:
         raise RowsError(f"{path}: unreadable rows file ({error}); measure again with `prenet collect --out DIR` "
                         "or remove the file") from None
 
 
-def _parse(path: Path, handle: IO[str], report: LoadReport | None) -> list[Sample]:
+def _parse(path: Path, handle: IO[str], report: LoadReport | None, sources: frozenset | None) -> list[Sample]:
     first = handle.readline()
     if first.startswith(_SCHEMA_PREFIX):
         schema = first[len(_SCHEMA_PREFIX):].strip()
@@ -120,6 +121,8 @@ def _parse(path: Path, handle: IO[str], report: LoadReport | None) -> list[Sampl
                         "`prenet collect --out DIR`")
     out: list[Sample] = []
     for row in reader:
+        if sources is not None and row.get("source") not in sources:
+            continue
         try:
             op = OpSpec(row["op_class"], row["dtype"], float(row["flops"]), float(row["bytes_read"]),
                         float(row["bytes_written"]), json.loads(row["dims"] or "{}"),

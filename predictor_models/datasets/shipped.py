@@ -97,9 +97,8 @@ def load_shipped(sources: Sequence[str] | None = None, folder: Path = SHIPPED_DI
         raise ShippedDataError(f"source {missing[0]!r} is not in the shipped rows (shipped: {', '.join(reports)}); "
                                "pass --data DIR with the raw source folders to use it")
     by_source: dict[str, list[Sample]] = {name: [] for name in wanted}
-    for sample in read_row_file(folder / manifest["rows_file"]):
-        if sample.source in by_source:
-            by_source[sample.source].append(sample)
+    for sample in read_row_file(folder / manifest["rows_file"], sources=wanted):
+        by_source[sample.source].append(sample)
     out_reports = []
     for name in wanted:
         r = reports[name]
