@@ -5,7 +5,7 @@
 
 For each held-out GPU, the fold trained without it is corrected with ``--rows`` of its rows (chosen as
 in `calibration_value`) in four ways, per op class, and scored by MAPE on the GPU's other rows:
-an offset (mean log ratio), an offset and a slope in log predicted time, ridge regression on the
+an offset (median log ratio), an offset and a slope in log predicted time, ridge regression on the
 class's features (leave-one-out penalty), and the shipped form (offset plus Gaussian-kernel ridge).
 """
 from __future__ import annotations
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
             mape = lambda log_ratio: float(np.mean(np.abs(predicted[test] * np.exp(log_ratio) / measured[test] - 1)))  # noqa: E731
             entry["classes"][cls] = {
                 "fit_rows": int(fit.size),
-                "uncalibrated": mape(0.0), "offset": mape(np.mean(y[fit])),
+                "uncalibrated": mape(0.0), "offset": mape(np.median(y[fit])),
                 "offset_and_slope": mape(linear_ridge(log_t[fit], y[fit], log_t[test])),
                 "ridge_on_features": mape(linear_ridge(x[fit], y[fit], x[test])),
                 "kernel_ridge": float(np.mean(np.abs(shipped_form[classes[rest] == cls] / measured[test] - 1))),

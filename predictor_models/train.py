@@ -86,16 +86,39 @@ def load_training_set(data: str | Path | None, sources: Sequence[str] | None, ex
                              "--data ../shared/data, or leave --data out to use the rows shipped with prenet)")
         samples, reports = load_all(root, tuple(sources or DEFAULT_SOURCES))
         where = str(root)
+    lookup = lookup_hardware
     if extra:
         report = LoadReport("extra")
-        samples = samples + read_rows(extra, report)
+        mine = read_rows(extra, report)
+        samples = samples + mine
         reports.append(report)
+        lookup = extra_lookup(extra, {s.device for s in mine})
     if not samples:
         raise TrainError(f"no usable measurements in {where} (sources: {', '.join(sources or DEFAULT_SOURCES)})")
-    ts = build_training_set(samples, lookup_hardware)
+    ts = build_training_set(samples, lookup)
     if not len(ts):
         raise TrainError("no measurement is on a GPU the hardware catalog knows")
     return ts, reports
+
+
+def extra_lookup(extra: Sequence[str], devices: set[str]):
+    """Name -> catalog entry, knowing the GPUs described by ``hardware.toml`` files beside the extra rows
+    (collect writes one for a GPU the catalog lacks); an extra device nobody describes is an error."""
+    from predictor_models.hardware import UnknownHardwareError, default_catalog, lookup_hardware
+    from predictor_models.hardware.catalog import apply_override
+
+    catalog = default_catalog()
+    for folder in extra:
+        path = Path(folder) / "hardware.toml"
+        if path.is_file():
+            catalog = apply_override(catalog, path)
+    for name in sorted(devices):
+        try:
+            lookup_hardware(name, catalog=catalog)
+        except UnknownHardwareError as error:
+            raise TrainError(f"--extra rows of {name!r}: {error}; put the hardware.toml that `prenet collect` wrote "
+                             "for it beside the rows, or describe it in $PRENET_HARDWARE") from None
+    return lambda name: lookup_hardware(name, catalog=catalog)
 
 
 def train(data: str | Path | None, out: str | Path, *, extra: Sequence[str] | None = None, sources: Sequence[str] | None = None,

@@ -233,3 +233,18 @@ def test_bad_reports_are_one_clear_error(tmp_path, capsys):
     _expect_error(["--from-report", str(path), "--device", "A100"], tmp_path, capsys, "'L4'", "A100", "--device")
     with pytest.raises(CalibrationError):
         calibrate_report(path, device="H100")
+
+
+def test_train_extra_rows_of_a_detected_gpu_need_its_override(tmp_path):
+    from predictor_models.hardware.detected import detected_accelerator, to_toml
+    from predictor_models.train import TrainError, extra_lookup
+
+    folder = tmp_path / "rows"
+    folder.mkdir()
+    with pytest.raises(TrainError, match="'NVIDIA Imaginary Q1'.*hardware.toml"):
+        extra_lookup([str(folder)], {"NVIDIA Imaginary Q1", "L4"})
+    entry = detected_accelerator("NVIDIA Imaginary Q1", {"sm_count": 70, "major": 8, "minor": 6, "memory_bytes": 2**35,
+                                                         "memory_clock_mhz": 9001, "bus_width_bits": 256})
+    (folder / "hardware.toml").write_text(to_toml(entry))
+    lookup = extra_lookup([str(folder)], {"NVIDIA Imaginary Q1", "L4"})
+    assert lookup("NVIDIA Imaginary Q1").sm_count == 70 and lookup("NVIDIA L4").name == "L4"

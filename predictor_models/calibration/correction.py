@@ -1,13 +1,14 @@
 """The per-device correction: log(measured / predicted) per op class, as an offset plus a smooth
 function of the op, learnt from the rows measured on that device.
 
-Per class, the correction of an op is ``offset + k(x) . alpha``: ``offset`` the mean log ratio of
+Per class, the correction of an op is ``offset + k(x) . alpha``: ``offset`` the median log ratio of
 the class's rows, ``k(x)`` a Gaussian kernel between the op's features and those of the fitted rows
 (kernel ridge regression, the usual model of a simulator's discrepancy), so ops like the measured
 ones get their residual and ops unlike any of them fall back to the offset. The features are the
 base model's own scale-free features of the class on that device (`predictor.features`, those that
 vary between the rows) plus the log of the predicted time, standardised and clipped to the fitted
-range. The kernel width and the ridge penalty are chosen per class by exact leave-one-out error.
+range. The kernel width and the ridge penalty are chosen per class by exact leave-one-out error, and
+the kernel is dropped where it does not beat the offset alone out of sample.
 Held-out comparisons (benchmarks/calibration_value.py, docs/calibration.md) chose this over an
 offset alone, an offset and slope in log time, and ridge on features or on the MLPs' hidden units.
 """
@@ -84,11 +85,13 @@ def _sq_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def fit_class(x: np.ndarray, y: np.ndarray) -> ClassFit:
-    """Offset plus kernel ridge on the varying feature columns, width and penalty by leave-one-out."""
-    offset = float(np.mean(y))
+    """Median offset plus kernel ridge on the varying feature columns; the kernel's width and penalty
+    by exact leave-one-out error, and the kernel kept only where its leave-one-out mean absolute error
+    beats the offset's (log ratios are skewed: a median and absolute errors follow MAPE)."""
+    offset = float(np.median(y))
     n = y.size
     if n < MIN_KERNEL_ROWS:
-        return ClassFit(float(np.median(y)), n)
+        return ClassFit(offset, n)
     spread = x.std(axis=0)
     columns = np.flatnonzero(spread > 1e-9 * np.maximum(1.0, np.abs(x).max(axis=0)))
     if columns.size == 0:
@@ -107,11 +110,11 @@ def fit_class(x: np.ndarray, y: np.ndarray) -> ClassFit:
             shrink = values / (values + lam)
             fitted = vectors @ (shrink * projected)
             leverage = np.einsum("ij,j,ij->i", vectors, shrink, vectors)
-            loo = np.mean(((r - fitted) / np.maximum(1.0 - leverage, 1e-6)) ** 2)
-            if best is None or loo < best[0]:
-                best = (loo, w, lam, vectors, values, projected)
-    _, w, lam, vectors, values, projected = best
-    if best[0] >= np.mean(r ** 2):           # the kernel does not beat the offset out of sample
+            loo = np.abs((r - fitted) / np.maximum(1.0 - leverage, 1e-6))
+            if best is None or np.mean(loo) < best[0]:
+                best = (float(np.mean(loo)), w, lam, vectors, values, projected)
+    score, w, lam, vectors, values, projected = best
+    if score >= np.mean(np.abs(r)):          # the kernel does not beat the offset out of sample
         return ClassFit(offset, n)
     alpha = vectors @ (projected / (values + lam))
     return ClassFit(offset, n, columns, mean, scale, lo, hi, z, alpha, w * median)
