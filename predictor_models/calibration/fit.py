@@ -52,6 +52,8 @@ def calibrate_samples(samples: Sequence[Sample], device, *, base: Predictor | No
 
     ``holdout`` of the rows (spread over op groups and sizes) are kept out of the fit and scored
     before and after; the summary records it. ``base`` None is the shipped predictor."""
+    from threadpoolctl import threadpool_limits
+
     from predictor_models.predictor.artifact import ARTIFACT_NAME, PRETRAINED_DIR, load_predictor
 
     from .model import sha256_of
@@ -70,8 +72,6 @@ def calibrate_samples(samples: Sequence[Sample], device, *, base: Predictor | No
     bound = base.bound_seconds(ops, device)
     cols = op_columns(ops)
     fit_rows, held = hold_back(group_keys(cols), np.log(bound), holdout, seed=seed)
-    from threadpoolctl import threadpool_limits
-
     with threadpool_limits(1):   # small dense algebra: threads only contend (and the result is the same)
         correction = fit_correction(device.name, cols, device_columns([device]), predicted, measured, fit_rows)
     summary = {

@@ -47,8 +47,11 @@ class Predictor:
         """False when no trained model covers the op's class (it gets bound / default utilisation)."""
         return expand(op, self._modelled) is not None
 
-    def relative_error(self, op_class: str) -> float:
-        """Held-out (unseen-GPU) MAPE of the class; proxies add a margin; unknown classes a documented default."""
+    def relative_error(self, op_class: str, device=None) -> float:
+        """Held-out (unseen-GPU) MAPE of the class; proxies add a margin; unknown classes a documented default.
+
+        ``device`` (an accelerator or its name) matters only to a calibrated predictor, whose calibrated
+        device has its own, measured, error."""
         if op_class in self.heldout:
             return float(self.heldout[op_class])
         proxy = PROXIED.get(op_class)
