@@ -90,10 +90,16 @@ def _device_type(torch: Any, device: Any) -> str:
 
 
 def _cuda_index(torch: Any, device: Any) -> int:
+    """GPU 0 for ``device`` None, the index of ``cuda:N``, the current GPU for a bare ``cuda``."""
     if device is None:
         return 0
     index = torch.device(device).index
-    return int(torch.cuda.current_device() if index is None else index)
+    if index is None:
+        try:
+            index = torch.cuda.current_device()
+        except Exception:  # noqa: BLE001 - no context yet (or a stand-in torch.cuda): the first GPU
+            index = 0
+    return int(index)
 
 
 def _detect(name: str, props: Any):
