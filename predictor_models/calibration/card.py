@@ -15,7 +15,7 @@ def calibration_card(summary: dict, base_version: str) -> str:
                                                  if summary.get("detected") else ""),
              f"- Rows: {summary['rows']} read from {summary['source'] or 'the input'}, {summary['rows_used']} usable "
              f"({summary['rows_fit']} fitted, {summary['rows_heldback']} held back from the fit and scored below)",
-             "- Correction: log(measured / predicted) per op class = the class's mean offset plus a Gaussian-kernel "
+             "- Correction: log(measured / predicted) per op class = the class's median offset plus a Gaussian-kernel "
              "ridge fit on the base model's features of the op (docs/calibration.md): "
              + ", ".join(f"{c} {e['rows']} rows (offset {e['offset']:+.3f}"
                          + (f", kernel on {e['kernel_rows']} rows)" if e["kernel_rows"] else ", offset only)")
