@@ -12,7 +12,7 @@ import sys
 from typing import Sequence
 
 # module name (under prenet_callbacks.cli) for each sub-command
-_SUBCOMMAND_MODULES = ("hardware", "estimate", "report", "train", "evaluate", "collect")  # not "delegate": a helper
+_SUBCOMMAND_MODULES = ("hardware", "estimate", "report", "train", "evaluate", "collect", "calibrate")  # not "delegate": a helper
 
 
 class UsageError(Exception):
