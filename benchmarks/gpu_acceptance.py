@@ -159,9 +159,14 @@ def _collect(work: Path) -> dict[str, Any]:
         device = lookup_hardware(sample.device)
         predicted = float(predictor.predict_seconds([sample.op], device)[0])
         by_class.setdefault(sample.op.op_class, []).append(abs(predicted / sample.seconds - 1))
-    return {"rows": len(samples), "file": str(path),
-            "mape_by_class": {k: round(statistics.mean(v), 4) for k, v in sorted(by_class.items())},
-            "rows_by_class": {k: len(v) for k, v in sorted(by_class.items())}}
+    result = {"rows": len(samples), "file": str(path),
+              "mape_by_class": {k: round(statistics.mean(v), 4) for k, v in sorted(by_class.items())},
+              "rows_by_class": {k: len(v) for k, v in sorted(by_class.items())}}
+    # calibrating on these rows: the error on rows held back from the fit, before and after
+    from predictor_models.calibration.api import calibrate_rows
+
+    result["calibration"] = calibrate_rows(path.parent).summary
+    return result
 
 
 def _measured_step_s(build: Callable, batch: int, precision: str, device: torch.device, steps: int) -> float:
