@@ -126,7 +126,7 @@ def _targets_table(report: Report) -> Table | None:
     for target in report.targets:
         devices = target.get("devices", 1)
         name = target.get("name", "?")
-        label = f"{devices}x {name}" if devices and devices > 1 else name
+        label = target.get("label") or (f"{devices}x {name}" if devices and devices > 1 else name)
         speedup = target.get("speedup")
         fits = target.get("fits_memory")
         if fits is None:
@@ -143,8 +143,8 @@ def _targets_table(report: Report) -> Table | None:
                 notes.append(line)
         table.add_row(
             label + (" (current)" if target.get("current") else ""),
-            format_step_time(target.get("step_seconds")),
-            format_duration(target.get("total_seconds")),
+            format_step_time(target.get("step_s", target.get("step_seconds"))),
+            format_duration(target.get("total_s", target.get("total_seconds"))),
             "—" if error is None else f"±{error * 100:.0f}%",
             "—" if speedup is None else f"{speedup:.2f}x",
             fits_text,
@@ -152,6 +152,10 @@ def _targets_table(report: Report) -> Table | None:
             format_usd(target.get("total_usd")),
             str(target.get("method", "")),
         )
+    convention = next((t.get("batch_convention") for t in report.targets if t.get("batch_convention")), None)
+    if convention:
+        notes.append("batch: each GPU keeps the measured per-device batch" if convention == "per_device"
+                     else "batch: the global batch stays, split over each target's GPUs")
     if notes:
         table.caption = "\n".join(notes)
         table.caption_justify = "left"
@@ -172,6 +176,8 @@ def report_renderable(report: Report) -> Panel:
     if targets is not None:
         parts += [Text(""), targets]
     recommendation = report.extra.get("recommendation")
+    if isinstance(recommendation, dict):
+        recommendation = recommendation.get("text")
     if recommendation:
         parts += [Text(""), Text(f"Recommendation: {recommendation}", style="bold")]
     for limitation in report.limitations:

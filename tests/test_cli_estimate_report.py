@@ -50,7 +50,7 @@ def test_estimate_table_and_json(models, capsys):
     assert main(["estimate", f"{models}:embed", "-i", "8x128:int64", "-t", "A100", "--json",
                  "--model-kwargs", '{"vocab": 500}']) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["targets"][0]["name"] == "A100-SXM4-80GB" and data["targets"][0]["step_seconds"] > 0
+    assert data["targets"][0]["name"] == "A100-SXM4-80GB" and data["targets"][0]["step_s"] > 0
 
 
 @pytest.mark.parametrize("argv,needle", [
