@@ -71,9 +71,10 @@ def _phase_index(workload: Workload) -> np.ndarray:
 
 
 def _python(workload: Workload) -> np.ndarray | None:
-    if workload.current_kind != "cpu" or all(u.python_s is None for u in workload.units):
+    """Measured Python time per unit (NaN where the generic per-op costs apply)."""
+    if all(u.python_s is None for u in workload.units):
         return None
-    return np.array([u.python_s or 0.0 for u in workload.units])
+    return np.array([np.nan if u.python_s is None else u.python_s for u in workload.units])
 
 
 @dataclass(frozen=True)
