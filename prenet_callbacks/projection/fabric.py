@@ -1,18 +1,21 @@
 """Collectives over a whole target: one node (ring or NVLS) or several nodes (hierarchical).
 
-Across nodes NCCL reduce-scatters inside each node over NVLink, all-reduces each GPU's 1/G shard
-between nodes over that GPU's own NIC (rail-optimised nodes: one NIC per GPU), and all-gathers inside
-the node again; the stages are pipelined, so the slower stage sets the pace:
+Across nodes each GPU talks over its own NIC (rail-optimised nodes: one NIC per GPU) and NVLink
+carries the rest inside the node; the stages are pipelined, so the slower one sets the pace:
 
-    all-reduce of S bytes on N nodes x G GPUs:
-        t = alpha + max( 2 (G-1)/G x S / busbw_node ,  2 (N-1)/N x S / (G x B_nic) )
+    all-reduce of S bytes on N nodes x G GPUs (W = N G ranks):
+        t = alpha + max( S / algbw_node(G) ,  f x S / (G x B_nic) )
+        f = 2 (N-1)/N for N = 2 (NCCL's tree: the node's share crosses the network once each way),
+            2 (W-1)/W for N > 2 (NCCL's ring over all ranks: bus bandwidth = G x B_nic)
 
-with B_nic the per-GPU network bandwidth (catalog `network_gbps_per_gpu`, or the target's
-``@ 200G``) times `NETWORK_EFFICIENCY`. Reduce-scatter and all-gather move half of each term.
+with algbw_node the node's all-reduce bandwidth (`links.Link`), B_nic the per-GPU network bandwidth
+(catalog `network_gbps_per_gpu`, or the target's ``@ 200G``) times `NETWORK_EFFICIENCY`.
+Reduce-scatter and all-gather move half of each term.
 
 `NETWORK_EFFICIENCY` = 0.92 is the large-message bus bandwidth of a public 1024-GPU H100 ring
-(NVIDIA/nccl-tests issue #322: 367 GB/s on 8 x 400 Gb/s NDR per node, 367 / 400); the collective
-benchmark (``benchmarks/projection_collectives.py``) checks the whole model on other measurements.
+(NVIDIA/nccl-tests issue #322, NCCL_ALGO=Ring: 367 GB/s on 8 x 400 Gb/s NDR per node, 367 / 400);
+``benchmarks/projection_collectives.py`` checks the model on other public measurements of 2-64 GPUs
+(NVIDIA/nccl-tests issue #309: 2, 4 and 8 H100 nodes; a GCP A3 Mega 2-node run; OpenXLA's tables).
 """
 from __future__ import annotations
 
@@ -60,8 +63,15 @@ class Fabric:
             if kind == "all_reduce":
                 return 1.0 / self.intra.all_reduce_algbw(g)
             return share * (g - 1) / g / self.intra.bus_bytes_per_s
-        intra = share * (g - 1) / g / self.intra.bus_bytes_per_s if g > 1 else 0.0
-        net = share * (n - 1) / n / (g * self.net_bytes_per_s)
+        if g <= 1:
+            intra = 0.0
+        elif kind == "all_reduce":
+            intra = 1.0 / self.intra.all_reduce_algbw(g)
+        else:
+            intra = share * (g - 1) / g / self.intra.bus_bytes_per_s
+        w = self.ranks
+        crossing = (n - 1) / n if n == 2 else (w - 1) / w
+        net = share * crossing / (g * self.net_bytes_per_s)
         return max(intra, net)
 
     def bus_bandwidth(self, kind: str = "all_reduce") -> float:

@@ -15,9 +15,10 @@ Constants, from Vidur's NCCL all-reduce measurements (``../shared/data/vidur/dat
   alpha 45-81 us.
 - PCIe cards with pairwise NVLink bridges, n = 4 (rings cross PCIe): A100 24 GB/s (Gen4: 0.74 of
   32 GB/s one-way), H100 50 GB/s (Gen5: 0.78 of 64 GB/s).
-- NVLink SHARP all-reduce (NVLink4/5 switches): algorithm bandwidth 0.5 of one-way NVLink. This one is
-  not from Vidur: it is the H100 8-GPU large-message plateau of the OpenXLA collective table (230 GB/s
-  algorithm bandwidth = 0.51 x 450), the only source of the three that ran NCCL with NVLS.
+- NVLink SHARP all-reduce (NVLink4/5 switches, NCCL >= 2.17 on NVSwitch systems): algorithm bandwidth
+  0.53 of one-way NVLink, the GB200 NVL72 large-message plateau of the OpenXLA collective table (476 GB/s
+  over 64 GPUs = 0.53 x 900); H100 8-GPU plateaus are 0.51 (OpenXLA, 230 GB/s) and 0.61 (NVIDIA/nccl-tests
+  issue #309, 482 GB/s bus bandwidth). Vidur's runs did not use NVLS.
 - AMD xGMI (MI300X/MI325X): a full mesh, 7 links x 64 GB/s each way per GPU of which ~48 GB/s are
   usable (AMD ROCm blog "Understanding RCCL Bandwidth and xGMI Performance on MI300X", 2025): a ring
   over n GPUs of the mesh uses n-1 links per GPU, busbw ~ (n-1) x 48 GB/s.
@@ -32,7 +33,7 @@ _NVLINK_TOTAL_GBS = {1: 160.0, 2: 300.0, 3: 600.0, 4: 900.0, 5: 1800.0}  # bidir
 # Share of the one-way NVLink bandwidth NCCL's ring reaches as bus bandwidth, by ranks (see docstring).
 _NVLINK_RING_EFFICIENCY = {3: ((2, 0.57), (4, 0.62)), 4: ((2, 0.66), (4, 0.77), (8, 0.82))}
 _DEFAULT_NVLINK_EFFICIENCY = 0.7
-NVLS_EFFICIENCY = 0.5            # NVLink SHARP all-reduce: algorithm bandwidth / one-way NVLink
+NVLS_EFFICIENCY = 0.53           # NVLink SHARP all-reduce: algorithm bandwidth / one-way NVLink
 XGMI_USABLE_SHARE = 0.75         # 48 of 64 GB/s per xGMI link
 ALPHA_NVSWITCH_S = 30e-6         # per collective call (H100 fit 22-37 us)
 ALPHA_OTHER_S = 60e-6            # A100 NVSwitch 45-81 us, PCIe rings similar
