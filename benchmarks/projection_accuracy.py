@@ -241,13 +241,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     torch.backends.cudnn.allow_tf32 = False  # all measurements are FP32 without TF32
     predictor, note = default_predictor()
-    g_rows = gavel(data)
-    n_rows, dp_rows = neusight(data)
+    estimates: dict = {}
+    g_rows = gavel(data, estimates)
+    n_rows, dp_rows = neusight(data, estimates)
+    add_anchored(g_rows, estimates, predictor)
+    add_anchored(n_rows, estimates, predictor)
+    hostbound = projection_hostbound.hostbound_rows(predictor)
+    transformers = projection_transformers.transformer_rows(predictor)
+    collectives = projection_collectives.run(data)
     for row in g_rows + n_rows + dp_rows:
         row["ape"] = round(abs(row["predicted_s"] / row["measured_s"] - 1), 4)
         row["predicted_s"] = round(row["predicted_s"], 6)
         row["measured_s"] = round(row["measured_s"], 6)
     rel_g, rel_n = relative_errors(g_rows), relative_errors(n_rows)
+    anc_g, anc_n = anchored_errors(g_rows), anchored_errors(n_rows)
+    anc_nvidia = [r for r in anc_n if not r["gpu"].startswith("MI")]
     nvidia = [r for r in rel_n if not r["gpu"].startswith("MI")]
     nvidia_rows = [r for r in n_rows if not r["gpu"].startswith("MI")]
     by_reference = {gpu: _summary([r["ape"] for r in relative_errors(nvidia_rows, gpu)])
@@ -268,17 +276,31 @@ def main(argv: list[str] | None = None) -> int:
             "relative_speed_all": _summary([r["ape"] for r in rel_g + rel_n]),
             "relative_speed_nvidia_pascal_and_newer": _summary(
                 [r["ape"] for r in rel_g + nvidia if r["gpu"] != "K80"]),
+            "relative_speed_anchored_nvidia_pascal_and_newer": _summary(
+                [r["ape"] for r in anc_g + anc_nvidia if r["gpu"] != "K80"]),
+            "relative_speed_anchored_gavel_without_k80": _summary([r["ape"] for r in anc_g if r["gpu"] != "K80"]),
+            "relative_speed_anchored_neusight_nvidia": _summary([r["ape"] for r in anc_nvidia]),
+            "hostbound_step": projection_hostbound.summary(hostbound),
+            "hostbound_relative_pairs": _summary(pair_errors(
+                [{**r, "group": r["group"]} for r in hostbound])),
+            "transformer_step": projection_transformers.summary(transformers),
+            "collective_busbw": collectives["summary"],
             "absolute_gavel": _summary([r["ape"] for r in g_rows]),
             "absolute_neusight": _summary([r["ape"] for r in n_rows]),
             "absolute_all": _summary([r["ape"] for r in g_rows + n_rows]),
             "data_parallel_step": _summary([r["ape"] for r in dp_rows]),
             "data_parallel_scaling": _summary(scaling),
         },
-        "targets": {"relative_speed_mape": 0.15, "absolute_median": 0.30, "data_parallel_scaling": 0.10},
+        "targets": {"relative_speed_mape": 0.12, "absolute_median": 0.30, "data_parallel_scaling": 0.10,
+                    "hostbound_step_mape": 0.15, "transformer_step_median": 0.20, "collective_busbw_mape": 0.15},
         "neusight_reference": NEUSIGHT_DEVICES[NEUSIGHT_REFERENCE],
         "relative_speed_neusight_nvidia_by_reference": by_reference,
         "label_consistency": label_consistency(data),
         "relative": rel_g + rel_n,
+        "relative_anchored": anc_g + anc_n,
+        "hostbound": hostbound,
+        "transformers": transformers,
+        "collectives": collectives["rows"],
         "absolute": g_rows + n_rows,
         "data_parallel": dp_rows,
     }
