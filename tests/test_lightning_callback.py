@@ -218,6 +218,6 @@ def test_default_targets_are_projected_with_a_recommendation(tmp_path):
     targets = callback.report.targets
     names = {(t["devices"], t["name"]) for t in targets}
     assert (8, "H100-SXM5") in names and (1, "A100-SXM4-80GB") in names
-    assert all(t["total_seconds"] > 0 for t in targets)
-    assert callback.report.extra.get("recommendation")
+    assert all(t["total_s"] > 0 for t in targets)
+    assert callback.report.extra.get("recommendation")["text"]
     assert callback.report.current["batch_size"] == 4 and callback.report.current["optimizer"] == "sgd"

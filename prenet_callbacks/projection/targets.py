@@ -130,8 +130,9 @@ def _flat_target(acc, count: int, network: float | None, text: str) -> Projectio
             raise ValueError(f"a network ('@ ...') only applies across nodes, got {text!r} ({count} GPUs fit one "
                              f"{acc.name} node); write e.g. '2x{largest} {acc.name} @ {network:g}G'")
         return ProjectionTarget(acc, 1, count)
+    # whole nodes, each at least half full: 16 -> 2x8, 12 -> 2x6; 13 (13 nodes of 1) is refused
     nodes = next((n for n in range(2, count + 1) if count % n == 0 and count // n <= largest), None)
-    if nodes is None or count // nodes < 1:
+    if nodes is None or 2 * (count // nodes) < largest:
         raise ValueError(f"{text!r}: {count} {acc.name} do not split into equal nodes of at most {largest}; "
                          f"write the node form, e.g. '{-(-count // largest)}x{largest} {acc.name}'")
     per_node = count // nodes
