@@ -139,20 +139,22 @@ def unit_host_seconds(kernels: np.ndarray, phases: np.ndarray, costs: HostCosts,
 def simulate(host: np.ndarray, device: np.ndarray, kernels: np.ndarray) -> np.ndarray:
     """Step time per target of units issued by the host in order and run by the GPU.
 
-    host: (U,) seconds; device: (U, T) seconds; kernels: (U,). Returns (T,)."""
+    host: (U,) or (U, T) seconds; device: (U,) or (U, T) seconds; kernels: (U,). Returns (T,)."""
     host = np.asarray(host, dtype=float)
     device = np.asarray(device, dtype=float)
     if device.ndim == 1:
         device = device[:, None]
-    if host.size == 0:
-        return np.zeros(device.shape[1])
+    if host.ndim == 1:
+        host = host[:, None]
+    if host.shape[0] == 0:
+        return np.zeros(max(device.shape[1], host.shape[1]))
     k = np.maximum(np.asarray(kernels, dtype=float), 1.0)[:, None]
-    h_end = np.cumsum(host)[:, None]
-    h_start = h_end - host[:, None]
-    ready = np.maximum(h_start + host[:, None] / k + device, h_end + device / k)
+    h_end = np.cumsum(host, axis=0)
+    h_start = h_end - host
+    ready = np.maximum(h_start + host / k + device, h_end + device / k)
     done = np.cumsum(device, axis=0)
     lag = np.maximum(0.0, np.max(ready - done, axis=0))
-    return np.maximum(h_end[-1, 0], done[-1] + lag)
+    return np.maximum(h_end[-1], done[-1] + lag)
 
 
 def calibrate_host_scale(host: np.ndarray, device: np.ndarray, kernels: np.ndarray, target_s: float,
@@ -160,19 +162,19 @@ def calibrate_host_scale(host: np.ndarray, device: np.ndarray, kernels: np.ndarr
     """The factor on `host` (<= `max_scale`) for which `simulate` gives `target_s` on the measured GPU.
 
     1.0 when the measured step is already explained without more host time (GPU-bound)."""
+    host = np.asarray(host, dtype=float)
     device = np.asarray(device, dtype=float).reshape(-1, 1)
     if target_s <= float(simulate(host, device, kernels)[0]) or not np.sum(host) > 0:
         return 1.0
-    lo, hi = 1.0, max_scale
-    if float(simulate(host * hi, device, kernels)[0]) <= target_s:
-        return hi
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        if float(simulate(host * mid, device, kernels)[0]) < target_s:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+    scales = np.linspace(1.0, max_scale, 257)
+    steps = simulate(host[:, None] * scales[None, :], device, kernels)   # monotone in the scale
+    above = np.flatnonzero(steps >= target_s)
+    if not above.size:
+        return max_scale
+    i = int(above[0])
+    lo, hi = scales[i - 1], scales[i]
+    t_lo, t_hi = steps[i - 1], steps[i]
+    return float(lo + (hi - lo) * (target_s - t_lo) / (t_hi - t_lo)) if t_hi > t_lo else float(hi)
 
 
 def fuse_for_compile(spec, count: float):

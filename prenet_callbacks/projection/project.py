@@ -149,10 +149,9 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
             comm_total, comm_exposed = ddp_exposed_seconds(grad_bytes, fabric, bwd, DDP_BUCKET_BYTES)
             comm_note = f"DDP all-reduce, {fabric.describe()}"
         rel = float(times.relative_error[t])
-        both = np.stack([device, device * (1 - rel), device * (1 + rel)], axis=1)
-        compute = simulate(host, both[:, :1], kernels)[0]
-        low_c = simulate(host * (1 - HOST_ERROR), both[:, 1:2], kernels)[0]
-        high_c = simulate(host * (1 + HOST_ERROR), both[:, 2:3], kernels)[0]
+        spread = np.array([1.0, 1.0 - rel, 1.0 + rel])
+        host_spread = np.array([1.0, 1.0 - HOST_ERROR, 1.0 + HOST_ERROR])
+        compute, low_c, high_c = simulate(host[:, None] * host_spread, device[:, None] * spread, kernels)
         step = overhead + compute + comm_exposed
         low = overhead + low_c + comm_exposed * (1 - COMM_ERROR)
         high = overhead + high_c + comm_exposed * (1 + COMM_ERROR)

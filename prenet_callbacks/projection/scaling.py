@@ -40,29 +40,53 @@ def _key(spec: OpSpec) -> tuple:
             tuple(sorted(spec.dims.items())))
 
 
-def unit_matrix(units: list[Unit], devices: Sequence, predictor) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Predicted seconds per unit and device, ``(units, devices)``, and per op class ``{class: (devices,)}``."""
+@dataclass(frozen=True)
+class _Flat:
+    """The (unit, op, count) entries of a list of units, with their distinct op specs."""
+
+    specs: list
+    unit_of: np.ndarray
+    op_of: np.ndarray
+    counts: np.ndarray
+    class_masks: dict
+
+
+def _flatten(units: list[Unit]) -> _Flat:
     unique: dict[tuple, int] = {}
+    by_object: dict[int, int] = {}
     specs: list[OpSpec] = []
-    for unit in units:
-        for spec, _ in unit.ops:
-            key = _key(spec)
-            if key not in unique:
-                unique[key] = len(specs)
-                specs.append(spec)
-    n_units, n_dev = len(units), len(devices)
-    per_unit = np.zeros((n_units, n_dev))
-    by_class: dict[str, np.ndarray] = {}
-    if not specs or not n_dev:
-        return per_unit, by_class
-    times = predictor.predict_matrix(specs, list(devices))  # (ops, devices)
+    unit_of, op_of, counts = [], [], []
     for u, unit in enumerate(units):
         for spec, count in unit.ops:
-            row = times[unique[_key(spec)]] * count
-            per_unit[u] += row
-            by_class.setdefault(spec.op_class, np.zeros(n_dev))
-            by_class[spec.op_class] += row
-    return per_unit, by_class
+            index = by_object.get(id(spec))
+            if index is None:
+                key = _key(spec)
+                index = unique.get(key)
+                if index is None:
+                    index = unique[key] = len(specs)
+                    specs.append(spec)
+                by_object[id(spec)] = index
+            unit_of.append(u)
+            op_of.append(index)
+            counts.append(count)
+    classes = np.array([specs[i].op_class for i in op_of], dtype=object)
+    masks = {name: classes == name for name in set(classes.tolist())}
+    return _Flat(specs, np.asarray(unit_of, dtype=int), np.asarray(op_of, dtype=int),
+                 np.asarray(counts, dtype=float), masks)
+
+
+def unit_matrix(units: list[Unit], devices: Sequence, predictor, flat: _Flat | None = None,
+                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Predicted seconds per unit and device, ``(units, devices)``, and per op class ``{class: (devices,)}``."""
+    flat = flat or _flatten(units)
+    n_units, n_dev = len(units), len(devices)
+    per_unit = np.zeros((n_units, n_dev))
+    if not flat.specs or not n_dev:
+        return per_unit, {}
+    times = predictor.predict_matrix(flat.specs, list(devices))  # (ops, devices)
+    rows = times[flat.op_of] * flat.counts[:, None]
+    np.add.at(per_unit, flat.unit_of, rows)
+    return per_unit, {name: rows[mask].sum(axis=0) for name, mask in flat.class_masks.items()}
 
 
 def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[Variant], predictor) -> DeviceTimes:
@@ -74,35 +98,39 @@ def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[
     kernels = np.zeros((n_units, n))
     rel = np.full(n, 0.3)
     unmodelled = np.zeros(n)
-    if anchored:
-        pred_anchor = unit_matrix(workload.units, [anchor], predictor)[0][:, 0]
-        measured = np.array([u.measured_s if u.measured_s is not None else np.nan for u in workload.units])
-        known = ~np.isnan(measured)
-        total_anchor = pred_anchor[known].sum()
-        calibration = measured[known].sum() / total_anchor if total_anchor > 0 else 1.0
-    groups: dict[Variant, list[int]] = {}
+    groups: dict[int, tuple[list[Unit], list[int]]] = {}
     for t, variant in enumerate(variants):
-        groups.setdefault(variant, []).append(t)
-    for variant, members in groups.items():
         units = workload.units_for(variant)
-        pred, by_class = unit_matrix(units, [accelerators[t] for t in members], predictor)
+        groups.setdefault(id(units), (units, []))[1].append(t)
+    if anchored and id(workload.units) not in groups:
+        groups[id(workload.units)] = (workload.units, [])
+    pred_anchor = None
+    for units, members in groups.values():
+        with_anchor = anchored and units is workload.units
+        devices = [accelerators[t] for t in members] + ([anchor] if with_anchor else [])
+        pred, by_class = unit_matrix(units, devices, predictor)
+        if with_anchor:
+            pred_anchor = pred[:, -1]
         counts = np.array([u.kernels for u in units])
         classes = sorted(by_class)
         errors = np.array([predictor.relative_error(c) for c in classes]) if classes else np.zeros(0)
         for j, t in enumerate(members):
-            column = pred[:, j]
-            if anchored:
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    global_ratio = column[known].sum() / total_anchor if total_anchor > 0 else 1.0
-                    ratio = np.where(pred_anchor > 0, column / pred_anchor, global_ratio)
-                column = np.where(known, np.nan_to_num(measured) * ratio, column * calibration)
-            per_unit[:, t] = column
+            per_unit[:, t] = pred[:, j]
             kernels[:, t] = counts
             shares = np.array([by_class[c][j] for c in classes])
             if shares.sum() > 0:
                 rel[t] = float((shares * errors).sum() / shares.sum())
                 unmodelled[t] = float(sum(by_class[c][j] for c in classes if not _modelled_class(predictor, c))
                                       / shares.sum())
+    if anchored:
+        measured = np.array([u.measured_s if u.measured_s is not None else np.nan for u in workload.units])
+        known = ~np.isnan(measured)
+        total_anchor = pred_anchor[known].sum()
+        calibration = measured[known].sum() / total_anchor if total_anchor > 0 else 1.0
+        global_ratio = per_unit[known].sum(axis=0) / total_anchor if total_anchor > 0 else np.ones(n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(pred_anchor[:, None] > 0, per_unit / pred_anchor[:, None], global_ratio[None, :])
+        per_unit = np.where(known[:, None], np.nan_to_num(measured)[:, None] * ratio, per_unit * calibration)
     phase_of = np.array([PHASES.index(u.phase) if u.phase in PHASES else 0 for u in workload.units], dtype=int)
     return DeviceTimes(per_unit, kernels, phase_of, "anchored" if anchored else "absolute", rel, unmodelled)
 

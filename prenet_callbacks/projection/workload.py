@@ -37,8 +37,19 @@ class Unit:
 
     @property
     def kernels(self) -> float:
-        """Kernel launches per step (free ops launch nothing)."""
-        return sum(count for spec, count in self.ops if spec.bytes_moved > 0 or spec.flops > 0)
+        """Kernel launches per step (free ops launch nothing); computed once (ops do not change)."""
+        value = self.__dict__.get("_kernels")
+        if value is None:
+            value = self.__dict__["_kernels"] = sum(count for spec, count in self.ops
+                                                    if spec.bytes_moved > 0 or spec.flops > 0)
+        return value
+
+    @property
+    def has_attention(self) -> bool:
+        value = self.__dict__.get("_attention")
+        if value is None:
+            value = self.__dict__["_attention"] = any(spec.op_class == "attention" for spec, _ in self.ops)
+        return value
 
 
 @dataclass(frozen=True)
@@ -104,12 +115,16 @@ class Workload:
 
     # ---- per-target variants ----------------------------------------------------------------
     def attention_specs(self) -> list[OpSpec]:
-        seen: dict[OpSpec, None] = {}
-        for unit in self.units:
-            for spec, _ in unit.ops:
-                if spec.op_class == "attention" and attention.shape_from_spec(spec) is not None:
-                    seen.setdefault(spec)
-        return list(seen)
+        """The distinct SDPA ops of the step (cached: units do not change after construction)."""
+        cached = self._variants.get("attention_specs")
+        if cached is None:
+            seen: dict[OpSpec, None] = {}
+            for unit in self.units:
+                for spec, _ in unit.ops:
+                    if spec.op_class == "attention" and spec not in seen and attention.shape_from_spec(spec):
+                        seen[spec] = None
+            cached = self._variants["attention_specs"] = list(seen)
+        return cached
 
     def variant_for(self, accelerator, default_impl: str) -> Variant:
         """What runs on `accelerator` (None: the current CPU) under this workload's options."""
@@ -121,26 +136,42 @@ class Workload:
         return Variant(backends, impl, self.options.compiled and not self.ran_compiled)
 
     def units_for(self, variant: Variant) -> list[Unit]:
-        """The units as they run under `variant` (cached)."""
+        """The units as they run under `variant` (cached; the measured units themselves when nothing changes)."""
         cached = self._variants.get(variant)
         if cached is not None:
             return cached
-        backend = dict(variant.attention)
+        math = {spec for spec, backend in variant.attention if backend == "math"}
+        if not math and variant.optimizer_impl is None and not variant.compiled and variant.batch_scale == 1.0:
+            self._variants[variant] = self.units
+            return self.units
+        replaced: dict[OpSpec, list[tuple[OpSpec, float]]] = {}
+        rewritten: dict[int, OpSpec] = {}
+        scale = variant.batch_scale
         units = []
         for unit in self.units:
-            ops: list[tuple[OpSpec, float]] = []
             if unit.phase == "opt" and variant.optimizer_impl is not None:
                 ops = optimizer_ops(self.optimizer, self.param_tensors or [int(self.params)], self.opt_dtype,
                                     variant.optimizer_impl) if self.params > 0 else []
-            else:
-                for spec, count in unit.ops:
-                    chosen = backend.get(spec)
-                    replaced = attention.ops_for(spec, chosen) if chosen is not None else None
-                    for new, mult in (replaced or [(spec, 1.0)]):
-                        if variant.batch_scale != 1.0:
-                            new = _scaled(new, variant.batch_scale)
-                        ops.append(fuse_for_compile(new, count * mult) if variant.compiled and unit.phase != "opt"
-                                   else (new, count * mult))
+                units.append(Unit(unit.name, unit.phase, ops, unit.measured_s, unit.python_s))
+                continue
+            if scale == 1.0 and not variant.compiled and not unit.has_attention:
+                units.append(unit)
+                continue
+            ops = []
+            for spec, count in unit.ops:
+                parts = None
+                if spec.op_class == "attention" and spec in math:
+                    # fused kernels are kept as recorded/captured; the math path is expanded
+                    parts = replaced.get(spec)
+                    if parts is None:
+                        parts = replaced[spec] = attention.ops_for(spec, "math") or [(spec, 1.0)]
+                for new, mult in (parts or ((spec, 1.0),)):
+                    if scale != 1.0 and unit.phase != "opt":
+                        new = rewritten.get(id(new)) or rewritten.setdefault(id(new), _scaled(new, scale))
+                    if variant.compiled and unit.phase != "opt":
+                        ops.append(fuse_for_compile(new, count * mult))
+                    else:
+                        ops.append((new, count * mult))
             units.append(Unit(unit.name, unit.phase, ops, unit.measured_s, unit.python_s))
         self._variants[variant] = units
         return units
@@ -149,6 +180,12 @@ class Workload:
         """Activation bytes per device the variant's attention kernels save beyond the measured ones."""
         if not variant.attention:
             return 0.0
+        key = ("delta", variant.attention, getattr(base_accelerator, "name", None))
+        if key not in self._variants:
+            self._variants[key] = self._activation_delta(variant, base_accelerator)
+        return self._variants[key]
+
+    def _activation_delta(self, variant: Variant, base_accelerator) -> float:
         counts: dict[OpSpec, float] = {}
         for unit in self.units:
             if unit.phase == "fwd":
