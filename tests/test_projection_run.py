@@ -115,3 +115,10 @@ def test_time_limited_prediction_projects_the_steps_that_fit(predictor):
     report.predictions[-1].update({"time_limited": True, "steps": 4000})
     row = project_report(report, ["H100"], predictor=predictor)[1]
     assert row["steps"] == 4000 and report.extra["projection"]["work"]["steps"] == 4000
+
+
+def test_an_optimizer_it_does_not_know_keeps_its_measured_kernels(predictor):
+    report = make_report(device="cpu")
+    report.current["optimizer"] = "DeepSpeedZeroOptimizer"
+    row = project_report(report, ["H100"], predictor=predictor)[1]
+    assert row["assumed"]["optimizer"].endswith("(as measured)") and row["step_s"] > 0

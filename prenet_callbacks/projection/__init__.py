@@ -134,7 +134,7 @@ def _current_row(report, workload: Workload, shape: RunShape, convention: str) -
         "comm_s": None, "comm_exposed_s": None, "communication": None,
         "host_bound": bool(device_s is not None and step and step - workload.data_s > 1.2 * device_s),
         "unmodelled_share": 0.0, "precision": workload.precision.name, "precision_note": None,
-        "assumed": {"attention": None, "optimizer": f"{workload.optimizer} ({workload.optimizer_ran})",
+        "assumed": {"attention": None, "optimizer": f"{workload.optimizer} ({workload.optimizer_ran or 'as measured'})",
                     "compile": "default" if workload.ran_compiled else "none", "cuda_graphs": False,
                     "host": "measured", "sharding": workload.zero.label(), "network_gbps_per_gpu": None},
         "notes": [],

@@ -73,18 +73,19 @@ def workload_from_report(report, *, options: ExecutionOptions | None = None,
     zero = ZeroConfig.from_dict(deepspeed) if deepspeed else ZeroConfig.from_sharding(memory.get("sharding"))
     batch = current.get("batch_size") or deepspeed.get("micro_batch_per_gpu")
     activation, act_measured = _activations(memory, fwd_written, params, precision)
-    optimizer = str(current.get("optimizer") or _OPT_KIND.get(opt_kind, "adamw")).lower()
+    optimizer, known = _optimizer_name(current.get("optimizer"), opt_kind)
     named = optimizer_impl or current.get("optimizer_impl")
     tensors = int(current.get("param_tensors") or 2 * param_layers or 1)
     costs = HostCosts.from_dict(measured["host"]) if _has_costs(measured.get("host")) else default_host_costs()
     workload = Workload(
-        units=units, params=params, precision=precision, optimizer=_memory_name(optimizer),
+        units=units, params=params, precision=precision, optimizer=optimizer,
         batch_size=int(batch) if batch else None, accumulate=accumulate, world=world, data_s=data_s,
         activation_bytes=activation, activations_measured=act_measured,
         state=StateAccount.from_measured(memory, zero, world), anchor=anchor,
         current_kind="cpu" if on_cpu else "gpu", measured_step_s=step_s, zero=zero,
         param_tensors=[int(params // tensors)] * tensors if params else [],
-        optimizer_impl=named, optimizer_ran=named or ("forloop" if on_cpu else "foreach"),
+        optimizer_impl=named if known else None,
+        optimizer_ran=(named or ("forloop" if on_cpu else "foreach")) if known else None,
         host_costs=costs, host_issue_s=(measured.get("host") or {}).get("issue_s"),
         options=options or ExecutionOptions(), ran_compiled=compiled)
     if on_cpu:
@@ -134,8 +135,18 @@ def _has_costs(host: Any) -> bool:
     return isinstance(host, dict) and all(k in host for k in ("fwd_op_s", "bwd_op_s", "aten_op_s", "opt_step_s"))
 
 
-def _memory_name(optimizer: str) -> str:
-    return {"sgd-momentum": "sgd_momentum", "adamw-fused": "adamw", "adam-fused": "adam"}.get(optimizer, optimizer)
+def _optimizer_name(name: Any, kind: int | None) -> tuple[str, bool]:
+    """(memory name, whether torch.optim's kernels can be synthesised for it). An optimizer this
+    projection does not know (DeepSpeed's, a third party's) keeps its measured kernels on every target."""
+    from prenet_callbacks.projection.optimizer_ops import memory_optimizer_name
+
+    fallback = _OPT_KIND.get(kind, "adamw") if kind is not None else "adamw"
+    if not name:
+        return fallback, kind is not None
+    try:
+        return memory_optimizer_name(str(name).lower()), True
+    except ValueError:
+        return fallback, False
 
 
 def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, data_s: float,

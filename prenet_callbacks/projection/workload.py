@@ -88,7 +88,7 @@ class Workload:
     zero: ZeroConfig = field(default_factory=ZeroConfig)
     param_tensors: list[int] = field(default_factory=list)
     optimizer_impl: str | None = None  # named by the user; None: PyTorch's default on each device
-    optimizer_ran: str | None = None   # implementation whose ops the "opt" units hold (None: synthesised)
+    optimizer_ran: str | None = None   # implementation the "opt" units hold (None: an optimizer kept as measured)
     input_bytes: float = 0.0           # one host-to-device copy of the batch per step
     host_costs: HostCosts = field(default_factory=default_host_costs)
     host_issue_s: float | None = None  # host time per step the profiler saw issuing ops (GPU runs)
@@ -131,8 +131,8 @@ class Workload:
         backends = tuple((spec, attention.sdpa_backend(accelerator, spec.dtype, attention.shape_from_spec(spec)))
                          for spec in self.attention_specs())
         impl = self.optimizer_impl or default_impl
-        if impl == self.optimizer_ran:
-            impl = None
+        if impl == self.optimizer_ran or self.optimizer_ran is None:
+            impl = None   # as measured: the same implementation, or an optimizer whose kernels are not synthesised
         return Variant(backends, impl, self.options.compiled and not self.ran_compiled)
 
     def units_for(self, variant: Variant) -> list[Unit]:
