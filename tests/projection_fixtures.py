@@ -82,3 +82,11 @@ class ScaledBound(Predictor):
 
 def predicted_ratio(predictor, specs, a, b) -> float:
     return float(np.sum(predictor.predict_seconds(specs, a)) / np.sum(predictor.predict_seconds(specs, b)))
+
+
+def importable_models(tmp_path, monkeypatch, source: str, module: str) -> str:
+    """Write `source` as an importable module `module` in `tmp_path` (the CLI's working directory)."""
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return module

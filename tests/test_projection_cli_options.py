@@ -6,16 +6,13 @@ import json
 import pytest
 
 from prenet_callbacks.cli import main
-from tests.projection_fixtures import make_report
+from tests.projection_fixtures import importable_models, make_report
 
 
 @pytest.fixture
 def models(tmp_path, monkeypatch):
-    (tmp_path / "cli_models_opts.py").write_text(
-        "from torch import nn\n\ndef mlp(width=64):\n    return nn.Sequential(nn.Linear(width, width), nn.ReLU())\n")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return "cli_models_opts"
+    source = "from torch import nn\n\ndef mlp(width=64):\n    return nn.Sequential(nn.Linear(width, width), nn.ReLU())\n"
+    return importable_models(tmp_path, monkeypatch, source, "cli_models_opts")
 
 
 def test_estimate_global_batch_over_nodes(models, capsys):
