@@ -27,10 +27,10 @@ def adam(numel: int) -> dict:
 def make_report(*, device: str = "cuda", catalog_name: str | None = "A100-SXM4-80GB", layers: int = 4,
                 width: int = 4096, tokens: int = 8192, precision: str = "32-true", devices: int = 1,
                 deepspeed: dict | None = None, batch_size: int | None = 32, with_layers: bool = True,
-                memory: dict | None = None, schema2: bool = False, optimizer_ops: list | None = None) -> Report:
+                memory: dict | None = None, optimizer_ops: list | None = None) -> Report:
     """A report as the session writes it: 4 linear layers, measured times, plan and a prediction.
 
-    `memory`: a ``measured.memory`` account; `schema2`: breakdown keys of prenet-report/2;
+    `memory`: a ``measured.memory`` account;
     `optimizer_ops`: the optimizer pseudo-layer's ops (default: one fused Adam kernel)."""
     rows = []
     params = width * width
@@ -61,9 +61,7 @@ def make_report(*, device: str = "cuda", catalog_name: str | None = "A100-SXM4-8
                                               "optimizer_s": 0.003, "other_s": 0.004, "total_s": 0.06}})
     if memory:
         report.measured["memory"] = memory
-    parts = {"setup": 30.0, "train": 600.0, "validation": 20.0, "checkpoints": 10.0, "epoch_boundaries": 0.0}
-    if schema2:
-        parts = {f"{k}_s": v for k, v in parts.items()}
+    parts = {"setup_s": 30.0, "train_s": 600.0, "validation_s": 20.0, "checkpoints_s": 10.0, "epoch_boundaries_s": 0.0}
     report.add_prediction({"at_step": 16, "elapsed_s": 60.0, "step_s": 0.06, "predicted_total_s": 660.0,
                            "eta_s": 600.0, "low_s": 620.0, "high_s": 700.0, "breakdown": parts})
     return report

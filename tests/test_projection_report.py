@@ -21,7 +21,7 @@ def _row(rows, name, devices=1):
 
 
 def _recommendation(report):
-    return report.extra["recommendation"]
+    return report.recommendation
 
 
 def test_current_row_first_and_measured(predictor):
@@ -74,7 +74,7 @@ def test_cpu_run_projects_absolute(predictor):
     rows = project_report(report, ["A100-SXM4-80GB"], predictor=predictor)
     assert rows[0]["current"] and rows[0]["name"] == "Some CPU"
     assert _row(rows, "A100-SXM4-80GB")["method"] == "absolute"
-    assert any("absolute" in n for n in report.extra["projection"]["notes"])
+    assert any("absolute" in n for n in report.projection["notes"])
 
 
 def test_bf16_run_onto_v100_is_explained(predictor):
@@ -111,7 +111,7 @@ def test_report_without_layer_profile_keeps_current_row_only(predictor):
     report = make_report(with_layers=False)
     rows = project_report(report, ["L4"], predictor=predictor)
     assert len(rows) == 1 and rows[0]["current"]
-    assert any("profile" in n for n in report.extra["projection"]["notes"])
+    assert any("profile" in n for n in report.projection["notes"])
 
 
 def test_rendered_table_and_json_round_trip(predictor, tmp_path):
@@ -123,7 +123,7 @@ def test_rendered_table_and_json_round_trip(predictor, tmp_path):
     assert "8x H100-SXM5" in text and "Recommendation" in text and "BF16" in text and "±20%" in text
     path = report.save(tmp_path / "r.json")
     again = Report.load(path)
-    assert again.targets == report.targets and again.extra["recommendation"] == report.extra["recommendation"]
+    assert again.targets == report.targets and again.recommendation == report.recommendation
 
 
 def test_default_predictor_works_without_artifact():

@@ -28,11 +28,11 @@ def test_rows_use_report2_names(predictor):
         assert ROW_KEYS <= set(row), ROW_KEYS - set(row)
         assert set(row["assumed"]) >= {"attention", "optimizer", "compile"}
     assert isinstance(rows[1]["steps"], int)
-    rec = report.extra["recommendation"]
+    rec = report.recommendation
     assert set(rec) == {"text", "fastest", "cheapest", "best_value", "stay"}
     assert rec["fastest"] in {r["label"] for r in rows}
-    assert report.extra["projection"]["work"] == {"steps": 10_000, "done_steps": 16}
-    assert report.extra["projection"]["batch_convention"] == "per_device"
+    assert report.projection["work"] == {"steps": 10_000, "done_steps": 0}   # no steps before this fit
+    assert report.projection["batch_convention"] == "per_device"
 
 
 def test_cpu_measured_validation_scales_to_the_gpu(predictor):
@@ -51,12 +51,6 @@ def test_cpu_measured_validation_scales_to_the_gpu(predictor):
     assert 0 < validation < 20.0 * 0.3
 
 
-def test_report2_and_report1_breakdowns_give_the_same_totals(predictor):
-    old = project_report(make_report(), ["L4"], predictor=predictor)[1]
-    new = project_report(make_report(schema2=True), ["L4"], predictor=predictor)[1]
-    assert new["total_s"] == pytest.approx(old["total_s"])
-
-
 def test_batch_conventions(predictor):
     report = make_report(batch_size=32)
     per_device = project_report(report, ["8x H100"], predictor=predictor)[1]
@@ -64,7 +58,7 @@ def test_batch_conventions(predictor):
     global_ = project_report(report, ["8x H100"], predictor=predictor, batch_convention="global")[1]
     assert global_["batch_per_device"] == 4 and global_["global_batch"] == 32 and global_["steps"] == 10_000
     assert global_["batch_convention"] == "global" and global_["step_s"] < per_device["step_s"]
-    assert report.extra["projection"]["batch_convention"] == "global"
+    assert report.projection["batch_convention"] == "global"
     with pytest.raises(ValueError, match=r"global batch 32.*3 GPUs"):
         project_report(report, ["3x H100"], predictor=predictor, batch_convention="global")
     with pytest.raises(ValueError, match="per_device"):
@@ -114,7 +108,7 @@ def test_time_limited_prediction_projects_the_steps_that_fit(predictor):
     report = make_report()
     report.predictions[-1].update({"time_limited": True, "steps": 4000})
     row = project_report(report, ["H100"], predictor=predictor)[1]
-    assert row["steps"] == 4000 and report.extra["projection"]["work"]["steps"] == 4000
+    assert row["steps"] == 4000 and report.projection["work"]["steps"] == 4000
 
 
 def test_an_optimizer_it_does_not_know_keeps_its_measured_kernels(predictor):
@@ -122,3 +116,12 @@ def test_an_optimizer_it_does_not_know_keeps_its_measured_kernels(predictor):
     report.current["optimizer"] = "DeepSpeedZeroOptimizer"
     row = project_report(report, ["H100"], predictor=predictor)[1]
     assert row["assumed"]["optimizer"].endswith("(as measured)") and row["step_s"] > 0
+
+
+def test_resumed_run_rows_cover_the_whole_run(predictor):
+    report = make_report()
+    report.run["start_step"] = 4000
+    rows = project_report(report, ["H100"], predictor=predictor)
+    assert report.projection["work"] == {"steps": 10_000, "done_steps": 4000}
+    assert rows[1]["steps"] == 10_000
+    assert rows[0]["total_s"] == pytest.approx(660.0 + 4000 * 0.06)   # the current row adds the steps run before

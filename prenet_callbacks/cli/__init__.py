@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Sequence
 
-# module name (under prenet_callbacks.cli) for each sub-command; missing ones are skipped so that a
-# half-built tree still gives a working CLI.
+# module name (under prenet_callbacks.cli) for each sub-command
 _SUBCOMMAND_MODULES = ("hardware", "estimate", "report", "train", "evaluate", "collect")  # not "delegate": a helper
 
 
@@ -34,13 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="prenet", description="Predict training time and cost across hardware.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"prenet_callbacks.cli.{name}")
-        except ModuleNotFoundError as error:
-            if error.name == f"prenet_callbacks.cli.{name}":
-                continue
-            raise
-        module.register(subparsers)
+        importlib.import_module(f"prenet_callbacks.cli.{name}").register(subparsers)
     return parser
 
 
@@ -54,6 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no command given; choose one of: {', '.join(commands)}")
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # the reader went away (`prenet report --json | head`): not an error; keep Python's
+        # flush at exit from raising again on the closed pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (UsageError, ValueError, FileNotFoundError, KeyError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"prenet {args.command}: error: {message}", file=sys.stderr)

@@ -7,7 +7,6 @@ See ``docs/projection.md`` for the method, the assumptions and the measured accu
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Sequence
 
 from prenet_callbacks.projection.advice import recommend
@@ -46,7 +45,7 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     chosen = resolve_targets(targets)
     if targets is not None and not chosen:
         report.targets = []
-        _set(report, "recommendation", None)
+        report.recommendation = None
         return []
     workload = workload_from_report(report, options=options, optimizer_impl=optimizer_impl)
     shape = run_shape_from_report(report, workload)
@@ -65,15 +64,15 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
         rows = project_targets(workload, chosen, predictor, shape, current_total_s=total,
                                batch_convention=batch_convention, sharding=zero)
     report.targets = ([current] if current else []) + rows
-    _set(report, "recommendation", recommend(report.targets))
-    _set(report, "projection", {
+    report.recommendation = recommend(report.targets)
+    report.projection = {
         "notes": notes,
         "assumptions": _assumptions(batch_convention),
         "batch_convention": batch_convention,
         "precision": workload.precision.label(),
         "predictor": (getattr(predictor, "metadata", {}) or {}).get("version"),
         "work": {"steps": None if shape.steps is None else int(round(shape.steps)), "done_steps": shape.done_steps},
-    })
+    }
     return report.targets
 
 
@@ -85,15 +84,16 @@ def _assumptions(convention: str) -> str:
             "steps")
 
 
-def _set(report, key: str, value: Any) -> None:
-    """Write a prenet-report/2 top-level field: an attribute where the Report has one, else ``extra``."""
-    names = {f.name for f in dataclasses.fields(report)} if dataclasses.is_dataclass(report) else set()
-    if key in names:
-        setattr(report, key, value)
-    elif value is None:
-        report.extra.pop(key, None)
-    else:
-        report.extra[key] = value
+def _done_before_s(report, workload: Workload) -> float:
+    """Wall time of the steps that ran before this fit (resume) or attach: measured when the
+    report holds the earlier fits' time, else those steps at the measured step time."""
+    run = report.run or {}
+    done = int(run.get("start_step") or 0)
+    if not done:
+        return 0.0
+    if run.get("earlier_s") is not None:
+        return float(run["earlier_s"])
+    return done * (workload.measured_step_s or 0.0)
 
 
 def _current_row(report, workload: Workload, shape: RunShape, convention: str) -> dict[str, Any] | None:
@@ -105,6 +105,9 @@ def _current_row(report, workload: Workload, shape: RunShape, convention: str) -
     name = anchor.name if anchor is not None else (current.get("name") or current.get("device") or "current")
     devices = int(current.get("devices") or 1)
     total = prediction.get("predicted_total_s")
+    done_s = _done_before_s(report, workload)
+    if total is not None and done_s:
+        total += done_s  # the whole run, like every target row: the part that ran before this fit too
     cost = run_cost(anchor, devices, total) if anchor is not None else None
     step = workload.measured_step_s
     phases = (report.measured or {}).get("step_phases") or {}
@@ -117,7 +120,9 @@ def _current_row(report, workload: Workload, shape: RunShape, convention: str) -
         "gpus_per_node": devices, "current": True,
         "step_s": step, "step_low_s": step, "step_high_s": step, "relative_error": None,
         "steps": None if shape.steps is None else int(round(shape.steps)),
-        "total_s": total, "total_low_s": prediction.get("low_s"), "total_high_s": prediction.get("high_s"),
+        "total_s": total,
+        "total_low_s": prediction.get("low_s") and prediction["low_s"] + done_s,
+        "total_high_s": prediction.get("high_s") and prediction["high_s"] + done_s,
         "work_s": step, "speedup": 1.0,
         "usd_per_gpu_hour": cost.usd_per_gpu_hour if cost else None,
         "usd_per_hour": cost.usd_per_hour if cost else None,

@@ -4,9 +4,8 @@ Reads ``measured.layers`` (per-module ops and times), ``measured.step_phases`` /
 ``measured.memory`` (the one account of params / grads / optimizer / activations bytes),
 ``measured.host`` (optional: host costs measured in the run), ``current`` (device, precision,
 ``deepspeed``, ``batch_size``, ``optimizer``, ``optimizer_impl``, ``param_tensors``), ``plan`` and the
-latest prediction (``step_s``, ``steps``, ``breakdown``). Breakdown keys are prenet-report/2's
-(``setup_s``, ``train_s``, ``validation_s``, ``checkpoints_s``, ``epoch_boundaries_s``), with /1's names
-read where a report has not been upgraded.
+latest prediction (``step_s``, ``steps``, ``breakdown``: ``setup_s``, ``train_s``, ``validation_s``,
+``checkpoints_s``, ``epoch_boundaries_s``; /1 reports are upgraded on load), ``run.start_step``.
 """
 from __future__ import annotations
 
@@ -29,14 +28,6 @@ def _spec(d: dict[str, Any]) -> OpSpec:
     return OpSpec(op_class=d["op_class"], dtype=d.get("dtype", "float32"), flops=float(d.get("flops", 0)),
                   bytes_read=float(d.get("bytes_read", 0)), bytes_written=float(d.get("bytes_written", 0)),
                   dims=dict(d.get("dims") or {}), tf32=bool(d.get("tf32", False)), name=d.get("name", ""))
-
-
-def breakdown_part(breakdown: dict[str, Any], key: str) -> float:
-    """A breakdown part by its /2 name (``train_s``), falling back to the /1 name (``train``)."""
-    value = breakdown.get(key)
-    if value is None:
-        value = breakdown.get(key[:-2] if key.endswith("_s") else key)
-    return float(value or 0.0)
 
 
 def anchor_accelerator(current: dict[str, Any]):
@@ -217,18 +208,22 @@ def _activations(memory: dict[str, Any], fwd_written: float, params: float, prec
 
 
 def run_shape_from_report(report, workload: Workload) -> RunShape:
-    """The whole run's work: its optimizer steps (time-limited predictions: the steps that fit), the
-    host/disk parts that stay as measured, and all validation."""
+    """The work every row describes: the whole run's steps (or those that fit in its time limit).
+
+    The breakdown's fixed and validation parts belong to this fit; when steps ran before it
+    (resume, late attach) they are scaled to the whole run in proportion to its steps.
+    """
     plan = report.plan or {}
     prediction = report.latest_prediction or {}
     breakdown = prediction.get("breakdown") or {}
-    steps = prediction.get("steps") if prediction.get("time_limited") else None
-    steps = steps if steps is not None else plan.get("total_steps")
-    done = int(prediction.get("at_step") or 0)
+    steps = prediction.get("steps") or plan.get("total_steps")
+    done = int((report.run or {}).get("start_step") or 0)
     if steps is None and prediction.get("predicted_total_s") is None:
         return RunShape(None, done_steps=done)
     if steps is None and workload.measured_step_s:
-        steps = breakdown_part(breakdown, "train_s") / workload.measured_step_s
-    fixed = sum(breakdown_part(breakdown, k) for k in ("setup_s", "checkpoints_s", "epoch_boundaries_s"))
-    return RunShape(float(steps) if steps is not None else None, fixed, breakdown_part(breakdown, "validation_s"),
-                    done)
+        steps = (breakdown.get("train_s") or 0.0) / workload.measured_step_s
+    fixed = sum(float(breakdown.get(k) or 0.0) for k in ("setup_s", "checkpoints_s", "epoch_boundaries_s"))
+    validation = float(breakdown.get("validation_s") or 0.0)
+    if steps and done and steps > done:
+        validation *= steps / (steps - done)  # this fit's validation covers only its own steps
+    return RunShape(float(steps) if steps is not None else None, fixed, validation, done)
