@@ -21,6 +21,7 @@ import numpy as np
 from prenet_callbacks.projection.cost import run_cost
 from prenet_callbacks.projection.fabric import target_fabric
 from prenet_callbacks.projection.host import (
+    GRAPH_REPLAY_S,
     HOST_ERROR,
     calibrate_host_scale,
     simulate,
@@ -127,7 +128,7 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
         overhead = (workload.data_s * r + workload.fixed_host_s + hm.extra_fixed_s
                     + workload.input_bytes * r / host_link_bytes_per_s(acc))
         if workload.options.graphs:
-            overhead += _graph_replay_s()
+            overhead += GRAPH_REPLAY_S
         fwd, bwd, opt = (float(device[phases == i].sum()) for i in range(3))
         if zero.stage >= 1:
             opt_share = 1.0 / max(n, 1)
@@ -172,8 +173,7 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
         host_total, device_total = float(host.sum()), float(device.sum())
         host_bound = host_total > device_total
         if host_bound:
-            notes.append(_host_note(kernels.sum(), host_total, device_total, device, kernels, overhead,
-                                    comm_exposed, memory, workload, batch_t))
+            notes.append(_host_note(kernels.sum(), host_total, device_total, overhead, comm_exposed, memory, batch_t))
         if memory is not None and not memory.fits:
             notes.append(f"does not fit at batch {batch_t or '?'} per device"
                          + (f"; largest that fits: {memory.max_batch}" if memory.max_batch is not None else ""))
@@ -218,12 +218,6 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
 
 def replace_scale(variant: Variant, scale: float) -> Variant:
     return variant if scale == 1.0 else replace(variant, batch_scale=scale)
-
-
-def _graph_replay_s() -> float:
-    from prenet_callbacks.projection.host import GRAPH_REPLAY_S
-
-    return GRAPH_REPLAY_S
 
 
 def _batch_scale(workload: Workload, n: int, convention: str) -> float:
@@ -296,15 +290,14 @@ def _memory(workload: Workload, acc, n: int, zero: ZeroConfig, variant: Variant,
                        activations_measured=workload.activations_measured)
 
 
-def _host_note(kernels: float, host: float, device: float, device_units, kernel_units, overhead: float,
-               comm: float, memory, workload: Workload, batch: int | None) -> str:
-    graphs = overhead + float(np.sum(device_units)) + comm
-    bigger = (f"; a larger per-device batch (up to {memory.max_batch} fits) spreads the same host time over more "
-              "samples" if memory is not None and memory.max_batch and batch and memory.max_batch > batch
-              else "; a larger per-device batch spreads the same host time over more samples")
-    return (f"host-bound: eager PyTorch issues {kernels:,.0f} kernels in {host * 1e3:.3g} ms per step while the GPU "
-            f"needs {device * 1e3:.3g} ms; CUDA graphs (torch.compile mode='reduce-overhead') would give about "
-            f"{graphs * 1e3:.3g} ms per step" + bigger)
+def _host_note(kernels: float, host: float, device: float, overhead: float, comm: float, memory,
+               batch: int | None) -> str:
+    graphs = overhead + device + comm
+    fits = (f" (up to {memory.max_batch:,} fits)" if memory is not None and memory.max_batch and batch
+            and memory.max_batch > batch else "")
+    return (f"host-bound: {kernels:,.0f} kernels take {host * 1e3:.3g} ms to issue, the GPU needs "
+            f"{device * 1e3:.3g} ms; CUDA graphs (torch.compile mode='reduce-overhead'): ~{graphs * 1e3:.3g} ms per "
+            f"step; or a larger per-device batch{fits}")
 
 
 def _assumed(workload: Workload, variant: Variant, acc, zero: ZeroConfig, target, hm: _HostModel) -> dict[str, Any]:
