@@ -15,7 +15,10 @@ that has a measurement; nothing here was fitted to these numbers.
   data-parallel GPT2-large on H100 and A100-SXM4-40GB.
 
 Reported: relative speed (time on a GPU / time on a reference GPU, predicted vs measured) as MAPE,
-which is what an anchored projection depends on; absolute step time error (median and mean APE);
+which is what an anchored projection depends on, in two forms: the ratio of two absolute predictions,
+and the projection a run measured on the reference GPU would get (``anchored``: the measured
+reference step anchors the host model exactly as `project_report` does for a real run, with the
+predictor's per-unit times standing in for the profiler's, which these sources do not have); absolute step time error (median and mean APE);
 and data-parallel step time and scaling (dp4 step / 1-GPU step at the same per-device batch).
 
 The NeuSight reference is the H100, the GPU with the most labels. Relative speed is also reported
@@ -42,8 +45,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import projection_models as pm  # noqa: E402
 
+import dataclasses  # noqa: E402
+
+import projection_collectives  # noqa: E402
+import projection_hostbound  # noqa: E402
+import projection_transformers  # noqa: E402
+
 from prenet_callbacks import estimate  # noqa: E402
 from prenet_callbacks.projection.predictor_source import default_predictor  # noqa: E402
+from prenet_callbacks.projection.project import RunShape, project_targets  # noqa: E402
+from prenet_callbacks.projection.scaling import unit_matrix  # noqa: E402
+from prenet_callbacks.projection.targets import parse_projection_target  # noqa: E402
+from prenet_callbacks.projection.workload import Unit  # noqa: E402
 
 GAVEL_DEVICES = {"k80": "K80", "p100": "P100-PCIe-16GB", "v100": "V100-SXM2-16GB"}
 GAVEL_REFERENCE = "v100"
@@ -65,7 +78,41 @@ def _capture(factory, shape, dtype, targets, optimizer):
                     optimizer=optimizer)
 
 
-def gavel(data: Path) -> list[dict]:
+def anchored_step(workload, reference: str, measured_s: float, target: str, predictor) -> float:
+    """The step a run measured on `reference` (`measured_s` per step) projects onto `target`."""
+    ref = parse_projection_target(reference).accelerator
+    times = unit_matrix(workload.units, [ref], predictor)[0][:, 0]
+    units = [Unit(u.name, u.phase, u.ops, float(t), u.python_s) for u, t in zip(workload.units, times)]
+    anchored = dataclasses.replace(workload, units=units, anchor=ref, measured_step_s=measured_s,
+                                   current_kind="gpu", _variants={})
+    return project_targets(anchored, [parse_projection_target(target)], predictor, RunShape())[0]["step_s"]
+
+
+def add_anchored(rows: list[dict], estimates: dict, predictor) -> None:
+    """Each non-reference row's step projected from its group's reference measurement (``anchored_s``)."""
+    refs = {r["group"]: r for r in rows if r["reference"]}
+    for row in rows:
+        ref = refs.get(row["group"])
+        if ref is not None and row is not ref:
+            row["anchored_s"] = round(anchored_step(estimates[row["group"]].workload, ref["gpu"], ref["measured_s"],
+                                                    row["gpu"], predictor), 6)
+
+
+def anchored_errors(rows: list[dict]) -> list[dict]:
+    refs = {r["group"]: r for r in rows if r["reference"]}
+    out = []
+    for row in rows:
+        if "anchored_s" not in row:
+            continue
+        ref = refs[row["group"]]
+        measured, predicted = row["measured_s"] / ref["measured_s"], row["anchored_s"] / ref["measured_s"]
+        out.append({"group": row["group"], "gpu": row["gpu"], "reference": ref["gpu"],
+                    "measured_ratio": round(measured, 4), "predicted_ratio": round(predicted, 4),
+                    "ape": round(abs(predicted / measured - 1), 4)})
+    return out
+
+
+def gavel(data: Path, estimates: dict | None = None) -> list[dict]:
     table = json.loads((data / "gavel/scheduler/simulation_throughputs.json").read_text())
     rows = []
     for model, (factory, image) in GAVEL_MODELS.items():
@@ -76,6 +123,8 @@ def gavel(data: Path) -> list[dict]:
                 continue
             est = _capture(factory, (batch, *image), torch.float32, [GAVEL_DEVICES[g] for g in measured],
                            "sgd-momentum")
+            if estimates is not None:
+                estimates[f"{model}/{batch}"] = est
             for gpu, seconds in measured.items():
                 rows.append({"source": "gavel", "model": model, "batch": batch, "gpu": GAVEL_DEVICES[gpu],
                              "measured_s": seconds, "predicted_s": est.step_seconds(GAVEL_DEVICES[gpu]),
@@ -95,7 +144,7 @@ def _neusight_labels(data: Path):
                 yield folder.name, model, seq, batch, mode, json.loads(path.read_text())["e2e_latency"] / 1e3
 
 
-def neusight(data: Path) -> tuple[list[dict], list[dict]]:
+def neusight(data: Path, estimates: dict | None = None) -> tuple[list[dict], list[dict]]:
     labels = list(_neusight_labels(data))
     single, parallel = [], []
     captured: dict = {}
@@ -117,6 +166,8 @@ def neusight(data: Path) -> tuple[list[dict], list[dict]]:
                 row["predicted_scaling"] = est.step_seconds(f"4x {gpu}") / est.step_seconds(gpu)
             parallel.append(row)
         else:
+            if estimates is not None:
+                estimates[f"{model}/{seq}/{batch}"] = est
             single.append({"source": "neusight", "model": model, "seq": seq, "batch": batch, "gpu": gpu,
                            "measured_s": seconds, "predicted_s": est.step_seconds(gpu),
                            "reference": folder == NEUSIGHT_REFERENCE, "group": f"{model}/{seq}/{batch}"})
@@ -190,13 +241,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     torch.backends.cudnn.allow_tf32 = False  # all measurements are FP32 without TF32
     predictor, note = default_predictor()
-    g_rows = gavel(data)
-    n_rows, dp_rows = neusight(data)
+    estimates: dict = {}
+    g_rows = gavel(data, estimates)
+    n_rows, dp_rows = neusight(data, estimates)
+    add_anchored(g_rows, estimates, predictor)
+    add_anchored(n_rows, estimates, predictor)
+    hostbound = projection_hostbound.hostbound_rows(predictor)
+    transformers = projection_transformers.transformer_rows(predictor)
+    collectives = projection_collectives.run(data)
     for row in g_rows + n_rows + dp_rows:
         row["ape"] = round(abs(row["predicted_s"] / row["measured_s"] - 1), 4)
         row["predicted_s"] = round(row["predicted_s"], 6)
         row["measured_s"] = round(row["measured_s"], 6)
     rel_g, rel_n = relative_errors(g_rows), relative_errors(n_rows)
+    anc_g, anc_n = anchored_errors(g_rows), anchored_errors(n_rows)
+    anc_nvidia = [r for r in anc_n if not r["gpu"].startswith("MI")]
     nvidia = [r for r in rel_n if not r["gpu"].startswith("MI")]
     nvidia_rows = [r for r in n_rows if not r["gpu"].startswith("MI")]
     by_reference = {gpu: _summary([r["ape"] for r in relative_errors(nvidia_rows, gpu)])
@@ -217,17 +276,31 @@ def main(argv: list[str] | None = None) -> int:
             "relative_speed_all": _summary([r["ape"] for r in rel_g + rel_n]),
             "relative_speed_nvidia_pascal_and_newer": _summary(
                 [r["ape"] for r in rel_g + nvidia if r["gpu"] != "K80"]),
+            "relative_speed_anchored_nvidia_pascal_and_newer": _summary(
+                [r["ape"] for r in anc_g + anc_nvidia if r["gpu"] != "K80"]),
+            "relative_speed_anchored_gavel_without_k80": _summary([r["ape"] for r in anc_g if r["gpu"] != "K80"]),
+            "relative_speed_anchored_neusight_nvidia": _summary([r["ape"] for r in anc_nvidia]),
+            "hostbound_step": projection_hostbound.summary(hostbound),
+            "hostbound_relative_pairs": _summary(pair_errors(
+                [{**r, "group": r["group"]} for r in hostbound])),
+            "transformer_step": projection_transformers.summary(transformers),
+            "collective_busbw": collectives["summary"],
             "absolute_gavel": _summary([r["ape"] for r in g_rows]),
             "absolute_neusight": _summary([r["ape"] for r in n_rows]),
             "absolute_all": _summary([r["ape"] for r in g_rows + n_rows]),
             "data_parallel_step": _summary([r["ape"] for r in dp_rows]),
             "data_parallel_scaling": _summary(scaling),
         },
-        "targets": {"relative_speed_mape": 0.15, "absolute_median": 0.30, "data_parallel_scaling": 0.10},
+        "targets": {"relative_speed_mape": 0.12, "absolute_median": 0.30, "data_parallel_scaling": 0.10,
+                    "hostbound_step_mape": 0.15, "transformer_step_median": 0.20, "collective_busbw_mape": 0.15},
         "neusight_reference": NEUSIGHT_DEVICES[NEUSIGHT_REFERENCE],
         "relative_speed_neusight_nvidia_by_reference": by_reference,
         "label_consistency": label_consistency(data),
         "relative": rel_g + rel_n,
+        "relative_anchored": anc_g + anc_n,
+        "hostbound": hostbound,
+        "transformers": transformers,
+        "collectives": collectives["rows"],
         "absolute": g_rows + n_rows,
         "data_parallel": dp_rows,
     }

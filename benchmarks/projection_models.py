@@ -90,6 +90,62 @@ def resnet50(num_classes: int = 1000) -> ResNet:
     return ResNet(_Bottleneck, [3, 4, 6, 3], num_classes)
 
 
+def resnet34(num_classes: int = 1000) -> ResNet:
+    return ResNet(_Basic, [3, 4, 6, 3], num_classes)
+
+
+def resnet101(num_classes: int = 1000) -> ResNet:
+    return ResNet(_Bottleneck, [3, 4, 23, 3], num_classes)
+
+
+def resnet152(num_classes: int = 1000) -> ResNet:
+    return ResNet(_Bottleneck, [3, 8, 36, 3], num_classes)
+
+
+# ---------------------------------------------------------------- VGG-16, MobileNetV2 (torchvision layout)
+def vgg16(num_classes: int = 1000) -> nn.Module:
+    layers: list[nn.Module] = []
+    cin = 3
+    for v in (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"):
+        if v == "M":
+            layers.append(nn.MaxPool2d(2, 2))
+        else:
+            layers += [nn.Conv2d(cin, v, 3, padding=1), nn.ReLU(inplace=True)]
+            cin = v
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(7), nn.Flatten(),
+                         nn.Linear(512 * 49, 4096), nn.ReLU(True), nn.Dropout(),
+                         nn.Linear(4096, 4096), nn.ReLU(True), nn.Dropout(), nn.Linear(4096, num_classes))
+
+
+class _InvertedResidual(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int, expand: int) -> None:
+        super().__init__()
+        hidden = cin * expand
+        layers: list[nn.Module] = []
+        if expand != 1:
+            layers += [nn.Conv2d(cin, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6(inplace=True)]
+        layers += [nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False), nn.BatchNorm2d(hidden),
+                   nn.ReLU6(inplace=True), nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout)]
+        self.conv = nn.Sequential(*layers)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x):
+        return x + self.conv(x) if self.residual else self.conv(x)
+
+
+def mobilenet_v2(num_classes: int = 1000) -> nn.Module:
+    layers: list[nn.Module] = [nn.Conv2d(3, 32, 3, 2, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU6(inplace=True)]
+    cin = 32
+    for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                       (6, 320, 1, 1)):
+        for i in range(n):
+            layers.append(_InvertedResidual(cin, c, s if i == 0 else 1, t))
+            cin = c
+    layers += [nn.Conv2d(cin, 1280, 1, bias=False), nn.BatchNorm2d(1280), nn.ReLU6(inplace=True),
+               nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(0.2), nn.Linear(1280, num_classes)]
+    return nn.Sequential(*layers)
+
+
 # ---------------------------------------------------------------- Transformers (HF layout, eager attention)
 class _GeluNew(nn.Module):
     def forward(self, x):

@@ -10,7 +10,9 @@
     print(est.table())
 
 Nothing is computed on ``meta``: the ops of one step are captured (shapes only) and predicted on
-each target (method "absolute"). See ``docs/projection.md``.
+each target (method "absolute"), as they would run there: fused attention where the target has it,
+PyTorch's default optimizer implementation for the device, eager PyTorch's host cost per kernel.
+See ``docs/projection.md``.
 """
 from __future__ import annotations
 
@@ -19,16 +21,22 @@ import math
 from typing import Any, Callable, Sequence
 
 from predictor_models.aten_ops import op_spec_from_call
-from predictor_models.hardware import parse_target
+from predictor_models.op_spec import OpSpec
 
 from prenet_callbacks.projection.advice import recommend
 from prenet_callbacks.projection.capture import Capture, CaptureError, capture_step
-from prenet_callbacks.projection.optimizer_ops import memory_optimizer_name, normalise_optimizer, optimizer_ops
+from prenet_callbacks.projection.host import ExecutionOptions
+from prenet_callbacks.projection.optimizer_ops import (
+    memory_optimizer_name,
+    normalise_optimizer,
+    optimizer_ops,
+    split_optimizer,
+)
 from prenet_callbacks.projection.parallel import ZeroConfig
 from prenet_callbacks.projection.precision import Precision, activation_scale, convert, parse_precision
 from prenet_callbacks.projection.predictor_source import resolve_predictor
-from prenet_callbacks.projection.project import RunShape, project_targets
-from prenet_callbacks.projection.targets import resolve_targets
+from prenet_callbacks.projection.project import RunShape, check_batch_convention, project_targets
+from prenet_callbacks.projection.targets import parse_projection_target, resolve_targets
 from prenet_callbacks.projection.workload import Unit, Workload
 
 __all__ = ["CaptureError", "Estimate", "estimate"]
@@ -38,34 +46,39 @@ class Estimate:
     """Projected step times, totals, memory fit and cost of one model on several targets."""
 
     def __init__(self, workload: Workload, rows: list[dict[str, Any]], shape: RunShape, predictor,
-                 notes: list[str]) -> None:
+                 notes: list[str], batch_convention: str = "per_device", sharding: ZeroConfig | None = None) -> None:
         self.workload = workload
         self.rows = rows
         self.shape = shape
         self._predictor = predictor
         self.notes = notes
+        self.batch_convention = batch_convention
+        self._sharding = sharding
         self.recommendation = recommend(rows)
 
     def row(self, target: str) -> dict[str, Any]:
-        """The projection row of `target` ("8x H100"), projecting it now if it was not among the targets."""
-        parsed = parse_target(target)
+        """The projection row of `target` ("8x H100", "4x8 H100"), projecting it now if it was not among
+        the targets."""
+        parsed = parse_projection_target(target)
         for row in self.rows:
-            if row["name"] == parsed.accelerator.name and row["devices"] == parsed.count:
+            if row["label"] == parsed.label:
                 return row
-        return project_targets(self.workload, [parsed], self._predictor, self.shape)[0]
+        return project_targets(self.workload, [parsed], self._predictor, self.shape,
+                               batch_convention=self.batch_convention, sharding=self._sharding)[0]
 
     def step_seconds(self, target: str) -> float:
-        """Seconds of one optimizer step (forward, backward, optimizer; per-device batch as given) on `target`."""
-        return float(self.row(target)["step_seconds"])
+        """Seconds of one optimizer step (forward, backward, optimizer, host) on `target`."""
+        return float(self.row(target)["step_s"])
 
     def total_seconds(self, target: str) -> float | None:
-        """Whole-run seconds on `target` when `steps` was given (data-parallel targets need fewer steps)."""
-        return self.row(target)["total_seconds"]
+        """Whole-run seconds on `target` when `steps` was given (per-device batch convention: data-parallel
+        targets need fewer steps)."""
+        return self.row(target)["total_s"]
 
     def to_dict(self) -> dict[str, Any]:
         w = self.workload
         return {
-            "schema": "prenet-estimate/1",
+            "schema": "prenet-estimate/2",
             "precision": w.precision.name,
             "precision_detail": w.precision.label(),
             "optimizer": w.optimizer,
@@ -73,6 +86,7 @@ class Estimate:
             "params": w.params,
             "activation_bytes": w.activation_bytes,
             "steps": self.shape.steps,
+            "batch_convention": self.batch_convention,
             "targets": self.rows,
             "recommendation": self.recommendation,
             "notes": self.notes,
@@ -93,7 +107,8 @@ class Estimate:
         if table is not None:
             console.print(table)
         if self.recommendation:
-            console.print(f"Recommendation: {self.recommendation}")
+            console.print(f"Recommendation: {self.recommendation['text']}")
+        console.print(f"Batch: {_convention_text(self.batch_convention)}")
         for note in self.notes:
             console.print(f"• {note}")
         return buffer.getvalue()
@@ -102,26 +117,39 @@ class Estimate:
         return f"Estimate({len(self.rows)} targets, precision={self.workload.precision.name!r})"
 
 
+def _convention_text(convention: str) -> str:
+    return ("each GPU keeps the given batch (per-device convention)" if convention == "per_device"
+            else "the given batch is the global batch, split over each target's GPUs (global convention)")
+
+
 def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = None, precision: str = "32-true",
              optimizer: str = "adamw", float32_matmul_precision: str | None = None, steps: int | None = None,
              batch_size: int | None = None, loss_fn: Callable[[Any], Any] | None = None,
-             deepspeed: dict[str, Any] | None = None, predictor=None) -> Estimate:
+             deepspeed: dict[str, Any] | None = None, predictor=None, batch_convention: str = "per_device",
+             sharding: str | None = None, compile: str = "none", cuda_graphs: bool = False) -> Estimate:
     """Project one training step of `model` on `example_input` onto `targets` without training.
 
     Args:
         model: an ``nn.Module``, ideally built on ``meta`` (``with torch.device("meta"): ...``).
         example_input: one batch per device: a tensor, a tuple of positional tensors or a dict of
             keyword tensors; ``meta`` tensors need no memory. Its first dimension is the batch.
-        targets: hardware names ("A100", "8x H100 SXM5"); None: the default set. Unknown names raise
-            `UnknownHardwareError` listing the closest names.
+        targets: hardware names ("A100", "8x H100 SXM5", "4x8 H100" for 4 nodes of 8, "2x8 H100 @ 200G");
+            None: the default set. Unknown names raise `UnknownHardwareError` listing the closest names.
         precision: "32-true", "16-mixed", "bf16-mixed", "16-true" or "bf16-true".
-        optimizer: "adamw", "adam", "adamw-fused", "sgd", "sgd-momentum" or "none".
+        optimizer: "adamw", "adam", "sgd", "sgd-momentum" or "none" (PyTorch's default implementation on
+            each target: foreach on GPUs), or with the implementation named: "adamw-fused",
+            "adamw-foreach", "adamw-forloop", ...
         float32_matmul_precision: "highest" | "high" | "medium" (None: `torch.get_float32_matmul_precision()`).
         steps: optimizer steps of the whole run on one device; gives totals and costs.
         batch_size: the batch when the input's first dimension is not it.
         loss_fn: turns the model's output into the scalar loss (default: ``output.loss`` or a sum).
         deepspeed: ``{"zero_stage": 0-3, "offload_optimizer": bool, "offload_param": bool}`` for ZeRO targets.
         predictor: a `Predictor` (default: the shipped one).
+        batch_convention: "per_device" (default: `example_input` is one GPU's batch, every GPU keeps it) or
+            "global" (`example_input` is the run's global batch, split over each target's GPUs; it must divide).
+        sharding: "none", "zero1", "zero2", "zero3" or "fsdp" for the targets (shorthand for `deepspeed`).
+        compile: "none" (eager), "default", "reduce-overhead", "max-autotune": torch.compile on the targets.
+        cuda_graphs: True when the step is replayed as a CUDA graph.
     """
     _check_model(model)
     chosen = resolve_targets(targets)       # bad names fail before any work
@@ -129,14 +157,20 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
     optimizer = normalise_optimizer(optimizer)
     _check_steps(steps)
     _check_batch_size(batch_size)
+    check_batch_convention(batch_convention)
     zero = _zero_config(deepspeed)
+    if sharding is not None:
+        if deepspeed is not None:
+            raise ValueError("give either sharding= or deepspeed=, not both; e.g. sharding='zero3'")
+        zero = ZeroConfig.from_sharding(sharding)
+    options = ExecutionOptions(compile, cuda_graphs)
     capture = capture_step(model, example_input, loss_fn=loss_fn, batch_size=batch_size)
-    workload = workload_from_capture(capture, prec, optimizer, zero)
+    workload = workload_from_capture(capture, prec, optimizer, zero, options)
     pred, note = resolve_predictor(predictor)
     notes = list(workload.notes) + ([note] if note else [])
     shape = RunShape(float(steps) if steps is not None else None)
-    rows = project_targets(workload, chosen, pred, shape) if chosen else []
-    return Estimate(workload, rows, shape, pred, notes)
+    rows = project_targets(workload, chosen, pred, shape, batch_convention=batch_convention) if chosen else []
+    return Estimate(workload, rows, shape, pred, notes, batch_convention)
 
 
 def _check_model(model: Any) -> None:
@@ -192,21 +226,36 @@ def _zero_config(deepspeed: Any) -> ZeroConfig:
     return ZeroConfig.from_dict(deepspeed)
 
 
-def workload_from_capture(capture: Capture, precision: Precision, optimizer: str, zero: ZeroConfig) -> Workload:
-    """A `Workload` (method absolute) from captured ops, converted to `precision`."""
+# Consecutive ops per unit: the host-overlap simulation plays units in order, so a unit must be short
+# enough that "many tiny kernels, then a big one" is not averaged into one uniform stream.
+UNIT_OPS = 24
+
+
+def workload_from_capture(capture: Capture, precision: Precision, optimizer: str, zero: ZeroConfig,
+                          options: ExecutionOptions | None = None) -> Workload:
+    """A `Workload` (method absolute) from captured ops in execution order, converted to `precision`."""
     units = []
+    specs: dict = {}
     for phase in ("fwd", "bwd"):
-        specs: dict = {}
-        for call, count in capture.ops[phase].items():
-            spec = convert(op_spec_from_call(call), precision, phase)
-            specs[spec] = specs.get(spec, 0.0) + count  # OpSpec equality ignores dims: merge look-alikes
-        units.append(Unit("model", phase, list(specs.items())))
+        items = capture.sequence[phase] or [c for c, n in capture.ops[phase].items() for _ in range(n)]
+        for start in range(0, len(items), UNIT_OPS):
+            merged: dict = {}
+            for item in items[start:start + UNIT_OPS]:
+                spec = specs.get(item)
+                if spec is None:
+                    raw = item if isinstance(item, OpSpec) else op_spec_from_call(item)
+                    spec = specs[item] = convert(raw, precision, phase)
+                merged[spec] = merged.get(spec, 0.0) + 1.0   # OpSpec equality ignores dims: merge look-alikes
+            units.append(Unit(f"model.{phase}.{start // UNIT_OPS}", phase, list(merged.items())))
     opt_dtype = precision.half if (precision.half and not precision.mixed) else "float32"
     units.append(Unit("optimizer", "opt", optimizer_ops(optimizer, capture.param_tensors, opt_dtype)))
     scale = activation_scale(precision) if capture.param_dtype == "float32" else 1.0
-    notes = ["estimated from the model alone: data loading and Python overhead beyond kernel launches are "
-             "not included"]
+    notes = ["estimated from the model alone: eager PyTorch's host cost per kernel is modelled, data loading "
+             "and the training loop's own Python are not included"]
+    _, named_impl = split_optimizer(optimizer)
     return Workload(units=units, params=float(capture.params), precision=precision,
                     optimizer=memory_optimizer_name(optimizer), batch_size=capture.batch_size,
                     activation_bytes=capture.saved_bytes * scale, activations_measured=False, zero=zero,
-                    notes=notes)
+                    current_kind="none", param_tensors=list(capture.param_tensors), optimizer_impl=named_impl,
+                    optimizer_ran=named_impl or "foreach", input_bytes=capture.input_bytes,
+                    options=options or ExecutionOptions(), notes=notes)

@@ -273,6 +273,10 @@ def targets_table(report: Report) -> Table | None:
     if work.get("done_steps"):
         notes.append(f"every row is the whole run of {work.get('steps') or '?':,} steps, of which "
                      f"{work['done_steps']:,} ran before this {'fit' if is_lightning(report) else 'attach'}")
+    convention = (report.projection or {}).get("batch_convention")
+    if convention and any((t.get("devices") or 1) > 1 for t in report.targets):
+        notes.append("multi-GPU rows: each GPU keeps the measured per-device batch" if convention == "per_device"
+                     else "multi-GPU rows: the global batch stays, split over each target's GPUs")
     if notes:
         table.caption = "\n".join(notes)
         table.caption_justify = "left"

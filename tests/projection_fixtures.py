@@ -26,8 +26,12 @@ def adam(numel: int) -> dict:
 
 def make_report(*, device: str = "cuda", catalog_name: str | None = "A100-SXM4-80GB", layers: int = 4,
                 width: int = 4096, tokens: int = 8192, precision: str = "32-true", devices: int = 1,
-                deepspeed: dict | None = None, batch_size: int | None = 32, with_layers: bool = True) -> Report:
-    """A report as the session writes it: 4 linear layers, measured times, plan and a prediction."""
+                deepspeed: dict | None = None, batch_size: int | None = 32, with_layers: bool = True,
+                memory: dict | None = None, optimizer_ops: list | None = None) -> Report:
+    """A report as the session writes it: 4 linear layers, measured times, plan and a prediction.
+
+    `memory`: a ``measured.memory`` account;
+    `optimizer_ops`: the optimizer pseudo-layer's ops (default: one fused Adam kernel)."""
     rows = []
     params = width * width
     for i in range(layers if with_layers else 0):
@@ -42,8 +46,8 @@ def make_report(*, device: str = "cuda", catalog_name: str | None = "A100-SXM4-8
     if with_layers:
         rows.append({"name": "optimizer", "module_type": "optimizer", "calls_per_step": 1, "forward_s": 0.0,
                      "backward_s": 0.0, "optimizer_s": 0.003, "params": 0,
-                     "ops": [{"name": "adam", "count_per_step": 1, "seconds_per_step": 0.003, "phase": "opt",
-                              "spec": adam(layers * params)}]})
+                     "ops": optimizer_ops or [{"name": "adam", "count_per_step": 1, "seconds_per_step": 0.003,
+                                               "phase": "opt", "spec": adam(layers * params)}]})
     current = {"device": device, "name": "NVIDIA A100-SXM4-80GB" if device == "cuda" else "Some CPU",
                "catalog_name": catalog_name if device == "cuda" else None, "devices": devices,
                "precision": precision, "float32_matmul_precision": "highest"}
@@ -55,10 +59,11 @@ def make_report(*, device: str = "cuda", catalog_name: str | None = "A100-SXM4-8
                     measured={"layers": {"layers": rows, "steps": 3}, "batch_s": 0.06, "data_wait_s": 0.005,
                               "step_phases": {"data_s": 0.005, "forward_s": 0.016, "backward_s": 0.032,
                                               "optimizer_s": 0.003, "other_s": 0.004, "total_s": 0.06}})
+    if memory:
+        report.measured["memory"] = memory
+    parts = {"setup_s": 30.0, "train_s": 600.0, "validation_s": 20.0, "checkpoints_s": 10.0, "epoch_boundaries_s": 0.0}
     report.add_prediction({"at_step": 16, "elapsed_s": 60.0, "step_s": 0.06, "predicted_total_s": 660.0,
-                           "eta_s": 600.0, "low_s": 620.0, "high_s": 700.0,
-                           "breakdown": {"setup": 30.0, "train": 600.0, "validation": 20.0, "checkpoints": 10.0,
-                                         "epoch_boundaries": 0.0}})
+                           "eta_s": 600.0, "low_s": 620.0, "high_s": 700.0, "breakdown": parts})
     return report
 
 
@@ -75,3 +80,11 @@ class ScaledBound(Predictor):
 
 def predicted_ratio(predictor, specs, a, b) -> float:
     return float(np.sum(predictor.predict_seconds(specs, a)) / np.sum(predictor.predict_seconds(specs, b)))
+
+
+def importable_models(tmp_path, monkeypatch, source: str, module: str) -> str:
+    """Write `source` as an importable module `module` in `tmp_path` (the CLI's working directory)."""
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return module

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from prenet_callbacks.cli import main
-from tests.projection_fixtures import make_report
+from tests.projection_fixtures import importable_models, make_report
 
 MODELS = textwrap.dedent("""
     import torch
@@ -36,10 +36,7 @@ MODELS = textwrap.dedent("""
 
 @pytest.fixture
 def models(tmp_path, monkeypatch):
-    (tmp_path / "cli_models_for_test.py").write_text(MODELS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return "cli_models_for_test"
+    return importable_models(tmp_path, monkeypatch, MODELS, "cli_models_for_test")
 
 
 def test_estimate_table_and_json(models, capsys):
@@ -50,7 +47,7 @@ def test_estimate_table_and_json(models, capsys):
     assert main(["estimate", f"{models}:embed", "-i", "8x128:int64", "-t", "A100", "--json",
                  "--model-kwargs", '{"vocab": 500}']) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["targets"][0]["name"] == "A100-SXM4-80GB" and data["targets"][0]["step_seconds"] > 0
+    assert data["targets"][0]["name"] == "A100-SXM4-80GB" and data["targets"][0]["step_s"] > 0
 
 
 @pytest.mark.parametrize("argv,needle", [

@@ -93,7 +93,7 @@ def test_multi_gpu_target_and_memory_fit(predictor):
                    predictor=predictor, steps=1000)
     t4, node = est.row("T4"), est.row("8x A100-SXM4-80GB")
     assert t4["fits_memory"] is False and t4["max_batch"] < 131072
-    assert node["devices"] == 8 and node["comm_seconds"] > 0 and node["steps"] == pytest.approx(125)
+    assert node["devices"] == 8 and node["comm_s"] > 0 and node["steps"] == pytest.approx(125)
 
 
 def test_unknown_target_fails_before_capture():

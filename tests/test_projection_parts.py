@@ -8,13 +8,9 @@ from predictor_models.op_spec import OpSpec
 from prenet_callbacks.projection.advice import recommend
 from prenet_callbacks.projection.cost import run_cost
 from prenet_callbacks.projection.memory import fit_memory, model_state_bytes
-from prenet_callbacks.projection.parallel import (
-    ZeroConfig,
-    ddp_exposed_seconds,
-    node_link,
-    ring_seconds,
-    zero_comm_seconds,
-)
+from prenet_callbacks.projection.fabric import Fabric, target_fabric
+from prenet_callbacks.projection.links import node_link
+from prenet_callbacks.projection.parallel import ZeroConfig, ddp_exposed_seconds, zero_comm_seconds
 from prenet_callbacks.projection.precision import convert, parse_precision, precision_note, retune
 from prenet_callbacks.projection.targets import DEFAULT_TARGETS, resolve_targets
 
@@ -63,9 +59,9 @@ def test_convert_mixed_halves_gemm_keeps_optimizer():
 def test_ring_all_reduce_matches_vidur_h100_fit():
     link = node_link(lookup_hardware("H100-SXM5"), 8)
     assert 330e9 < link.bus_bytes_per_s < 380e9       # Vidur h100_dgx N=8: 349-370 GB/s
-    t = ring_seconds(32 * 2**20, 8, link)
-    assert t == pytest.approx(0.196e-3, rel=0.25)     # measured 0.196 ms for 32 MiB
-    assert ring_seconds(1e9, 1, link) == 0.0
+    fabric = Fabric(link, 1, 8)
+    assert fabric.seconds(32 * 2**20) == pytest.approx(0.196e-3, rel=0.25)   # measured 0.196 ms for 32 MiB
+    assert Fabric(link, 1, 1).seconds(1e9) == 0.0
 
 
 def test_pcie_cards_ring_over_pcie_beyond_a_bridge_pair():
@@ -76,18 +72,18 @@ def test_pcie_cards_ring_over_pcie_beyond_a_bridge_pair():
 
 
 def test_ddp_overlap_hides_comm_behind_long_backward():
-    link = node_link(lookup_hardware("A100-SXM4-80GB"), 8)
-    total, exposed = ddp_exposed_seconds(400e6, 8, link, backward_s=1.0)
+    fabric = target_fabric(lookup_hardware("A100-SXM4-80GB"), 1, 8)
+    total, exposed = ddp_exposed_seconds(400e6, fabric, backward_s=1.0)
     assert total > 0 and exposed < total * 0.1          # long backward: only the last bucket shows
-    total2, exposed2 = ddp_exposed_seconds(400e6, 8, link, backward_s=0.0)
+    total2, exposed2 = ddp_exposed_seconds(400e6, fabric, backward_s=0.0)
     assert exposed2 == pytest.approx(total2)             # nothing to hide behind
 
 
 def test_zero3_moves_more_than_zero2_and_offload_costs_host_time():
-    link = node_link(lookup_hardware("H100-SXM5"), 8)
-    z2 = zero_comm_seconds(ZeroConfig(2), 1e9, 2, 2, 8, link, 0.1, 0.2, 25e9)
-    z3 = zero_comm_seconds(ZeroConfig(3), 1e9, 2, 2, 8, link, 0.1, 0.2, 25e9)
-    off = zero_comm_seconds(ZeroConfig(2, offload_optimizer=True), 1e9, 2, 2, 8, link, 0.1, 0.2, 25e9)
+    fabric = target_fabric(lookup_hardware("H100-SXM5"), 1, 8)
+    z2 = zero_comm_seconds(ZeroConfig(2), 1e9, 2, 2, fabric, 0.1, 0.2, 25e9)
+    z3 = zero_comm_seconds(ZeroConfig(3), 1e9, 2, 2, fabric, 0.1, 0.2, 25e9)
+    off = zero_comm_seconds(ZeroConfig(2, offload_optimizer=True), 1e9, 2, 2, fabric, 0.1, 0.2, 25e9)
     assert z3[0] > z2[0] and off[1] > z2[1] + 0.5 and "CPU" in off[2]
 
 
@@ -126,11 +122,13 @@ def test_default_targets_resolve_and_unknown_names_list_closest():
 
 
 def _row(name, total, usd, current=False, fits=True, error=0.2):
-    return {"name": name, "devices": 1, "total_seconds": total, "total_usd": usd, "current": current,
+    return {"name": name, "label": name, "devices": 1, "total_s": total, "total_usd": usd, "current": current,
             "fits_memory": fits, "relative_error": error}
 
 
 def test_recommendation_stay_fastest_cheapest():
-    assert recommend([_row("A", 100, 1.0, True), _row("B", 95, 1.2)]).startswith("stay on A")
-    line = recommend([_row("A", 100, 1.0, True), _row("B", 20, 3.0), _row("C", 50, 0.5), _row("D", 5, 9, fits=False)])
-    assert "fastest B" in line and "cheapest C" in line and "D" not in line
+    stay = recommend([_row("A", 100, 1.0, True), _row("B", 95, 1.2)])
+    assert stay["text"].startswith("stay on A") and stay["stay"] and stay["fastest"] is None
+    pick = recommend([_row("A", 100, 1.0, True), _row("B", 20, 3.0), _row("C", 50, 0.5), _row("D", 5, 9, fits=False)])
+    assert "fastest B" in pick["text"] and "cheapest C" in pick["text"] and "D" not in pick["text"]
+    assert (pick["fastest"], pick["cheapest"], pick["stay"]) == ("B", "C", False)

@@ -85,10 +85,10 @@ def test_time_limit_caps_the_work_and_every_figure_follows(tmp_path):
     assert report.run["ended"]["reason"] == "time_limit" and report.run["limits"]["max_time_s"] == 2
     # the steps it predicted to fit are about the steps that ran (~5 ms steps under a 2 s limit)
     assert first["steps"] == pytest.approx(report.actual["steps"], rel=0.35)
-    # the projection is for the same work: a faster GPU is a speed-up, not a 0.03x slow-down
+    # the projection is for the same work, not a 0.03x slow-down (the step is a 5 ms time.sleep: host
+    # time an A100 does not shorten, so about 1x and "stay" are the right answers here)
     a100 = next(t for t in report.targets if not t["current"])
-    assert a100["speedup"] > 1 and not report.recommendation["stay"]
-    assert "stay" not in report.recommendation["text"]
+    assert a100["steps"] == report.latest_prediction["steps"] and a100["speedup"] > 0.5
 
 
 def test_early_stopping_is_an_early_end_not_a_prediction_error(tmp_path):

@@ -106,6 +106,93 @@ FP32_MATRIX = {"MI100": 46.1, "MI210": 45.3, "MI250": 90.5, "MI250-GCD": 45.25, 
 # Packed FP16 (non-tensor) rates the curated table keeps in its notes: PyTorch reaches them on GP100.
 PACKED_FP16 = {"P100-PCIe-16GB": 18.7, "P100-SXM2-16GB": 21.2}
 
+# Nodes and scale-out networks (multi-node data parallelism): GPUs in the largest common node (GB200: one
+# NVL72 NVLink domain), the scale-out NIC bandwidth per GPU of the reference node named first in `network`
+# (Gb/s each way), and intra-node fabric figures the curated table lacks. Other nodes of the same GPU
+# (cloud instances with less network per GPU) are named in `network`; a target picks them with
+# "2x8 H100 @ 200G". Entries without a network figure cannot be projected across nodes.
+_AWS = "https://aws.amazon.com/ec2/instance-types/"
+NETWORK = {
+    "A100-SXM4-40GB": {
+        "max_gpus_per_node": 8, "network_gbps_per_gpu": 200,
+        "network": "DGX A100 / HGX A100: 8x ConnectX-6 200 Gb/s HDR InfiniBand, one per GPU; Azure ND A100 v4 "
+                   "the same; AWS p4d 400 Gbps EFA per 8 GPUs (50 Gb/s per GPU)",
+        "network_sources": ["https://docs.nvidia.com/dgx/dgxa100-user-guide/introduction-to-dgxa100.html",
+                            _AWS + "p4/"]},
+    "A100-SXM4-80GB": {
+        "max_gpus_per_node": 8, "network_gbps_per_gpu": 200,
+        "network": "DGX A100 640GB / HGX A100: 8x ConnectX-6 200 Gb/s HDR InfiniBand, one per GPU; Azure "
+                   "ND A100 v4 / NDm A100 v4 8x 200 Gb/s; AWS p4de 400 Gbps EFA per 8 GPUs (50 Gb/s per GPU)",
+        "network_sources": ["https://docs.nvidia.com/dgx/dgxa100-user-guide/introduction-to-dgxa100.html",
+                            "https://learn.microsoft.com/en-us/azure/virtual-machines/ndm-a100-v4-series",
+                            _AWS + "p4/"]},
+    "H100-SXM5": {
+        "max_gpus_per_node": 8, "network_gbps_per_gpu": 400,
+        "network": "DGX H100 / HGX H100: 8x ConnectX-7 400 Gb/s NDR InfiniBand, one per GPU; Azure ND H100 v5 "
+                   "8x 400 Gb/s; AWS p5 3200 Gbps EFA (400 Gb/s per GPU); GCP A3 Mega 8x 200 Gb/s",
+        "network_sources": ["https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html",
+                            _AWS + "p5/", "https://cloud.google.com/compute/docs/gpus/gpu-network-bandwidth"]},
+    "H200-SXM": {
+        "max_gpus_per_node": 8, "network_gbps_per_gpu": 400,
+        "network": "DGX H200 / HGX H200: 8x ConnectX-7 400 Gb/s NDR InfiniBand, one per GPU; AWS p5e/p5en "
+                   "3200 Gbps EFA (400 Gb/s per GPU)",
+        "network_sources": ["https://www.nvidia.com/en-us/data-center/dgx-h200/", _AWS + "p5/"]},
+    "B200": {
+        "max_gpus_per_node": 8, "network_gbps_per_gpu": 400,
+        "network": "DGX B200 / HGX B200: 8x ConnectX-7 400 Gb/s InfiniBand / Ethernet, one per GPU; AWS p6-b200 "
+                   "3200 Gbps EFA (400 Gb/s per GPU)",
+        "network_sources": ["https://www.nvidia.com/en-us/data-center/dgx-b200/", _AWS + "p6/"]},
+    "GB200": {
+        "max_gpus_per_node": 72, "network_gbps_per_gpu": 400,
+        "network": "GB200 NVL72: 72 GPUs in one NVLink domain (a 'node' here); 400 Gb/s ConnectX-7 per GPU "
+                   "between racks",
+        "network_sources": ["https://www.nvidia.com/en-us/data-center/gb200-nvl72/"]},
+    "L4": {
+        "max_gpus_per_node": 8, "network_gbps_per_gpu": 12.5,
+        "network": "GCP g2-standard-96 (8x L4, 100 Gbps per VM, 12.5 Gb/s per GPU); AWS g6.48xlarge the same",
+        "network_sources": ["https://cloud.google.com/compute/docs/accelerator-optimized-machines#g2-vms",
+                            _AWS + "g6/"]},
+    "T4": {
+        "max_gpus_per_node": 8, "network_gbps_per_gpu": 12.5,
+        "network": "AWS g4dn.metal (8x T4, 100 Gbps, 12.5 Gb/s per GPU)",
+        "network_sources": [_AWS + "g4/"]},
+    "A10G": {
+        "max_gpus_per_node": 8, "network_gbps_per_gpu": 12.5,
+        "network": "AWS g5.48xlarge (8x A10G, 100 Gbps, 12.5 Gb/s per GPU)",
+        "network_sources": [_AWS + "g5/"]},
+    "L40S": {
+        "max_gpus_per_node": 8, "network_gbps_per_gpu": 50,
+        "network": "AWS g6e.48xlarge (8x L40S, 400 Gbps EFA, 50 Gb/s per GPU)",
+        "network_sources": [_AWS + "g6e/"]},
+    "V100-SXM2-16GB": {
+        "max_gpus_per_node": 8, "network_gbps_per_gpu": 50,
+        "network": "DGX-1 (8x V100, 4x 100 Gb/s EDR InfiniBand, 50 Gb/s per GPU); AWS p3dn.24xlarge 100 Gbps "
+                   "per 8 GPUs",
+        "network_sources": ["https://docs.nvidia.com/dgx/dgx1-user-guide/introduction-to-dgx1.html",
+                            _AWS + "p3/"]},
+    "V100-SXM2-32GB": {
+        "max_gpus_per_node": 8, "network_gbps_per_gpu": 50,
+        "network": "DGX-1 (8x V100 32GB, 4x 100 Gb/s EDR InfiniBand, 50 Gb/s per GPU); AWS p3dn.24xlarge "
+                   "100 Gbps per 8 GPUs (12.5 Gb/s per GPU)",
+        "network_sources": ["https://docs.nvidia.com/dgx/dgx1-user-guide/introduction-to-dgx1.html",
+                            _AWS + "p3/"]},
+    "MI300X": {
+        "max_gpus_per_node": 8, "network_gbps_per_gpu": 400, "interconnect_bandwidth_gbs": 896,
+        "network": "8-GPU MI300X platform: fully connected xGMI mesh, 7 links x 64 GB/s each way per GPU "
+                   "(896 GB/s aggregate; ~48 GB/s usable per link); Azure ND MI300X v5 8x 400 Gb/s InfiniBand",
+        "network_sources": ["https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html",
+                            "https://rocm.blogs.amd.com/software-tools-optimization/mi300x-rccl-xgmi/README.html",
+                            "https://learn.microsoft.com/en-us/azure/virtual-machines/sizes/gpu-accelerated/"
+                            "ndmi300xv5-series"]},
+    "MI325X": {
+        "max_gpus_per_node": 8, "network_gbps_per_gpu": 400, "interconnect_bandwidth_gbs": 896,
+        "network": "8-GPU MI325X platform: fully connected xGMI mesh as MI300X (7 links x 64 GB/s each way); "
+                   "400 Gb/s NIC per GPU",
+        "network_sources": ["https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html",
+                            "https://rocm.blogs.amd.com/software-tools-optimization/mi300x-rccl-xgmi/README.html"]},
+}
+NETWORK_FIELDS = ("max_gpus_per_node", "network_gbps_per_gpu", "network", "network_sources")
+
 
 def _num(text: str) -> float | int | None:
     text = text.strip()
@@ -178,9 +265,11 @@ FIELD_ORDER = [
     ("bf16_tflops", "bf16_tensor_tflops_dense"), ("fp8_tflops", "fp8_tensor_tflops_dense"),
     ("unsupported", None), ("estimated", None),
     ("interconnect", "interconnect"), ("interconnect_bandwidth_gbs", "interconnect_bandwidth_gbs_per_gpu"),
-    ("pcie_gen", "pcie_gen"), ("sources", None), ("notes", None),
+    ("pcie_gen", "pcie_gen"), ("max_gpus_per_node", None), ("network_gbps_per_gpu", None), ("network", None),
+    ("network_sources", None), ("sources", None), ("notes", None),
 ]
-TEXT_FIELDS = {"name", "vendor", "architecture", "compute_capability", "form_factor", "memory_type", "interconnect"}
+TEXT_FIELDS = {"name", "vendor", "architecture", "compute_capability", "form_factor", "memory_type", "interconnect",
+               "network"}
 
 
 def build_accelerators(rows: list[dict[str, str]]) -> str:
@@ -223,6 +312,8 @@ def build_accelerators(rows: list[dict[str, str]]) -> str:
             values["estimated"] = sorted(estimate["fields"])
             if "interconnect_bandwidth_gbs" in estimate:
                 values["interconnect_bandwidth_gbs"] = estimate["interconnect_bandwidth_gbs"]
+        for key, value in NETWORK.get(name, {}).items():
+            values[key] = value
         values["sources"] = _sources(row)
         values["notes"] = _short_note(row, name)
         out += ["", "[[accelerator]]"]

@@ -66,12 +66,12 @@ class HardwareCatalogError(ValueError):
 _REQUIRED_NUMBERS = ("memory_gb", "memory_bandwidth_gbs")
 _OPTIONAL_NUMBERS = (
     "boost_clock_mhz", "l2_cache_mb", "tdp_w", "fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops",
-    "fp8_tflops", "fp64_tflops", "fp32_matrix_tflops", "interconnect_bandwidth_gbs",
+    "fp8_tflops", "fp64_tflops", "fp32_matrix_tflops", "interconnect_bandwidth_gbs", "network_gbps_per_gpu",
 )
-_INTEGERS = ("sm_count", "pcie_gen", "release_year")
+_INTEGERS = ("sm_count", "pcie_gen", "release_year", "max_gpus_per_node")
 _TEXTS = ("name", "vendor", "architecture", "interconnect", "compute_capability", "kind", "notes",
-          "form_factor", "memory_type")
-_LISTS = ("sources", "aliases", "unsupported", "estimated")
+          "form_factor", "memory_type", "network")
+_LISTS = ("sources", "aliases", "unsupported", "estimated", "network_sources")
 _USER_PRICE = ("usd_per_hour", "price_date")
 _ACCELERATOR_FIELDS = set(_REQUIRED_NUMBERS + _OPTIONAL_NUMBERS + _INTEGERS + _TEXTS + _LISTS + _USER_PRICE)
 _PRICE_FIELDS = {"accelerator", "provider", "instance_type", "gpus_per_instance", "usd_per_instance_hour",

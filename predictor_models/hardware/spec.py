@@ -89,6 +89,11 @@ class Accelerator:
     interconnect: str | None = None
     interconnect_bandwidth_gbs: float | None = None  # bidirectional total per GPU, as the vendor states it
     pcie_gen: int | None = None
+    # -- nodes and network (multi-node data parallelism) --
+    max_gpus_per_node: int | None = None       # GPUs of the largest common node (GB200: one NVL72 NVLink domain)
+    network_gbps_per_gpu: float | None = None  # scale-out NIC bandwidth per GPU in that node, Gb/s each way
+    network: str | None = None                 # which nodes these figures describe
+    network_sources: tuple[str, ...] = ()
     release_year: int | None = None
     compute_capability: str | None = None
     kind: str = "gpu"  # "gpu" | "tpu"

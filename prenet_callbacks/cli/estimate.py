@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from prenet_callbacks.cli import UsageError
+from prenet_callbacks.cli.projection_options import add_projection_options, projection_kwargs
 
 _DTYPES = {"float32": "float32", "float": "float32", "fp32": "float32", "float16": "float16", "half": "float16",
            "fp16": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16", "int64": "int64", "long": "int64",
@@ -32,15 +33,20 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--input", "-i", dest="inputs", action="append", required=True, metavar="[NAME=]SHAPE[:DTYPE]",
                         help="one model input per device, e.g. 64,3,224,224 or input_ids=8x512:int64 (repeatable)")
     parser.add_argument("--targets", "-t", nargs="+", metavar="TARGET",
-                        help="hardware such as A100 '8x H100 SXM5' (default: the documented default set)")
+                        help="hardware such as A100 '8x H100 SXM5' '4x8 H100' (4 nodes of 8) '2x8 H100 @ 200G' "
+                             "(default: the documented default set)")
     parser.add_argument("--precision", default="32-true",
                         help="32-true, 16-mixed, bf16-mixed, 16-true or bf16-true (default 32-true)")
     parser.add_argument("--matmul-precision", dest="matmul_precision", choices=("highest", "high", "medium"),
                         help="torch.set_float32_matmul_precision for 32-true (default: this process's setting)")
-    parser.add_argument("--optimizer", default="adamw", help="adamw, adam, adamw-fused, sgd, sgd-momentum, none")
+    parser.add_argument("--optimizer", default="adamw",
+                        help="adamw, adam, sgd, sgd-momentum, none (PyTorch's default implementation on each target), "
+                             "or named: adamw-fused, adamw-foreach, adamw-forloop, ...")
     parser.add_argument("--steps", type=int, help="optimizer steps of the run (gives totals and costs)")
     parser.add_argument("--model-kwargs", default="{}", metavar="JSON", help="keyword arguments for the callable")
-    parser.add_argument("--zero-stage", type=int, choices=(0, 1, 2, 3), default=0, help="DeepSpeed ZeRO stage")
+    parser.add_argument("--zero-stage", type=int, choices=(0, 1, 2, 3), default=0,
+                        help="DeepSpeed ZeRO stage (or --sharding)")
+    add_projection_options(parser)
     parser.add_argument("--predictor", metavar="PATH",
                         help="predictor.json (or its folder) from `prenet train` to use instead of the shipped one")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -135,11 +141,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{call} returned {type(model).__name__}, not a torch.nn.Module; point MODULE:CALLABLE "
                          "at a model class or a function that builds one")
     example = keyword if keyword else (positional[0] if len(positional) == 1 else tuple(positional))
+    if args.zero_stage and args.sharding:
+        raise UsageError("give --zero-stage or --sharding, not both (e.g. --sharding zero3)")
     try:
         result = estimate(model, example, targets=args.targets, precision=args.precision, optimizer=args.optimizer,
                           float32_matmul_precision=args.matmul_precision, steps=args.steps,
                           deepspeed={"zero_stage": args.zero_stage} if args.zero_stage else None,
-                          predictor=predictor)
+                          predictor=predictor, **projection_kwargs(args))
     except CaptureError as error:
         raise UsageError(str(error)) from None
     if args.json:

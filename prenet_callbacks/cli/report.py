@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from prenet_callbacks.cli import UsageError
+from prenet_callbacks.cli.projection_options import add_projection_options, projection_kwargs
 
 
 def register(subparsers: Any) -> None:
@@ -22,6 +23,7 @@ def register(subparsers: Any) -> None:
                         help="hardware such as A100 '8x H100' ('default' = the default set; 'none' = no table)")
     parser.add_argument("--predictor", metavar="PATH",
                         help="with --targets: predictor.json (or its folder) from `prenet train` instead of the shipped one")
+    add_projection_options(parser)
     parser.add_argument("--json", action="store_true", help="print the (re-projected) report as JSON")
     parser.add_argument("--out", metavar="FILE", help="also write the re-projected report to FILE")
     parser.add_argument("--width", type=int, default=120, help="text width (default 120)")
@@ -55,12 +57,18 @@ def run(args: argparse.Namespace) -> int:
         resolve_targets(targets)  # unknown names: exit 2 with the closest names, before reading anything
     if args.predictor is not None and args.targets is None:
         raise UsageError("--predictor applies to a re-projection: add --targets (e.g. --targets default)")
+    options = projection_kwargs(args)
+    if args.targets is None and any(getattr(args, k) != d for k, d in (("batch_convention", "per_device"),
+                                                                       ("sharding", None), ("compile", "none"),
+                                                                       ("cuda_graphs", False))):
+        raise UsageError("--batch-convention, --sharding, --compile and --cuda-graphs apply to a re-projection: "
+                         "add --targets (e.g. --targets default)")
     predictor = load_predictor_option(args.predictor, "--predictor")
     if args.width < 40:
         raise UsageError("--width must be >= 40")
     report = Report.load(Path(args.path))
     if args.targets is not None:
-        project_report(report, targets, predictor=predictor)
+        project_report(report, targets, predictor=predictor, **options)
     if args.out:
         report.save(args.out)
     if args.json:

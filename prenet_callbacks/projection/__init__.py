@@ -1,7 +1,7 @@
 """Cross-hardware projection: how long and how much a measured (or estimated) run takes elsewhere.
 
     from prenet_callbacks.projection import project_report
-    project_report(report, ["A100", "8x H100"])   # fills report.targets and the recommendation
+    project_report(report, ["A100", "8x H100", "4x8 H100"])   # fills report.targets and the recommendation
 
 See ``docs/projection.md`` for the method, the assumptions and the measured accuracy.
 """
@@ -12,34 +12,47 @@ from typing import Any, Sequence
 from prenet_callbacks.projection.advice import recommend
 from prenet_callbacks.projection.cost import run_cost
 from prenet_callbacks.projection.from_report import run_shape_from_report, workload_from_report
+from prenet_callbacks.projection.host import ExecutionOptions, measure_host_costs
+from prenet_callbacks.projection.optimizer_ops import optimizer_settings
+from prenet_callbacks.projection.parallel import ZeroConfig
 from prenet_callbacks.projection.precision import Precision, parse_precision
 from prenet_callbacks.projection.predictor_source import resolve_predictor
-from prenet_callbacks.projection.project import RunShape, project_targets
-from prenet_callbacks.projection.targets import DEFAULT_TARGETS, resolve_targets
+from prenet_callbacks.projection.project import BATCH_CONVENTIONS, RunShape, check_batch_convention, project_targets
+from prenet_callbacks.projection.targets import DEFAULT_TARGETS, ProjectionTarget, resolve_targets
 from prenet_callbacks.projection.workload import Unit, Workload
 
-__all__ = ["DEFAULT_TARGETS", "Precision", "RunShape", "Unit", "Workload", "parse_precision", "project_report",
+__all__ = ["BATCH_CONVENTIONS", "DEFAULT_TARGETS", "ExecutionOptions", "Precision", "ProjectionTarget", "RunShape",
+           "Unit", "Workload", "measure_host_costs", "optimizer_settings", "parse_precision", "project_report",
            "project_targets", "recommend", "resolve_targets"]
 
 
-def project_report(report, targets: Sequence[str] | None = None, *, predictor=None) -> list[dict[str, Any]]:
-    """Fill ``report.targets`` (current device first) and ``report.extra["recommendation"]``.
+def project_report(report, targets: Sequence[str] | None = None, *, predictor=None,
+                   batch_convention: str = "per_device", sharding: str | None = None, compile: str = "none",
+                   cuda_graphs: bool = False, optimizer_impl: str | None = None) -> list[dict[str, Any]]:
+    """Fill ``report.targets`` (current device first), the recommendation and ``projection``.
 
     ``targets=None`` projects onto `DEFAULT_TARGETS`, ``[]`` onto nothing (the table is cleared).
-    Unknown names raise `UnknownHardwareError` (a ValueError naming the closest catalog entries).
-    Returns the rows.
+    ``batch_convention``: "per_device" keeps each GPU's batch, "global" keeps the global batch.
+    ``sharding``: the targets' set-up ("none", "zero1", "zero2", "zero3", "fsdp"); None: as the run.
+    ``compile`` / ``cuda_graphs``: how the targets execute the step (default: eager, as most runs).
+    ``optimizer_impl``: "foreach", "fused" or "forloop"; None: as the run named it, else PyTorch's default.
+    Unknown names raise `UnknownHardwareError` (a ValueError naming the closest catalog entries); other
+    bad values raise ValueError naming the value and the fix. Returns the rows.
     """
+    check_batch_convention(batch_convention)
+    zero = ZeroConfig.from_sharding(sharding) if sharding is not None else None
+    options = ExecutionOptions(compile, cuda_graphs)
     chosen = resolve_targets(targets)
     if targets is not None and not chosen:
         report.targets = []
         report.recommendation = None
         return []
-    workload = workload_from_report(report)
+    workload = workload_from_report(report, options=options, optimizer_impl=optimizer_impl)
     shape = run_shape_from_report(report, workload)
     predictor, predictor_note = resolve_predictor(predictor)
-    current = _current_row(report, workload)
+    current = _current_row(report, workload, shape, batch_convention)
     current_key = (current["devices"], current["name"]) if current else None
-    chosen = [t for t in chosen if (t.count, t.accelerator.name) != current_key]
+    chosen = [t for t in chosen if (t.count, t.accelerator.name) != current_key or t.nodes > 1]
     notes = list(workload.notes)
     if predictor_note:
         notes.append(predictor_note)
@@ -47,27 +60,28 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
         rows = []
         notes.append("no per-layer profile in this report (profile_layers=False?): other hardware not projected")
     else:
-        total = current.get("total_seconds") if current else None
-        rows = project_targets(workload, chosen, predictor, shape, current_total_s=total)
+        total = current.get("total_s") if current else None
+        rows = project_targets(workload, chosen, predictor, shape, current_total_s=total,
+                               batch_convention=batch_convention, sharding=zero)
     report.targets = ([current] if current else []) + rows
-    line = recommend(report.targets)
-    if line:
-        report.extra["recommendation"] = line
-    else:
-        report.extra.pop("recommendation", None)
-    report.extra["projection"] = {
-        "work": {"steps": shape.steps and int(round(shape.steps)),
-                 "done_steps": int((report.run or {}).get("start_step") or 0)},
+    report.recommendation = recommend(report.targets)
+    report.projection = {
         "notes": notes,
-        "assumptions": ("data-parallel targets keep the per-device batch; the same data takes "
-                        "world/N times the optimizer steps"),
+        "assumptions": _assumptions(batch_convention),
+        "batch_convention": batch_convention,
         "precision": workload.precision.label(),
         "predictor": (getattr(predictor, "metadata", {}) or {}).get("version"),
+        "work": {"steps": None if shape.steps is None else int(round(shape.steps)), "done_steps": shape.done_steps},
     }
-    from prenet_callbacks.report_upgrade import adopt_projection_rows
-
-    adopt_projection_rows(report)  # until the rows are built with prenet-report/2 names
     return report.targets
+
+
+def _assumptions(convention: str) -> str:
+    if convention == "global":
+        return ("data-parallel targets keep the global batch: each GPU gets global / (GPUs x accumulate) samples "
+                "and the run keeps its optimizer steps")
+    return ("data-parallel targets keep the per-device batch; the same data takes world/N times the optimizer "
+            "steps")
 
 
 def _done_before_s(report, workload: Workload) -> float:
@@ -82,7 +96,7 @@ def _done_before_s(report, workload: Workload) -> float:
     return done * (workload.measured_step_s or 0.0)
 
 
-def _current_row(report, workload: Workload) -> dict[str, Any] | None:
+def _current_row(report, workload: Workload, shape: RunShape, convention: str) -> dict[str, Any] | None:
     current = report.current or {}
     if not current:
         return None
@@ -96,18 +110,37 @@ def _current_row(report, workload: Workload) -> dict[str, Any] | None:
         total += done_s  # the whole run, like every target row: the part that ran before this fit too
     cost = run_cost(anchor, devices, total) if anchor is not None else None
     step = workload.measured_step_s
+    phases = (report.measured or {}).get("step_phases") or {}
+    memory = (report.measured or {}).get("memory") or {}
+    peak = memory.get("peak_allocated_bytes")
+    device_s = sum(u.measured_s or 0.0 for u in workload.units) if anchor is not None else None
+    batch = workload.batch_size
     return {
-        "name": name, "devices": devices, "step_seconds": step,
-        "low_seconds": step, "high_seconds": step,
-        "total_seconds": total,
-        "total_low_seconds": prediction.get("low_s") and prediction["low_s"] + done_s,
-        "total_high_seconds": prediction.get("high_s") and prediction["high_s"] + done_s,
-        "work_seconds": step, "speedup": 1.0,
+        "name": name, "label": f"{devices}x {name}" if devices > 1 else name, "devices": devices, "nodes": 1,
+        "gpus_per_node": devices, "current": True,
+        "step_s": step, "step_low_s": step, "step_high_s": step, "relative_error": None,
+        "steps": None if shape.steps is None else int(round(shape.steps)),
+        "total_s": total,
+        "total_low_s": prediction.get("low_s") and prediction["low_s"] + done_s,
+        "total_high_s": prediction.get("high_s") and prediction["high_s"] + done_s,
+        "work_s": step, "speedup": 1.0,
         "usd_per_gpu_hour": cost.usd_per_gpu_hour if cost else None,
         "usd_per_hour": cost.usd_per_hour if cost else None,
         "total_usd": round(cost.total_usd, 2) if cost and cost.total_usd is not None else None,
         "price_date": cost.price_date if cost else None,
-        "fits_memory": True, "max_batch": None, "batch_per_device": workload.batch_size,
-        "method": "measured", "current": True, "precision": workload.precision.name,
-        "precision_note": None, "notes": [],
+        "fits_memory": True, "memory_gib": round(peak / 2**30, 2) if peak else None,
+        "memory_capacity_gib": anchor.memory_gb if anchor is not None else None,
+        "max_batch": None, "batch_per_device": batch,
+        "global_batch": batch * devices * workload.accumulate if batch else None,
+        "batch_convention": convention, "method": "measured",
+        "phases_s": {"forward": phases.get("forward_s"), "backward": phases.get("backward_s"),
+                     "optimizer": phases.get("optimizer_s"),
+                     "host": (phases.get("data_s") or 0.0) + (phases.get("other_s") or 0.0) if phases else None},
+        "comm_s": None, "comm_exposed_s": None, "communication": None,
+        "host_bound": bool(device_s is not None and step and step - workload.data_s > 1.2 * device_s),
+        "unmodelled_share": 0.0, "precision": workload.precision.name, "precision_note": None,
+        "assumed": {"attention": None, "optimizer": f"{workload.optimizer} ({workload.optimizer_ran or 'as measured'})",
+                    "compile": "default" if workload.ran_compiled else "none", "cuda_graphs": False,
+                    "host": "measured", "sharding": workload.zero.label(), "network_gbps_per_gpu": None},
+        "notes": [],
     }

@@ -1,21 +1,28 @@
 """Capture the aten ops of one training step without timing, for `estimate` (``meta`` tensors welcome).
 
 A `TorchDispatchMode` records every non-view aten call of the forward and the backward as an
-`OpCall` (shapes and dtypes only); saved-tensor hooks measure the activations autograd keeps for
-backward. On ``meta`` tensors nothing is computed and no memory is used, so a ResNet-50 at batch
+`OpCall` (shapes and dtypes only), in order; saved-tensor hooks measure the activations autograd
+keeps for backward. `F.scaled_dot_product_attention` is recorded once per call as an ``attention``
+op (see `attention.py`): on ``meta`` and CPU it would otherwise be priced as whatever fallback ran
+here, not as the fused kernel a GPU target runs. On ``meta`` tensors nothing is computed and no memory is used, so a ResNet-50 at batch
 1024 captures in about a second. (`prenet_callbacks.profiling` times ops during real runs; this
 is the untimed counterpart, kept separate so that it can run where the profiler's hooks cannot.)
 """
 from __future__ import annotations
 
+import contextlib
+import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from predictor_models.aten_ops import is_free_op, record_call
+
+from prenet_callbacks.projection.attention import SdpaShape, fused_spec
 
 _DATA_DEPENDENT_HINTS = ("data-dependent", "data dependent", "meta tensor", "meta device", "nonzero",
                          "item()", "_local_scalar_dense", "cannot copy out of meta", "not implemented for 'meta'",
@@ -31,12 +38,15 @@ class Capture:
     """Ops of one forward + backward, per phase, with counts; activation bytes; the model's size."""
 
     ops: dict[str, Counter] = field(default_factory=lambda: {"fwd": Counter(), "bwd": Counter()})
+    # the same calls in the order they ran (an `OpCall`, or an `OpSpec` for a whole SDPA call)
+    sequence: dict[str, list] = field(default_factory=lambda: {"fwd": [], "bwd": []})
     saved_bytes: float = 0.0           # activations kept for backward (unique storages, no parameters)
     params: int = 0
     param_tensors: list[int] = field(default_factory=list)   # numel of each trainable parameter
     param_dtype: str = "float32"
     batch_size: int | None = None
     on_meta: bool = True
+    input_bytes: float = 0.0           # bytes of the example input (one host-to-device copy per step)
 
 
 class _Recorder(TorchDispatchMode):
@@ -45,13 +55,97 @@ class _Recorder(TorchDispatchMode):
         self.capture = capture
         self.phase = "fwd"
         self.context = context
+        self.quiet = 0
+
+    def add(self, item: Any) -> None:
+        self.capture.ops[self.phase][item] += 1
+        self.capture.sequence[self.phase].append(item)
+
+    @contextlib.contextmanager
+    def suppressed(self) -> Iterator[None]:
+        """Ops run inside (an SDPA call's own fallback) are not recorded."""
+        self.quiet += 1
+        try:
+            yield
+        finally:
+            self.quiet -= 1
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        if not is_free_op(func):
-            call = record_call(func, args, kwargs, out, context=self.context())
-            self.capture.ops[self.phase][call] += 1
+        if not self.quiet and not is_free_op(func):
+            self.add(record_call(func, args, kwargs, out, context=self.context()))
         return out
+
+
+_SDPA_FUNCS = {torch.nn.functional.scaled_dot_product_attention,
+               getattr(torch._C._nn, "scaled_dot_product_attention", None)} - {None}
+
+
+def _sdpa_shape(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Any, dropout: float,
+                causal: bool) -> SdpaShape:
+    def lead(t: torch.Tensor) -> tuple[int, int, int, int]:
+        dims = tuple(int(x) for x in t.shape)
+        if len(dims) < 3:
+            dims = (1,) * (3 - len(dims)) + dims
+        batch = math.prod(dims[:-3]) if len(dims) > 3 else 1
+        heads = dims[-3] if len(dims) > 3 else dims[0]
+        batch = batch if len(dims) > 3 else 1
+        return batch, heads, dims[-2], dims[-1]
+
+    b, heads, s_q, d = lead(q)
+    _, kv_heads, s_kv, _ = lead(k)
+    d_v = int(v.shape[-1])
+    mask_bytes = float(mask.numel() * mask.element_size()) if isinstance(mask, torch.Tensor) else 0.0
+    return SdpaShape(b, heads, s_q, s_kv, d, d_v, kv_heads, bool(causal), float(dropout or 0.0),
+                     isinstance(mask, torch.Tensor), mask_bytes)
+
+
+class _SdpaOnce(torch.autograd.Function):
+    """SDPA recorded as one fused op per phase; computed by PyTorch's own kernel, unrecorded."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask, options, recorder):  # noqa: ANN001
+        with recorder.suppressed():
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, **options)
+        shape = _sdpa_shape(q, k, v, mask, options.get("dropout_p", 0.0), options.get("is_causal", False))
+        recorder.add(fused_spec(shape, _dtype_name(q), backward=False))
+        ctx.shape, ctx.options, ctx.recorder = shape, options, recorder
+        ctx.save_for_backward(q, k, v, mask if isinstance(mask, torch.Tensor) else None, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):  # noqa: ANN001
+        q, k, v, mask, _ = ctx.saved_tensors
+        ctx.recorder.add(fused_spec(ctx.shape, _dtype_name(q), backward=True))
+        wanted = [t.detach().requires_grad_(need) for t, need in zip((q, k, v), ctx.needs_input_grad[:3])]
+        with ctx.recorder.suppressed(), torch.enable_grad():
+            out = torch.nn.functional.scaled_dot_product_attention(*wanted, attn_mask=mask, **ctx.options)
+            inputs = [t for t in wanted if t.requires_grad]
+            grads = iter(torch.autograd.grad(out, inputs, grad) if inputs else ())
+        return (*(next(grads) if t.requires_grad else None for t in wanted), None, None, None)
+
+
+def _dtype_name(t: torch.Tensor) -> str:
+    return str(t.dtype).replace("torch.", "")
+
+
+class _SdpaMode(TorchFunctionMode):
+    """Routes `F.scaled_dot_product_attention` through `_SdpaOnce` while capturing."""
+
+    def __init__(self, recorder: _Recorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func not in _SDPA_FUNCS:
+            return func(*args, **kwargs)
+        names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale")
+        bound = dict(zip(names, args))
+        bound.update(kwargs)
+        q, k, v = bound.pop("query"), bound.pop("key"), bound.pop("value")
+        mask = bound.pop("attn_mask", None)
+        return _SdpaOnce.apply(q, k, v, mask, bound, self.recorder)
 
 
 def _to_meta(obj: Any) -> Any:
@@ -149,8 +243,9 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
             hooks.append(module.register_forward_pre_hook(lambda *_: embedding_depth.__setitem__(0, embedding_depth[0] + 1)))
             hooks.append(module.register_forward_hook(lambda *_: embedding_depth.__setitem__(0, embedding_depth[0] - 1)))
     recorder = _Recorder(capture, lambda: "embedding" if embedding_depth[0] > 0 else "")
+    capture.input_bytes = float(_input_bytes(example_input))
     try:
-        with recorder, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with recorder, _SdpaMode(recorder), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             if state is not None:
                 output = torch.func.functional_call(model, state, args, kwargs)
             else:
@@ -171,6 +266,16 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
     out = _first_tensor(output)
     capture.saved_bytes = float(sum(saved.values()) + (_nbytes(out) if out is not None else 0))
     return capture
+
+
+def _input_bytes(obj: Any) -> int:
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, (list, tuple)):
+        return sum(_input_bytes(x) for x in obj)
+    if isinstance(obj, dict):
+        return sum(_input_bytes(x) for x in obj.values())
+    return 0
 
 
 def _storage_key(t: torch.Tensor) -> Any:

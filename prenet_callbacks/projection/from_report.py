@@ -1,8 +1,11 @@
 """Build a `Workload` and a `RunShape` from a saved report (no model needed).
 
 Reads ``measured.layers`` (per-module ops and times), ``measured.step_phases`` / ``data_wait_s``,
-``current`` (device, precision, ``deepspeed``, optional ``batch_size``), ``plan`` and the latest
-prediction's breakdown.
+``measured.memory`` (the one account of params / grads / optimizer / activations bytes),
+``measured.host`` (optional: host costs measured in the run), ``current`` (device, precision,
+``deepspeed``, ``batch_size``, ``optimizer``, ``optimizer_impl``, ``param_tensors``), ``plan`` and the
+latest prediction (``step_s``, ``steps``, ``breakdown``: ``setup_s``, ``train_s``, ``validation_s``,
+``checkpoints_s``, ``epoch_boundaries_s``; /1 reports are upgraded on load), ``run.start_step``.
 """
 from __future__ import annotations
 
@@ -10,10 +13,12 @@ from typing import Any
 
 from predictor_models.op_spec import OpSpec
 
+from prenet_callbacks.projection.host import ExecutionOptions, HostCosts, default_host_costs
+from prenet_callbacks.projection.memory import StateAccount
 from prenet_callbacks.projection.parallel import ZeroConfig
 from prenet_callbacks.projection.precision import parse_precision, retune
 from prenet_callbacks.projection.project import RunShape
-from prenet_callbacks.projection.workload import Unit, Workload
+from prenet_callbacks.projection.workload import PHASES, Unit, Workload
 
 _PHASE_FIELDS = {"fwd": "forward_s", "bwd": "backward_s", "opt": "optimizer_s"}
 _OPT_KIND = {0: "sgd", 1: "sgd_momentum", 2: "adamw"}
@@ -37,30 +42,72 @@ def anchor_accelerator(current: dict[str, Any]):
         return None
 
 
-def workload_from_report(report) -> Workload:
+def workload_from_report(report, *, options: ExecutionOptions | None = None,
+                         optimizer_impl: str | None = None) -> Workload:
     """The measured step as a `Workload` (anchored when the device is a catalog GPU)."""
     current = report.current or {}
     measured = report.measured or {}
     plan = report.plan or {}
     deepspeed = current.get("deepspeed") or {}
+    memory = measured.get("memory") or {}
     precision = parse_precision(current.get("precision") or "32-true",
                                 current.get("float32_matmul_precision") or "highest",
                                 conv_tf32=bool(current.get("cudnn_allow_tf32", True)))
     anchor = anchor_accelerator(current)
+    on_cpu = current.get("device") == "cpu"
     layers = ((measured.get("layers") or {}).get("layers")) or []
+    units, params, opt_kind, fwd_written, op_seconds, param_layers, compiled = _units(layers, precision)
+    accumulate = int(deepspeed.get("gradient_accumulation_steps") or plan.get("accumulate") or 1)
+    step_s = _measured_step(report, accumulate)
+    data_s = _data_per_step(measured, accumulate)
+    world = int(memory.get("world") or current.get("devices") or 1)
+    zero = ZeroConfig.from_dict(deepspeed) if deepspeed else ZeroConfig.from_sharding(memory.get("sharding"))
+    batch = current.get("batch_size") or deepspeed.get("micro_batch_per_gpu")
+    activation, act_measured = _activations(memory, fwd_written, params, precision)
+    optimizer, known = _optimizer_name(current.get("optimizer"), opt_kind)
+    named = optimizer_impl or current.get("optimizer_impl")
+    tensors = int(current.get("param_tensors") or 2 * param_layers or 1)
+    costs = HostCosts.from_dict(measured["host"]) if _has_costs(measured.get("host")) else default_host_costs()
+    workload = Workload(
+        units=units, params=params, precision=precision, optimizer=optimizer,
+        batch_size=int(batch) if batch else None, accumulate=accumulate, world=world, data_s=data_s,
+        activation_bytes=activation, activations_measured=act_measured,
+        state=StateAccount.from_measured(memory, zero, world), anchor=anchor,
+        current_kind="cpu" if on_cpu else "gpu", measured_step_s=step_s, zero=zero,
+        param_tensors=[int(params // tensors)] * tensors if params else [],
+        optimizer_impl=named if known else None,
+        optimizer_ran=(named or ("forloop" if on_cpu else "foreach")) if known else None,
+        host_costs=costs, host_issue_s=(measured.get("host") or {}).get("issue_s"),
+        options=options or ExecutionOptions(), ran_compiled=compiled)
+    if on_cpu:
+        _cpu_host_share(workload, measured, step_s, data_s, op_seconds, accumulate)
+        workload.input_bytes = _input_bytes(layers)
+    if anchor is None:
+        workload.notes.append(f"measured on {current.get('name') or current.get('device', 'an unknown device')}: "
+                              "target times are absolute predictions, not anchored on measurements")
+    return workload
+
+
+def _units(layers: list[dict], precision):
     units: list[Unit] = []
-    params = 0.0
+    params = fwd_written = 0.0
     opt_kind = None
-    fwd_written = 0.0
+    op_seconds = {p: 0.0 for p in PHASES}
+    param_layers = 0
+    compiled = False
     for layer in layers:
-        params += float(layer.get("params") or 0)
+        layer_params = float(layer.get("params") or 0)
+        params += layer_params
+        param_layers += 1 if layer_params > 0 and layer.get("name") != "optimizer" else 0
+        compiled = compiled or str(layer.get("module_type", "")).endswith("(compiled)")
         by_phase: dict[str, list[tuple[OpSpec, float]]] = {"fwd": [], "bwd": [], "opt": []}
         for op in layer.get("ops") or []:
             phase = op.get("phase", "fwd")
             phase = phase if phase in by_phase else "fwd"
-            spec = retune(_spec(op["spec"]), precision)
+            spec = retune(_spec({"name": op.get("name", ""), **op["spec"]}), precision)
             count = float(op.get("count_per_step") or 0)
             by_phase[phase].append((spec, count))
+            op_seconds[phase] += float(op.get("seconds_per_step") or 0.0)
             if phase == "fwd" and spec.op_class not in ("other", "optimizer"):
                 fwd_written += spec.bytes_written * count
             if spec.op_class == "optimizer" and "kind" in spec.dims:
@@ -70,29 +117,62 @@ def workload_from_report(report) -> Workload:
             if ops or seconds:
                 units.append(Unit(str(layer.get("name", "?")), phase, ops,
                                   float(seconds) if seconds is not None else None))
-    accumulate = int(deepspeed.get("gradient_accumulation_steps") or plan.get("accumulate") or 1)
-    step_s = _measured_step(report, accumulate)
-    data_s = _data_per_step(measured, accumulate)
-    host_s = data_s
-    measured_units = sum(u.measured_s or 0.0 for u in units)
-    if anchor is not None and step_s is not None and measured_units > 0:
-        # what the GPU does not explain: data wait, Python and framework time between kernels
-        host_s = max(data_s, step_s - measured_units)
-    batch = current.get("batch_size") or deepspeed.get("micro_batch_per_gpu")
-    activation, act_measured = _activations(measured, fwd_written)
-    if current.get("optimizer"):
-        optimizer = str(current["optimizer"]).lower()
-    else:
-        optimizer = _OPT_KIND.get(opt_kind, "adamw") if opt_kind is not None else "adamw"
-    workload = Workload(units=units, params=params, precision=precision, optimizer=optimizer,
-                        batch_size=int(batch) if batch else None, accumulate=accumulate,
-                        world=int(current.get("devices") or 1), host_s=host_s, activation_bytes=activation,
-                        activations_measured=act_measured, anchor=anchor, measured_step_s=step_s,
-                        zero=ZeroConfig.from_dict(deepspeed))
-    if anchor is None:
-        workload.notes.append(f"measured on {current.get('name') or current.get('device', 'an unknown device')}: "
-                              "target times are absolute predictions, not anchored on measurements")
-    return workload
+    fwd = [u for u in units if u.phase == "fwd"]
+    order = fwd + [u for u in reversed(units) if u.phase == "bwd"] + [u for u in units if u.phase == "opt"]
+    return order, params, opt_kind, fwd_written, op_seconds, param_layers, compiled
+
+
+def _has_costs(host: Any) -> bool:
+    return isinstance(host, dict) and all(k in host for k in ("fwd_op_s", "bwd_op_s", "aten_op_s", "opt_step_s"))
+
+
+def _optimizer_name(name: Any, kind: int | None) -> tuple[str, bool]:
+    """(memory name, whether torch.optim's kernels can be synthesised for it). An optimizer this
+    projection does not know (DeepSpeed's, a third party's) keeps its measured kernels on every target."""
+    from prenet_callbacks.projection.optimizer_ops import memory_optimizer_name
+
+    fallback = _OPT_KIND.get(kind, "adamw") if kind is not None else "adamw"
+    if not name:
+        return fallback, kind is not None
+    try:
+        return memory_optimizer_name(str(name).lower()), True
+    except ValueError:
+        return fallback, False
+
+
+def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, data_s: float,
+                    op_seconds: dict[str, float], accumulate: int) -> None:
+    """A CPU run's own host time per step beyond its ops (Python, autograd engine), per unit.
+
+    The clean step minus data wait, the framework's time between phases (``step_phases.other_s``) and
+    the ops' measured time is the model's Python and autograd work; it is spread over the phases as
+    the profiled window saw it and within a phase by kernel count. It stays as measured on a GPU host."""
+    phases = measured.get("step_phases") or {}
+    other = float(phases.get("other_s") or 0.0)
+    workload.fixed_host_s = other
+    if not step_s:
+        return
+    python = max(0.0, step_s - data_s - other - sum(op_seconds.values()))
+    table = measured.get("layers") or {}
+    overhead = float(table.get("overhead_s") or 0.0)
+    kernels = {p: sum(u.kernels for u in workload.units if u.phase == p) for p in PHASES}
+    all_kernels = sum(kernels.values()) or 1.0
+    raw = {}
+    for p, field in _PHASE_FIELDS.items():
+        window = float(phases.get(field) or 0.0)
+        raw[p] = max(0.0, window - op_seconds[p] - overhead * kernels[p] / all_kernels)
+    total_raw = sum(raw.values())
+    weights = {p: (raw[p] / total_raw if total_raw > 0 else kernels[p] / all_kernels) for p in PHASES}
+    for unit in workload.units:
+        share = weights[unit.phase] * unit.kernels / kernels[unit.phase] if kernels[unit.phase] else 0.0
+        unit.python_s = python * share
+
+
+def _input_bytes(layers: list[dict]) -> float:
+    for layer in layers:
+        if layer.get("name") == "(root)" or layer is layers[0]:
+            return float(((layer.get("features") or {}).get("cm_input_bytes")) or 0.0)
+    return 0.0
 
 
 def _measured_step(report, accumulate: int) -> float | None:
@@ -112,15 +192,17 @@ def _data_per_step(measured: dict[str, Any], accumulate: int) -> float:
     return float((measured.get("step_phases") or {}).get("data_s") or 0.0)
 
 
-def _activations(measured: dict[str, Any], fwd_written: float) -> tuple[float | None, bool]:
-    """Activation bytes per device: measured peak minus model state where the report has it."""
-    memory = measured.get("memory") or {}
+def _activations(memory: dict[str, Any], fwd_written: float, params: float, precision) -> tuple[float | None, bool]:
+    """Activation bytes per device, counted once: the account's ``activations_bytes`` (peak minus
+    params, grads and optimizer state); a /1 report's peak minus its state (which left gradients out)
+    minus the gradients; else every forward output (an upper estimate)."""
+    if memory.get("activations_bytes") is not None:
+        return float(memory["activations_bytes"]), True
     peak = memory.get("peak_allocated_bytes") or memory.get("peak_bytes")
     state = memory.get("state_bytes")
     if peak and state is not None:
-        return max(0.0, float(peak) - float(state)), True
+        return max(0.0, float(peak) - float(state) - params * precision.grad_bytes), True
     if fwd_written > 0:
-        # every forward output is assumed kept for backward: an upper estimate
         return fwd_written, False
     return None, False
 
@@ -135,13 +217,13 @@ def run_shape_from_report(report, workload: Workload) -> RunShape:
     prediction = report.latest_prediction or {}
     breakdown = prediction.get("breakdown") or {}
     steps = prediction.get("steps") or plan.get("total_steps")
+    done = int((report.run or {}).get("start_step") or 0)
     if steps is None and prediction.get("predicted_total_s") is None:
-        return RunShape(None)
+        return RunShape(None, done_steps=done)
     if steps is None and workload.measured_step_s:
         steps = (breakdown.get("train_s") or 0.0) / workload.measured_step_s
     fixed = sum(float(breakdown.get(k) or 0.0) for k in ("setup_s", "checkpoints_s", "epoch_boundaries_s"))
     validation = float(breakdown.get("validation_s") or 0.0)
-    done = int((report.run or {}).get("start_step") or 0)
     if steps and done and steps > done:
         validation *= steps / (steps - done)  # this fit's validation covers only its own steps
-    return RunShape(float(steps) if steps is not None else None, fixed, validation)
+    return RunShape(float(steps) if steps is not None else None, fixed, validation, done)

@@ -1,8 +1,15 @@
 """Does the job fit in a target's memory, and what is the largest per-device batch that does?
 
-Per device: parameters + gradients + optimizer state (each possibly sharded by ZeRO or moved to
-the host by offload) + activations (linear in the batch) + a reserve for the CUDA context, cuDNN/
-cuBLAS workspaces and allocator fragmentation.
+Per device: parameters + gradients + optimizer state (each sharded by ZeRO / FSDP or moved to the host
+by offload) + activations (linear in the per-device batch) + a reserve for the CUDA context, cuDNN/
+cuBLAS workspaces and allocator fragmentation. Each part is counted once.
+
+Where the run measured its memory (``measured.memory``: params / grads / optimizer / activations
+bytes per device under its own sharding and world), those figures are used: each state part is
+unsharded with the run's sharding and re-sharded with the target's; activations are the run's (they
+already include activation checkpointing when the model uses it). Otherwise the state comes from the
+parameter count (`model_state_bytes`) and activations from what autograd saves (`estimate`) or the
+forward outputs (an upper estimate).
 """
 from __future__ import annotations
 
@@ -27,6 +34,59 @@ def optimizer_states(optimizer: str) -> int:
 
 
 @dataclass(frozen=True)
+class StateAccount:
+    """Whole-model (unsharded) bytes of each state part, as measured or derived from the parameters."""
+
+    params_bytes: float
+    grads_bytes: float
+    optimizer_bytes: float
+    measured: bool = False
+
+    @classmethod
+    def from_measured(cls, memory: dict, zero: ZeroConfig, world: int) -> "StateAccount | None":
+        """Unsharded parts from ``measured.memory`` (per device under `zero` on `world` ranks)."""
+        try:
+            p, g, o = (float(memory[k]) for k in ("params_bytes", "grads_bytes", "optimizer_bytes"))
+        except (KeyError, TypeError, ValueError):
+            return None
+        if zero.offload_optimizer or zero.offload_param or p <= 0:
+            return None  # what lives on the host was not measured on the device
+        p_shard, g_shard, o_shard = _shard_factors(zero, world)
+        return cls(p * p_shard, g * g_shard, o * o_shard, True)
+
+    def on_device(self, zero: ZeroConfig, ranks: int) -> tuple[float, float, float]:
+        p_shard, g_shard, o_shard = _shard_factors(zero, ranks)
+        p = 0.0 if (zero.offload_param and zero.stage >= 3) else self.params_bytes / p_shard
+        o = 0.0 if zero.offload_optimizer else self.optimizer_bytes / o_shard
+        return p, self.grads_bytes / g_shard, o
+
+
+def _shard_factors(zero: ZeroConfig, ranks: int) -> tuple[float, float, float]:
+    n = float(max(ranks, 1))
+    return (n if zero.stage >= 3 else 1.0, n if zero.stage >= 2 else 1.0, n if zero.stage >= 1 else 1.0)
+
+
+def model_state_bytes(params: float, precision: Precision, optimizer: str, zero: ZeroConfig,
+                      ranks: int) -> tuple[float, float, float]:
+    """(parameters, gradients, optimizer state) bytes on one device, from the parameter count."""
+    return derived_account(params, precision, optimizer, zero).on_device(zero, ranks)
+
+
+def derived_account(params: float, precision: Precision, optimizer: str, zero: ZeroConfig) -> StateAccount:
+    """Unsharded state from the parameter count: fp32 optimizer states; true-half keeps states in the
+    param dtype; mixed precision under ZeRO/FSDP keeps an fp32 master copy with the states
+    (DeepSpeed's 16 bytes/param: 2 + 2 + 12)."""
+    p = params * precision.param_bytes
+    g = params * precision.grad_bytes
+    states = optimizer_states(optimizer)
+    o = params * states * (2 if (precision.half and not precision.mixed) else 4)
+    if zero.stage >= 1 and precision.half:
+        p, g = params * 2, params * 2
+        o = params * (4 + 4 * states)
+    return StateAccount(p, g, o)
+
+
+@dataclass(frozen=True)
 class MemoryFit:
     """Per-device bytes of each part, and what follows for one target."""
 
@@ -44,43 +104,12 @@ class MemoryFit:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def model_state_bytes(params: float, precision: Precision, optimizer: str, zero: ZeroConfig,
-                      ranks: int) -> tuple[float, float, float]:
-    """(parameters, gradients, optimizer state) bytes on one device."""
-    p = params * precision.param_bytes
-    g = params * precision.grad_bytes
-    states = optimizer_states(optimizer)
-    # fp32 optimizer states; true-half keeps states in the param dtype; mixed under ZeRO keeps an
-    # fp32 master copy too (DeepSpeed's 16 bytes/param: 2 + 2 + 12).
-    if precision.half and not precision.mixed:
-        o = params * states * 2
-    else:
-        o = params * states * 4
-    if zero.stage >= 1 and precision.half:
-        p, g = params * 2, params * 2
-        o = params * (4 + 4 * states)
-    shard = max(ranks, 1)
-    if zero.stage >= 1:
-        o /= shard
-    if zero.stage >= 2:
-        g /= shard
-    if zero.stage >= 3:
-        p /= shard
-    if zero.offload_optimizer:
-        o = 0.0
-    if zero.offload_param and zero.stage >= 3:
-        p = 0.0
-    return p, g, o
-
-
-def fit_memory(params: float, precision: Precision, optimizer: str, zero: ZeroConfig, ranks: int,
-               activation_bytes: float, batch: int | None, capacity_gb: float, *,
-               activations_measured: bool = False) -> MemoryFit:
+def fit_account(account: StateAccount, zero: ZeroConfig, ranks: int, activation_bytes: float,
+                batch: int | None, capacity_gb: float, *, activations_measured: bool = False) -> MemoryFit:
     """Check one target; `activation_bytes` is per device at `batch` (scaled linearly for max_batch).
 
-    `capacity_gb` is the catalog's memory in GiB (vendors' "80 GB" HBM parts hold 80 GiB).
-    """
-    p, g, o = model_state_bytes(params, precision, optimizer, zero, ranks)
+    `capacity_gb` is the catalog's memory in GiB (vendors' "80 GB" HBM parts hold 80 GiB)."""
+    p, g, o = account.on_device(zero, ranks)
     capacity = capacity_gb * GIB
     static = p + g + o
     total = (static + activation_bytes) * FRAGMENTATION + RESERVED_BYTES
@@ -94,3 +123,11 @@ def fit_memory(params: float, precision: Precision, optimizer: str, zero: ZeroCo
         else:
             max_batch = max(0, int(math.floor(room / per_sample)))
     return MemoryFit(p, g, o, activation_bytes, total, capacity, fits, max_batch, activations_measured)
+
+
+def fit_memory(params: float, precision: Precision, optimizer: str, zero: ZeroConfig, ranks: int,
+               activation_bytes: float, batch: int | None, capacity_gb: float, *,
+               activations_measured: bool = False) -> MemoryFit:
+    """`fit_account` with the state derived from the parameter count."""
+    return fit_account(derived_account(params, precision, optimizer, zero), zero, ranks, activation_bytes, batch,
+                       capacity_gb, activations_measured=activations_measured)

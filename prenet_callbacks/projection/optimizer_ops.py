@@ -1,11 +1,19 @@
 """The optimizer step as ops, synthesised from the parameter list (not run: it is memory-bound
-and its kernels are known).
+and its kernels are known), in the implementation PyTorch runs on the target.
 
-PyTorch's default on CUDA is the *foreach* implementation (multi-tensor kernels, up to ~36 tensors
-per launch for 4 lists). Bytes per parameter, fp32, summed over its kernels:
+`torch.optim` picks per step (``_default_to_fused_or_foreach``): with ``foreach=None, fused=None``
+(the default) the *foreach* (multi-tensor) implementation when every parameter is a CUDA/ROCm tensor,
+else the *for-loop* one (one small kernel per tensor and math op: what a CPU run measures); ``fused``
+only when asked for. So a run measured on a CPU is projected onto a GPU with foreach kernels unless
+the user named the implementation (``optimizer="adamw-fused"`` / ``"adamw-forloop"`` in `estimate`,
+or the run's ``current.optimizer_impl``).
+
+Bytes per parameter, fp32, summed over a step's kernels:
 - AdamW foreach (lerp, mul, addcmul, mul(weight decay), sqrt, div, add(eps), addcdiv, plus step
-  counters): ~84 B.  Fused AdamW (``fused=True``): one pass, 16 B read + 12 B written = 28 B.
+  counters): ~84 B in 9 kernels per chunk of up to ~36 tensors (4 lists).
+  Fused AdamW (``fused=True``): one pass, 16 B read + 12 B written = 28 B.
 - SGD with momentum (mul, add, add): ~32 B.  Plain SGD (add): 12 B.
+- The for-loop implementation moves the same bytes as foreach, one kernel per tensor and op.
 """
 from __future__ import annotations
 
@@ -23,41 +31,93 @@ _PLANS = {
     "sgd": (1, 8.0, 4.0, 0, 2.0),
     "none": (0, 0.0, 0.0, 0, 0.0),
 }
+IMPLEMENTATIONS = ("foreach", "fused", "forloop")
 _ALIASES = {"adamw_fused": "adamw-fused", "fused_adamw": "adamw-fused", "adam_fused": "adam-fused",
             "sgd_momentum": "sgd-momentum", "momentum": "sgd-momentum", "sgdm": "sgd-momentum"}
-OPTIMIZERS = tuple(_PLANS)
+OPTIMIZERS = tuple(_PLANS) + ("adamw-foreach", "adamw-forloop", "adam-foreach", "adam-forloop",
+                              "sgd-momentum-forloop", "sgd-forloop")
 _TENSORS_PER_LAUNCH = 36
 
 
-def normalise_optimizer(name: str) -> str:
+def split_optimizer(name: str) -> tuple[str, str | None]:
+    """("adamw", "fused") from "adamw-fused"; the implementation is None when not named."""
     key = str(name).strip().lower()
     key = _ALIASES.get(key, key)
-    if key not in _PLANS:
-        raise ValueError(f"unknown optimizer {name!r}; use one of {', '.join(OPTIMIZERS)}")
-    return key
+    for impl in IMPLEMENTATIONS:
+        if key.endswith("-" + impl):
+            base = key[: -len(impl) - 1]
+            if base in _PLANS and "fused" not in base:
+                if impl == "fused" and f"{base}-fused" not in _PLANS:
+                    break
+                return base, impl
+    if key in _PLANS:
+        return (key[:-6], "fused") if key.endswith("-fused") else (key, None)
+    raise ValueError(f"unknown optimizer {name!r}; use one of {', '.join(OPTIMIZERS)}")
 
 
-def optimizer_ops(optimizer: str, param_numels: list[int], dtype: str = "float32") -> list[tuple[OpSpec, float]]:
-    """(spec, launches) of one optimizer step over the given parameter tensors."""
-    optimizer = normalise_optimizer(optimizer)
-    kernels, read, written, kind, flops = _PLANS[optimizer]
+def normalise_optimizer(name: str) -> str:
+    """The canonical name, implementation suffix kept ("adamw", "adamw-fused", "sgd-forloop")."""
+    base, impl = split_optimizer(name)
+    return base if impl is None else f"{base}-{impl}"
+
+
+def default_implementation(accelerator) -> str:
+    """What PyTorch runs when nothing is named: foreach on a GPU (CUDA or ROCm), for-loop on a CPU."""
+    return "forloop" if accelerator is None else "foreach"
+
+
+def optimizer_ops(optimizer: str, param_numels: list[int], dtype: str = "float32",
+                  implementation: str | None = None) -> list[tuple[OpSpec, float]]:
+    """(spec, launches) of one optimizer step over the given parameter tensors.
+
+    `implementation` overrides the one in the name; None with no suffix means foreach."""
+    base, named = split_optimizer(optimizer)
+    impl = implementation or named or "foreach"
+    plan_key = f"{base}-fused" if impl == "fused" and f"{base}-fused" in _PLANS else base
+    kernels, read, written, kind, flops = _PLANS[plan_key]
     total = float(sum(param_numels))
     if kernels == 0 or total <= 0:
         return []
     scale = 0.5 if dtype in ("float16", "bfloat16") else 1.0
-    launches = max(1, math.ceil(len(param_numels) / _TENSORS_PER_LAUNCH)) if "fused" not in optimizer else 1
-    per_kernel = OpSpec("optimizer", dtype, flops * total / kernels, read * total * scale / kernels,
-                        written * total * scale / kernels,
-                        {"numel": total / launches, "tensors": min(len(param_numels), _TENSORS_PER_LAUNCH),
-                         "kind": kind}, False, f"optimizer.{optimizer}")
-    # one spec per launch of each kernel: bytes split evenly over the launches
-    per_launch = OpSpec(per_kernel.op_class, dtype, per_kernel.flops / launches,
-                        per_kernel.bytes_read / launches, per_kernel.bytes_written / launches,
-                        per_kernel.dims, False, per_kernel.name)
+    tensors = len(param_numels)
+    if impl == "forloop":
+        launches = tensors
+    elif plan_key.endswith("-fused"):
+        launches = max(1, math.ceil(tensors / _TENSORS_PER_LAUNCH))
+        kernels = 1
+    else:
+        launches = max(1, math.ceil(tensors / _TENSORS_PER_LAUNCH))
+    per_launch = OpSpec("optimizer", dtype, flops * total / kernels / launches,
+                        read * total * scale / kernels / launches, written * total * scale / kernels / launches,
+                        {"numel": total / launches, "tensors": min(tensors, _TENSORS_PER_LAUNCH) if impl != "forloop"
+                         else 1, "kind": kind}, False, f"optimizer.{plan_key}.{impl}")
     return [(per_launch, float(kernels * launches))]
 
 
 def memory_optimizer_name(optimizer: str) -> str:
     """The key `memory.optimizer_states` understands."""
-    key = normalise_optimizer(optimizer)
-    return {"adamw-fused": "adamw", "adam-fused": "adam", "sgd-momentum": "sgd_momentum"}.get(key, key)
+    base, _ = split_optimizer(optimizer)
+    return {"sgd-momentum": "sgd_momentum"}.get(base, base)
+
+
+def optimizer_settings(optimizer) -> dict:
+    """What the projection needs to know about a live `torch.optim` optimizer, for ``report.current``:
+    ``{"optimizer": "adamw", "optimizer_impl": "foreach"|"fused"|"forloop"|None, "param_tensors": int}``.
+
+    ``optimizer_impl`` is None when the user left ``foreach`` and ``fused`` at None (PyTorch decides
+    per device). Reads ``param_groups`` only; never raises on unknown optimizers.
+    """
+    name = type(optimizer).__name__.lower()
+    base = {"adamw": "adamw", "adam": "adam", "sgd": "sgd"}.get(name, name)
+    groups = getattr(optimizer, "param_groups", None) or []
+    if base == "sgd" and any(g.get("momentum", 0) for g in groups):
+        base = "sgd_momentum"
+    impl = None
+    if any(g.get("fused") for g in groups):
+        impl = "fused"
+    elif any(g.get("foreach") for g in groups):
+        impl = "foreach"
+    elif groups and all(g.get("foreach") is False for g in groups):
+        impl = "forloop"
+    tensors = sum(1 for g in groups for p in g.get("params", []) if getattr(p, "requires_grad", True))
+    return {"optimizer": base, "optimizer_impl": impl, "param_tensors": tensors}

@@ -1,146 +1,316 @@
 """Project one workload onto targets: step time, band, whole-run time, memory fit, cost.
 
-Multi-GPU targets ("8x H100") run data-parallel with the *same per-device batch* as the measured
-run (what Lightning does when only ``devices`` changes): the global batch grows, so the same data
-takes ``world / N`` times the optimizer steps. A step is the per-device compute at that batch, plus
-the gradient communication not hidden behind backward, plus host time that no GPU shortens.
+A step on a target is: data-loader wait + the framework's fixed host time + the host-to-device copy of
+the batch + the simulated overlap of the host issuing kernels with the GPU running them (`host.py`)
++ the communication not hidden behind backward (`parallel.py`, `fabric.py`).
+
+Batch conventions for multi-GPU targets ("8x H100", "4x8 H100"):
+- ``per_device`` (default, what Lightning does when only ``devices`` changes): each GPU keeps the
+  measured per-device batch, the global batch grows N/world-fold and the same data takes world/N
+  times the optimizer steps.
+- ``global``: the global batch stays; each GPU gets global / (N x accumulate) samples (it must divide)
+  and the run keeps its number of optimizer steps. Per-device work is scaled linearly with the batch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
+import numpy as np
+
 from prenet_callbacks.projection.cost import run_cost
-from prenet_callbacks.projection.memory import fit_memory
-from prenet_callbacks.projection.parallel import (
-    DDP_BUCKET_BYTES,
-    ddp_exposed_seconds,
-    host_link_bytes_per_s,
-    node_link,
-    zero_comm_seconds,
+from prenet_callbacks.projection.fabric import target_fabric
+from prenet_callbacks.projection.host import (
+    GRAPH_REPLAY_S,
+    HOST_ERROR,
+    calibrate_host_scale,
+    simulate,
+    unit_host_seconds,
 )
+from prenet_callbacks.projection.links import host_link_bytes_per_s
+from prenet_callbacks.projection.memory import derived_account, fit_account
+from prenet_callbacks.projection.optimizer_ops import default_implementation
+from prenet_callbacks.projection.parallel import DDP_BUCKET_BYTES, ZeroConfig, ddp_exposed_seconds, zero_comm_seconds
 from prenet_callbacks.projection.precision import precision_note
 from prenet_callbacks.projection.scaling import device_times
-from prenet_callbacks.projection.workload import Workload
+from prenet_callbacks.projection.targets import as_projection_target
+from prenet_callbacks.projection.workload import PHASES, Variant, Workload
+
+BATCH_CONVENTIONS = ("per_device", "global")
+COMM_ERROR = 0.15   # band of communication: the collective model's error on public measurements
 
 
 @dataclass(frozen=True)
 class RunShape:
     """How the whole run is made of steps on the measured setup (to turn a step time into a total).
 
-    steps: optimizer steps of the run (None: unknown length, only step times are projected).
+    steps: optimizer steps of the whole run (None: unknown length, only step times are projected).
     fixed_s: setup, checkpoints, epoch boundaries -- host and disk work that no GPU changes.
     validation_s: all validation of the run on the measured device (scales like the forward pass).
+    done_steps: steps already run when this was measured (reported, not subtracted: rows cover the run).
     """
 
     steps: float | None = None
     fixed_s: float = 0.0
     validation_s: float = 0.0
+    done_steps: int = 0
+
+
+def check_batch_convention(value: Any) -> str:
+    if value not in BATCH_CONVENTIONS:
+        raise ValueError(f"batch_convention must be 'per_device' (each GPU keeps its batch) or 'global' (the "
+                         f"global batch stays), got {value!r}")
+    return value
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:
     return None if value is None else round(float(value), digits)
 
 
+def _phase_index(workload: Workload) -> np.ndarray:
+    return np.array([PHASES.index(u.phase) if u.phase in PHASES else 0 for u in workload.units], dtype=int)
+
+
+def _python(workload: Workload) -> np.ndarray | None:
+    """Measured Python time per unit (NaN where the generic per-op costs apply)."""
+    if all(u.python_s is None for u in workload.units):
+        return None
+    return np.array([np.nan if u.python_s is None else u.python_s for u in workload.units])
+
+
+@dataclass(frozen=True)
+class _HostModel:
+    scale: float          # factor on the per-kernel host costs (calibrated on a GPU run)
+    extra_fixed_s: float  # measured host time per step the issue model does not explain
+
+
+def host_model(workload: Workload) -> _HostModel:
+    """Calibrate the host side on the run itself when it ran on a catalog GPU (see `host.py`)."""
+    if workload.anchor is None or workload.measured_step_s is None:
+        return _HostModel(1.0, 0.0)
+    phases = _phase_index(workload)
+    kernels = np.array([u.kernels for u in workload.units])
+    host = unit_host_seconds(kernels, phases, workload.host_costs, workload.options_ran())
+    device = np.array([u.measured_s or 0.0 for u in workload.units])
+    target = workload.measured_step_s - workload.data_s - workload.fixed_host_s
+    if workload.host_issue_s is not None and host.sum() > 0:
+        scale = workload.host_issue_s / host.sum()
+    else:
+        scale = calibrate_host_scale(host, device, kernels, target)
+    simulated = float(simulate(host * scale, device, kernels)[0])
+    return _HostModel(scale, max(0.0, target - simulated))
+
+
 def project_targets(workload: Workload, targets: Sequence, predictor, shape: RunShape,
-                    *, current_total_s: float | None = None) -> list[dict[str, Any]]:
+                    *, current_total_s: float | None = None, batch_convention: str = "per_device",
+                    sharding: ZeroConfig | None = None) -> list[dict[str, Any]]:
     """One row per target (see `docs/projection.md` for the keys)."""
-    accelerators = [t.accelerator for t in targets]
-    times = device_times(workload, accelerators, predictor)
-    grad_bytes = workload.params * workload.precision.grad_bytes
-    half_bytes = 2 if workload.precision.half else workload.precision.param_bytes
-    measured_fwd = None
-    if workload.anchor is not None:
-        measured_fwd = sum(u.measured_s or 0.0 for u in workload.units if u.phase == "fwd") or None
+    check_batch_convention(batch_convention)
+    targets = [as_projection_target(t) for t in targets]
+    accs = [t.accelerator for t in targets]
+    scales = [_batch_scale(workload, t.count, batch_convention) for t in targets]
+    variants = [replace_scale(workload.variant_for(acc, default_implementation(acc)), r)
+                for acc, r in zip(accs, scales)]
+    times = device_times(workload, accs, variants, predictor)
+    hm = host_model(workload)
+    phases = times.phase_of
+    python = _python(workload)
+    fwd_mask = phases == 0
+    current_fwd = _current_forward(workload, hm)
+    zero = sharding if sharding is not None else workload.zero
     has_conv = any(spec.op_class == "conv" for spec, _ in workload.ops())
     rows = []
-    for target, dev in zip(targets, times):
-        acc, n = target.accelerator, target.count
-        link = node_link(acc, n)
-        fwd, bwd, opt = dev.phases["fwd"], dev.phases["bwd"], dev.phases["opt"]
+    for t, (target, acc, r, variant) in enumerate(zip(targets, accs, scales, variants)):
+        n = target.count
+        device = times.per_unit[:, t]
+        kernels = times.kernels[:, t]
+        host = unit_host_seconds(kernels, phases, workload.host_costs, workload.options, python) * hm.scale
+        overhead = (workload.data_s * r + workload.fixed_host_s + hm.extra_fixed_s
+                    + workload.input_bytes * r / host_link_bytes_per_s(acc))
+        if workload.options.graphs:
+            overhead += GRAPH_REPLAY_S
+        fwd, bwd, opt = (float(device[phases == i].sum()) for i in range(3))
+        if zero.stage >= 1:
+            opt_share = 1.0 / max(n, 1)
+            device = np.where(phases == 2, device * opt_share, device)
+            opt *= opt_share
+        if zero.offload_optimizer:
+            device = np.where(phases == 2, 0.0, device)
+            opt = 0.0
+        fabric = target_fabric(acc, target.nodes, target.gpus_per_node, target.network_gbps)
         comm_total = comm_exposed = 0.0
         comm_note = ""
-        zero = workload.zero
-        if zero.stage >= 1 or zero.offload_optimizer or zero.offload_param:
-            opt = opt / max(n, 1) if zero.stage >= 1 else opt   # each rank updates its shard
-            if zero.offload_optimizer:
-                opt = 0.0
+        grad_bytes = workload.params * workload.precision.grad_bytes
+        half_bytes = 2 if workload.precision.half else workload.precision.param_bytes
+        if zero.active:
             comm_total, comm_exposed, comm_note = zero_comm_seconds(
-                zero, workload.params, half_bytes, workload.precision.grad_bytes, n, link, fwd, bwd,
+                zero, workload.params, half_bytes, workload.precision.grad_bytes, fabric, fwd, bwd,
                 host_link_bytes_per_s(acc))
         elif n > 1:
-            comm_total, comm_exposed = ddp_exposed_seconds(grad_bytes, n, link, bwd, DDP_BUCKET_BYTES)
-            comm_note = f"DDP all-reduce, {link.describe()}"
-        compute = fwd + bwd + opt
-        step = workload.host_s + compute + comm_exposed
-        rel = dev.relative_error
-        # communication error: the ring constants were fitted within ~15 %
-        low = workload.host_s + (compute * (1 - rel)) + comm_exposed * 0.85
-        high = workload.host_s + (compute * (1 + rel)) + comm_exposed * 1.15
-        steps_t = shape.steps * workload.world / n if shape.steps is not None else None
+            comm_total, comm_exposed = ddp_exposed_seconds(grad_bytes, fabric, bwd, DDP_BUCKET_BYTES)
+            comm_note = f"DDP all-reduce, {fabric.describe()}"
+        rel = float(times.relative_error[t])
+        spread = np.array([1.0, 1.0 - rel, 1.0 + rel])
+        host_spread = np.array([1.0, 1.0 - HOST_ERROR, 1.0 + HOST_ERROR])
+        compute, low_c, high_c = simulate(host[:, None] * host_spread, device[:, None] * spread, kernels)
+        step = overhead + compute + comm_exposed
+        low = overhead + low_c + comm_exposed * (1 - COMM_ERROR)
+        high = overhead + high_c + comm_exposed * (1 + COMM_ERROR)
+        steps_t = _target_steps(shape.steps, workload.world, n, batch_convention)
         total = total_low = total_high = None
         if steps_t is not None:
-            fwd_ratio = (fwd / measured_fwd) if measured_fwd else 1.0
-            validation = shape.validation_s * fwd_ratio * workload.world / n
+            validation = _validation(workload, shape, host, device, kernels, fwd_mask, current_fwd, r, n)
             total = shape.fixed_s + validation + steps_t * step
             total_low = shape.fixed_s + validation * (1 - rel) + steps_t * low
             total_high = shape.fixed_s + validation * (1 + rel) + steps_t * high
         cost = run_cost(acc, n, total)
-        memory = _memory(workload, acc, n)
+        batch_t = _target_batch(workload, r)
+        memory = _memory(workload, acc, n, zero, variant, r, batch_t)
         note = precision_note(workload.precision, acc, has_conv=has_conv)
         notes = [note] if note else []
-        if dev.host_bound:
-            notes.append("host-bound: the GPU outruns eager PyTorch's kernel launches")
+        if target.note:
+            notes.append(target.note)
+        host_total, device_total = float(host.sum()), float(device.sum())
+        host_bound = host_total > device_total
+        if host_bound:
+            notes.append(_host_note(kernels.sum(), host_total, device_total, overhead, comm_exposed, memory, batch_t))
         if memory is not None and not memory.fits:
-            notes.append(f"does not fit at batch {workload.batch_size or '?'} per device"
+            notes.append(f"does not fit at batch {batch_t or '?'} per device"
                          + (f"; largest that fits: {memory.max_batch}" if memory.max_batch is not None else ""))
-        work = step * workload.world / n  # seconds per measured-run step's worth of data
+        factor = (steps_t / shape.steps) if (steps_t is not None and shape.steps) else _work_factor(
+            workload.world, n, batch_convention)
+        work = step * factor
         speedup = None
         if current_total_s and total:
             speedup = current_total_s / total
         elif workload.measured_step_s:
             speedup = workload.measured_step_s / work
         rows.append({
-            "name": acc.name,
-            "devices": n,
-            "step_seconds": _round(step),
-            "low_seconds": _round(low),
-            "high_seconds": _round(high),
+            "name": acc.name, "label": target.label, "devices": n, "nodes": target.nodes,
+            "gpus_per_node": target.gpus_per_node, "current": False,
+            "step_s": _round(step), "step_low_s": _round(low), "step_high_s": _round(high),
             "relative_error": round(rel, 4),
-            "steps": _round(steps_t, 1),
-            "total_seconds": _round(total, 2),
-            "total_low_seconds": _round(total_low, 2),
-            "total_high_seconds": _round(total_high, 2),
-            "work_seconds": _round(work),
-            "speedup": _round(speedup, 4),
-            "usd_per_gpu_hour": cost.usd_per_gpu_hour,
-            "usd_per_hour": _round(cost.usd_per_hour, 4),
-            "total_usd": _round(cost.total_usd, 4),
-            "price_date": cost.price_date,
+            "steps": None if steps_t is None else int(round(steps_t)),
+            "total_s": _round(total, 2), "total_low_s": _round(total_low, 2), "total_high_s": _round(total_high, 2),
+            "work_s": _round(work), "speedup": _round(speedup, 4),
+            "usd_per_gpu_hour": cost.usd_per_gpu_hour, "usd_per_hour": _round(cost.usd_per_hour, 4),
+            "total_usd": _round(cost.total_usd, 4), "price_date": cost.price_date,
             "fits_memory": None if memory is None else memory.fits,
-            "memory_gb": None if memory is None else round(memory.total_bytes / 2**30, 2),
-            "memory_capacity_gb": acc.memory_gb,
+            "memory_gib": None if memory is None else round(memory.total_bytes / 2**30, 2),
+            "memory_capacity_gib": acc.memory_gb,
             "max_batch": None if memory is None else memory.max_batch,
-            "batch_per_device": workload.batch_size,
-            "global_batch": workload.batch_size * n * workload.accumulate if workload.batch_size else None,
-            "method": dev.method + (" + ring model" if n > 1 or comm_total else ""),
-            "phases": {k: _round(v) for k, v in (("forward", fwd), ("backward", bwd), ("optimizer", opt),
-                                                  ("host", workload.host_s))},
-            "comm_seconds": _round(comm_total),
-            "comm_exposed_seconds": _round(comm_exposed),
+            "batch_per_device": batch_t,
+            "global_batch": batch_t * n * workload.accumulate if batch_t else None,
+            "batch_convention": batch_convention,
+            "method": times.method + (" + collective model" if n > 1 or comm_total else ""),
+            "phases_s": {"forward": _round(fwd), "backward": _round(bwd), "optimizer": _round(opt),
+                         "host": _round(max(0.0, step - device_total - comm_exposed))},
+            "comm_s": _round(comm_total), "comm_exposed_s": _round(comm_exposed),
             "communication": comm_note or None,
-            "unmodelled_share": round(dev.unmodelled_share, 3),
-            "precision": workload.precision.name,
-            "precision_note": note,
+            "host_bound": bool(host_bound),
+            "unmodelled_share": round(float(times.unmodelled_share[t]), 3),
+            "precision": workload.precision.name, "precision_note": note,
+            "assumed": _assumed(workload, variant, acc, zero, target, hm),
             "notes": notes,
-            "current": False,
         })
     return rows
 
 
-def _memory(workload: Workload, accelerator, count: int):
-    if workload.activation_bytes is None or not accelerator.memory_gb:
+def replace_scale(variant: Variant, scale: float) -> Variant:
+    return variant if scale == 1.0 else replace(variant, batch_scale=scale)
+
+
+def _batch_scale(workload: Workload, n: int, convention: str) -> float:
+    """Per-device batch on a target of `n` GPUs relative to the measured one."""
+    if convention == "per_device" or n == workload.world:
+        return 1.0
+    batch = workload.batch_size
+    if not batch:
+        raise ValueError("batch_convention='global' needs the run's per-device batch size, which this workload "
+                         "lacks (report: current.batch_size; estimate: the input's first dimension or batch_size=); "
+                         "pass it, or use batch_convention='per_device'")
+    global_batch = batch * workload.world
+    if global_batch % n:
+        raise ValueError(f"batch_convention='global': the global batch {global_batch} (per-device {batch} x "
+                         f"{workload.world} device(s)) does not divide over {n} GPUs; choose a target whose GPU "
+                         f"count divides {global_batch}, or use batch_convention='per_device'")
+    return (global_batch // n) / batch
+
+
+def _target_batch(workload: Workload, scale: float) -> int | None:
+    return int(round(workload.batch_size * scale)) if workload.batch_size else None
+
+
+def _target_steps(steps: float | None, world: int, n: int, convention: str) -> float | None:
+    if steps is None:
         return None
-    return fit_memory(workload.params, workload.precision, workload.optimizer, workload.zero, count,
-                      workload.activation_bytes, workload.batch_size, accelerator.memory_gb,
-                      activations_measured=workload.activations_measured)
+    return steps * _work_factor(world, n, convention)
+
+
+def _work_factor(world: int, n: int, convention: str) -> float:
+    return 1.0 if convention == "global" else world / n
+
+
+def _current_forward(workload: Workload, hm: _HostModel) -> float | None:
+    """Forward time per step on the measured device (what validation time is relative to)."""
+    if workload.validation_forward_s:
+        return workload.validation_forward_s
+    fwd = [u for u in workload.units if u.phase == "fwd"]
+    if not fwd or all(u.measured_s is None for u in fwd):
+        return None
+    if workload.anchor is None:
+        return sum((u.measured_s or 0.0) + (u.python_s or 0.0) for u in fwd)
+    kernels = np.array([u.kernels for u in fwd])
+    host = unit_host_seconds(kernels, np.zeros(len(fwd), dtype=int), workload.host_costs,
+                             workload.options_ran()) * hm.scale
+    return float(simulate(host, np.array([u.measured_s or 0.0 for u in fwd]), kernels)[0])
+
+
+def _validation(workload: Workload, shape: RunShape, host, device, kernels, fwd_mask, current_fwd: float | None,
+                scale: float, n: int) -> float:
+    """All validation of the run on the target: the measured validation time x the target's forward
+    time per sample / the measured one's, split over the target's GPUs."""
+    if not shape.validation_s:
+        return 0.0
+    if not current_fwd:
+        return shape.validation_s * workload.world / n
+    target_fwd = float(simulate(host[fwd_mask], device[fwd_mask], kernels[fwd_mask])[0])
+    per_sample = (target_fwd / scale) / current_fwd
+    return shape.validation_s * per_sample * workload.world / n
+
+
+def _memory(workload: Workload, acc, n: int, zero: ZeroConfig, variant: Variant, scale: float, batch: int | None):
+    if workload.activation_bytes is None or not acc.memory_gb:
+        return None
+    account = workload.state if (workload.state is not None and not zero.offload_optimizer) else None
+    if account is None:
+        account = derived_account(workload.params, workload.precision, workload.optimizer, zero)
+    activations = max(0.0, (workload.activation_bytes + workload.activation_delta(variant, workload.anchor)) * scale)
+    return fit_account(account, zero, n, activations, batch, acc.memory_gb,
+                       activations_measured=workload.activations_measured)
+
+
+def _host_note(kernels: float, host: float, device: float, overhead: float, comm: float, memory,
+               batch: int | None) -> str:
+    graphs = overhead + device + comm
+    fits = (f" (up to {memory.max_batch:,} fits)" if memory is not None and memory.max_batch and batch
+            and memory.max_batch > batch else "")
+    return (f"host-bound: {kernels:,.0f} kernels take {host * 1e3:.3g} ms to issue, the GPU needs "
+            f"{device * 1e3:.3g} ms; CUDA graphs (torch.compile mode='reduce-overhead'): ~{graphs * 1e3:.3g} ms per "
+            f"step; or a larger per-device batch{fits}")
+
+
+def _assumed(workload: Workload, variant: Variant, acc, zero: ZeroConfig, target, hm: _HostModel) -> dict[str, Any]:
+    impl = variant.optimizer_impl or workload.optimizer_ran or "as measured"
+    costs = workload.host_costs
+    return {
+        "attention": variant.attention_label(),
+        "optimizer": f"{workload.optimizer} ({impl})",
+        "compile": workload.options.compile,
+        "cuda_graphs": workload.options.graphs,
+        "host": ("measured on this run's GPU" if workload.anchor is not None and hm.scale != 1.0
+                 else "this run's own Python time + dispatch and launch" if workload.current_kind == "cpu"
+                 else f"eager per-op costs of {costs.source or 'this CPU'}"),
+        "sharding": zero.label(),
+        "network_gbps_per_gpu": target.network_gbps if target.nodes > 1 else None,
+    }

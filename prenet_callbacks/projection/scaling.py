@@ -1,12 +1,12 @@
-"""Per-device compute time of one step on target GPUs: anchored on measurements, or absolute.
+"""Device time of each unit of one step on target GPUs: anchored on measurements, or absolute.
 
 Anchored (the measured device is a catalog GPU): each unit (module x phase) takes its measured time
 times predicted(target) / predicted(current), so what the predictor gets wrong on both devices alike
-cancels out. Absolute (CPU or unknown device, or `estimate`): the sum of predicted op times.
+cancels out; the target's ops may differ from the measured ones (another SDPA kernel, another
+optimizer implementation, fused by compile), and the ratio is taken between what runs on each.
+Absolute (CPU or unknown device, or `estimate`): the sum of predicted op times.
 
-Either way the GPU cannot run faster than the host issues kernels: eager PyTorch spends a few
-microseconds of Python, dispatcher and launch per kernel, so a step is at least
-``kernels x HOST_LAUNCH_S`` however fast the target is.
+The host side (who issues these kernels, and how fast) is `host.py`'s job.
 """
 from __future__ import annotations
 
@@ -17,26 +17,22 @@ import numpy as np
 
 from predictor_models.op_spec import OpSpec
 
-from prenet_callbacks.projection.workload import PHASES, Workload
-
-# Host cost per launched kernel in eager PyTorch (Python op call + dispatcher + cudaLaunchKernel):
-# 4-10 us on current CPUs; a common figure for eager mode on server CPUs.
-HOST_LAUNCH_S = 6e-6
+from prenet_callbacks.projection.workload import PHASES, Unit, Variant, Workload
 
 
 @dataclass(frozen=True)
-class DeviceTime:
-    """Compute time of one optimizer step on one device of a target, per phase."""
+class DeviceTimes:
+    """Per-unit device seconds on each target, ``(units, targets)``, and each target's band."""
 
-    phases: dict[str, float]     # fwd / bwd / opt seconds
-    method: str                  # "anchored" | "absolute"
-    relative_error: float        # half-width of the band, as a fraction
-    host_bound: bool             # the kernel-issue floor decided the time
-    unmodelled_share: float      # share of the time predicted without a trained model
+    per_unit: np.ndarray
+    kernels: np.ndarray            # (units, targets)
+    phase_of: np.ndarray           # (units,) index into PHASES
+    method: str                    # "anchored" | "absolute"
+    relative_error: np.ndarray     # (targets,)
+    unmodelled_share: np.ndarray   # (targets,)
 
-    @property
-    def total(self) -> float:
-        return sum(self.phases.values())
+    def phase_totals(self, t: int) -> dict[str, float]:
+        return {p: float(self.per_unit[self.phase_of == i, t].sum()) for i, p in enumerate(PHASES)}
 
 
 def _key(spec: OpSpec) -> tuple:
@@ -44,73 +40,99 @@ def _key(spec: OpSpec) -> tuple:
             tuple(sorted(spec.dims.items())))
 
 
-def unit_matrix(workload: Workload, devices: Sequence, predictor) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Predicted seconds per unit and device, ``(units, devices)``, and per op class ``{class: (devices,)}``."""
+@dataclass(frozen=True)
+class _Flat:
+    """The (unit, op, count) entries of a list of units, with their distinct op specs."""
+
+    specs: list
+    unit_of: np.ndarray
+    op_of: np.ndarray
+    counts: np.ndarray
+    class_masks: dict
+
+
+def _flatten(units: list[Unit]) -> _Flat:
     unique: dict[tuple, int] = {}
+    by_object: dict[int, int] = {}
     specs: list[OpSpec] = []
-    for unit in workload.units:
-        for spec, _ in unit.ops:
-            key = _key(spec)
-            if key not in unique:
-                unique[key] = len(specs)
-                specs.append(spec)
-    n_units, n_dev = len(workload.units), len(devices)
-    per_unit = np.zeros((n_units, n_dev))
-    by_class: dict[str, np.ndarray] = {}
-    if not specs or not n_dev:
-        return per_unit, by_class
-    times = predictor.predict_matrix(specs, list(devices))  # (ops, devices)
-    for u, unit in enumerate(workload.units):
+    unit_of, op_of, counts = [], [], []
+    for u, unit in enumerate(units):
         for spec, count in unit.ops:
-            row = times[unique[_key(spec)]] * count
-            per_unit[u] += row
-            by_class.setdefault(spec.op_class, np.zeros(n_dev))
-            by_class[spec.op_class] += row
-    return per_unit, by_class
+            index = by_object.get(id(spec))
+            if index is None:
+                key = _key(spec)
+                index = unique.get(key)
+                if index is None:
+                    index = unique[key] = len(specs)
+                    specs.append(spec)
+                by_object[id(spec)] = index
+            unit_of.append(u)
+            op_of.append(index)
+            counts.append(count)
+    classes = np.array([specs[i].op_class for i in op_of], dtype=object)
+    masks = {name: classes == name for name in set(classes.tolist())}
+    return _Flat(specs, np.asarray(unit_of, dtype=int), np.asarray(op_of, dtype=int),
+                 np.asarray(counts, dtype=float), masks)
 
 
-def device_times(workload: Workload, targets: Sequence, predictor) -> list[DeviceTime]:
-    """Compute time of one step on each target accelerator (anchored where the workload allows)."""
+def unit_matrix(units: list[Unit], devices: Sequence, predictor, flat: _Flat | None = None,
+                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Predicted seconds per unit and device, ``(units, devices)``, and per op class ``{class: (devices,)}``."""
+    flat = flat or _flatten(units)
+    n_units, n_dev = len(units), len(devices)
+    per_unit = np.zeros((n_units, n_dev))
+    if not flat.specs or not n_dev:
+        return per_unit, {}
+    times = predictor.predict_matrix(flat.specs, list(devices))  # (ops, devices)
+    rows = times[flat.op_of] * flat.counts[:, None]
+    np.add.at(per_unit, flat.unit_of, rows)
+    return per_unit, {name: rows[mask].sum(axis=0) for name, mask in flat.class_masks.items()}
+
+
+def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[Variant], predictor) -> DeviceTimes:
+    """Device seconds of every unit on each target accelerator under its variant."""
+    n_units, n = len(workload.units), len(accelerators)
     anchor = workload.anchor
     anchored = anchor is not None and any(u.measured_s is not None for u in workload.units)
-    devices = list(targets) + ([anchor] if anchored else [])
-    per_unit, by_class = unit_matrix(workload, devices, predictor)
-    n = len(targets)
-    phase_of = np.array([PHASES.index(u.phase) if u.phase in PHASES else 0 for u in workload.units], dtype=int)
+    per_unit = np.zeros((n_units, n))
+    kernels = np.zeros((n_units, n))
+    rel = np.full(n, 0.3)
+    unmodelled = np.zeros(n)
+    groups: dict[int, tuple[list[Unit], list[int]]] = {}
+    for t, variant in enumerate(variants):
+        units = workload.units_for(variant)
+        groups.setdefault(id(units), (units, []))[1].append(t)
+    if anchored and id(workload.units) not in groups:
+        groups[id(workload.units)] = (workload.units, [])
+    pred_anchor = None
+    for units, members in groups.values():
+        with_anchor = anchored and units is workload.units
+        devices = [accelerators[t] for t in members] + ([anchor] if with_anchor else [])
+        pred, by_class = unit_matrix(units, devices, predictor)
+        if with_anchor:
+            pred_anchor = pred[:, -1]
+        counts = np.array([u.kernels for u in units])
+        classes = sorted(by_class)
+        errors = np.array([predictor.relative_error(c) for c in classes]) if classes else np.zeros(0)
+        for j, t in enumerate(members):
+            per_unit[:, t] = pred[:, j]
+            kernels[:, t] = counts
+            shares = np.array([by_class[c][j] for c in classes])
+            if shares.sum() > 0:
+                rel[t] = float((shares * errors).sum() / shares.sum())
+                unmodelled[t] = float(sum(by_class[c][j] for c in classes if not _modelled_class(predictor, c))
+                                      / shares.sum())
     if anchored:
-        pred_anchor = per_unit[:, n]
         measured = np.array([u.measured_s if u.measured_s is not None else np.nan for u in workload.units])
         known = ~np.isnan(measured)
-        total_pred_anchor = pred_anchor[known].sum()
-        calibration = measured[known].sum() / total_pred_anchor if total_pred_anchor > 0 else 1.0
-    kernels = workload.kernels
-    classes = sorted(by_class)
-    errors = np.array([predictor.relative_error(c) for c in classes]) if classes else np.zeros(0)
-    out = []
-    for d in range(n):
-        pred = per_unit[:, d]
-        if anchored:
-            global_ratio = pred[known].sum() / total_pred_anchor if total_pred_anchor > 0 else 1.0
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(pred_anchor > 0, pred / pred_anchor, global_ratio)
-            unit_s = np.where(known, np.nan_to_num(measured) * ratio, pred * calibration)
-        else:
-            unit_s = pred
-        phases = {p: float(unit_s[phase_of == i].sum()) for i, p in enumerate(PHASES)}
-        total = sum(phases.values())
-        floor = kernels * HOST_LAUNCH_S
-        host_bound = floor > total
-        if host_bound and total > 0:
-            phases = {p: v * floor / total for p, v in phases.items()}
-        elif host_bound:
-            phases = {"fwd": floor / 3, "bwd": floor * 2 / 3, "opt": 0.0}
-        shares = np.array([by_class[c][d] for c in classes])
-        rel = float((shares * errors).sum() / shares.sum()) if shares.sum() > 0 else 0.3
-        modelled = [c for c in classes if _modelled_class(predictor, c)]
-        unmodelled = float(sum(by_class[c][d] for c in classes if c not in modelled) / shares.sum()) \
-            if shares.sum() > 0 else 0.0
-        out.append(DeviceTime(phases, "anchored" if anchored else "absolute", rel, host_bound, unmodelled))
-    return out
+        total_anchor = pred_anchor[known].sum()
+        calibration = measured[known].sum() / total_anchor if total_anchor > 0 else 1.0
+        global_ratio = per_unit[known].sum(axis=0) / total_anchor if total_anchor > 0 else np.ones(n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(pred_anchor[:, None] > 0, per_unit / pred_anchor[:, None], global_ratio[None, :])
+        per_unit = np.where(known[:, None], np.nan_to_num(measured)[:, None] * ratio, per_unit * calibration)
+    phase_of = np.array([PHASES.index(u.phase) if u.phase in PHASES else 0 for u in workload.units], dtype=int)
+    return DeviceTimes(per_unit, kernels, phase_of, "anchored" if anchored else "absolute", rel, unmodelled)
 
 
 def _modelled_class(predictor, op_class: str) -> bool:

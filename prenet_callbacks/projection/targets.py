@@ -1,13 +1,21 @@
 """Which hardware to project onto: the documented default set, or the user's names.
 
+A target is one GPU (``"H100"``), one node of several (``"8x H100"``) or several nodes
+(``"4x8 H100"``: 4 nodes of 8 GPUs, talking over each node's scale-out network). A flat ``"16x H100"``
+larger than the biggest node of that GPU (`Accelerator.max_gpus_per_node`) is read as whole nodes
+(``2x8``) and the row says so. ``"2x8 H100 @ 200G"`` names the network per GPU (Gb/s each way, or an
+InfiniBand generation such as ``ib-hdr``) where the node differs from the catalog's reference node.
+
 The default set is a handful of popular cloud GPUs and nodes, cheap to top end, each with a
 listed on-demand price in the catalog; the current device is always added as the first row.
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Sequence
 
-from predictor_models.hardware import Target, UnknownHardwareError, parse_target
+from predictor_models.hardware import Target, UnknownHardwareError, lookup_hardware
 
 DEFAULT_TARGETS: tuple[str, ...] = (
     "T4",                  # cheapest common cloud GPU (16 GB)
@@ -18,25 +26,159 @@ DEFAULT_TARGETS: tuple[str, ...] = (
     "8x A100-SXM4-80GB",   # a full A100 node (NVLink3 + NVSwitch)
     "8x H100-SXM5",        # a full H100 node (NVLink4 + NVSwitch)
 )
+# Nodes of a GPU the catalog gives no node size for: the common 8-GPU server.
+DEFAULT_NODE_GPUS = 8
+# Per-GPU scale-out network by name, Gb/s each way (InfiniBand data rates of a 4x port).
+NETWORKS_GBPS = {"ib-edr": 100.0, "ib-hdr": 200.0, "ib-ndr": 400.0, "ib-xdr": 800.0}
+
+_NODES = re.compile(r"^\s*(\d+)\s*[x×*]\s*(\d+)\s*(?:[x×*]\s*|\s+)(\S.*)$", re.IGNORECASE)
+_FLAT = re.compile(r"^\s*([-+]?\d+)\s*[x×*]\s*(\S.*)$", re.IGNORECASE)
+_NETWORK = re.compile(r"^(\d+(?:\.\d+)?)\s*g(?:b(?:ps|/s|it/s)?)?$", re.IGNORECASE)
 
 
-def resolve_targets(names: Sequence[str] | None) -> list[Target]:
+@dataclass(frozen=True)
+class ProjectionTarget:
+    """`nodes` nodes of `gpus_per_node` accelerators, data-parallel; `network_gbps` per GPU between nodes."""
+
+    accelerator: object
+    nodes: int = 1
+    gpus_per_node: int = 1
+    network_gbps: float | None = None
+    note: str | None = None          # how a flat count was read, e.g. "16x read as 2 nodes of 8"
+
+    @property
+    def count(self) -> int:
+        """All GPUs of the target (the data-parallel world size)."""
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def label(self) -> str:
+        name = self.accelerator.name
+        if self.nodes > 1:
+            text = f"{self.nodes}x{self.gpus_per_node} {name}"
+        else:
+            text = f"{self.gpus_per_node}x {name}" if self.gpus_per_node > 1 else name
+        explicit = self.network_gbps is not None and self.network_gbps != self.accelerator.network_gbps_per_gpu
+        return text + (f" @ {self.network_gbps:g}G" if explicit and self.nodes > 1 else "")
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def max_node_gpus(accelerator) -> int:
+    """GPUs in the largest common node of this accelerator (catalog figure, else 8)."""
+    return int(getattr(accelerator, "max_gpus_per_node", None) or DEFAULT_NODE_GPUS)
+
+
+def parse_projection_target(text: str) -> ProjectionTarget:
+    """'H100', '8x H100', '4x8 H100', '16x H100' (= 2x8), '2x8 H100 @ 200G' -> `ProjectionTarget`.
+
+    Raises `UnknownHardwareError` for unknown names and ValueError for counts or networks that make no
+    sense, each naming the value and the form to use.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"targets must be hardware names such as 'H100', '8x H100' or '4x8 H100', got {text!r}")
+    body, _, network_text = text.partition("@")
+    network = _parse_network(network_text, text) if network_text.strip() else None
+    match = _NODES.match(body)
+    if match:
+        nodes, per_node, name = int(match.group(1)), int(match.group(2)), match.group(3).strip()
+        acc = lookup_hardware(name)
+        return _node_target(acc, nodes, per_node, network, text)
+    match = _FLAT.match(body)
+    if match:
+        count, name = int(match.group(1)), match.group(2).strip()
+        acc = lookup_hardware(name)
+        if count < 1:
+            raise ValueError(f"device count must be >= 1 in {text!r}; write e.g. '8x {acc.name}'")
+        return _flat_target(acc, count, network, text)
+    acc = lookup_hardware(body.strip())
+    if network is not None:
+        raise ValueError(f"a network ('@ ...') only applies across nodes, got {text!r}; write e.g. "
+                         f"'2x{max_node_gpus(acc)} {acc.name} @ {network:g}G'")
+    return ProjectionTarget(acc, 1, 1)
+
+
+def _parse_network(raw: str, text: str) -> float:
+    key = raw.strip().lower()
+    if key in NETWORKS_GBPS:
+        return NETWORKS_GBPS[key]
+    match = _NETWORK.match(key)
+    if match and float(match.group(1)) > 0:
+        return float(match.group(1))
+    known = ", ".join(NETWORKS_GBPS)
+    raise ValueError(f"unknown interconnect {raw.strip()!r} in {text!r}; give the network per GPU in Gb/s "
+                     f"(e.g. '@ 200G') or one of {known}")
+
+
+def _node_target(acc, nodes: int, per_node: int, network: float | None, text: str) -> ProjectionTarget:
+    largest = max_node_gpus(acc)
+    if nodes < 1 or per_node < 1:
+        raise ValueError(f"{text!r}: nodes and GPUs per node must be >= 1 (got {nodes} x {per_node}); write "
+                         f"e.g. '2x{largest} {acc.name}' for 2 nodes of {largest}")
+    if per_node > largest:
+        nodes_needed = -(-nodes * per_node // largest)
+        raise ValueError(f"{text!r}: {acc.name} nodes hold at most {largest} GPUs, not {per_node}; write e.g. "
+                         f"'{nodes_needed}x{largest} {acc.name}'")
+    return _checked_network(ProjectionTarget(acc, nodes, per_node, network), text)
+
+
+def _flat_target(acc, count: int, network: float | None, text: str) -> ProjectionTarget:
+    largest = max_node_gpus(acc)
+    if count <= largest:
+        if network is not None:
+            raise ValueError(f"a network ('@ ...') only applies across nodes, got {text!r} ({count} GPUs fit one "
+                             f"{acc.name} node); write e.g. '2x{largest} {acc.name} @ {network:g}G'")
+        return ProjectionTarget(acc, 1, count)
+    # whole nodes, each at least half full: 16 -> 2x8, 12 -> 2x6; 13 (13 nodes of 1) is refused
+    nodes = next((n for n in range(2, count + 1) if count % n == 0 and count // n <= largest), None)
+    if nodes is None or 2 * (count // nodes) < largest:
+        raise ValueError(f"{text!r}: {count} {acc.name} do not split into equal nodes of at most {largest}; "
+                         f"write the node form, e.g. '{-(-count // largest)}x{largest} {acc.name}'")
+    per_node = count // nodes
+    note = f"{count}x read as {nodes} nodes of {per_node} (the largest {acc.name} node holds {largest})"
+    return _checked_network(ProjectionTarget(acc, nodes, per_node, network, note), text)
+
+
+def _checked_network(target: ProjectionTarget, text: str) -> ProjectionTarget:
+    """Multi-node targets need a network figure: the catalog's, or one given with '@'."""
+    acc = target.accelerator
+    if target.nodes == 1:
+        return target
+    gbps = target.network_gbps or getattr(acc, "network_gbps_per_gpu", None)
+    if not gbps:
+        raise ValueError(f"{text!r}: the catalog knows no scale-out network for {acc.name} nodes; name one per GPU, "
+                         f"e.g. '{target.nodes}x{target.gpus_per_node} {acc.name} @ 100G', or add "
+                         "network_gbps_per_gpu to a PRENET_HARDWARE override file")
+    return ProjectionTarget(acc, target.nodes, target.gpus_per_node, float(gbps), target.note)
+
+
+def resolve_targets(names: Sequence[str] | None) -> list[ProjectionTarget]:
     """Targets for `names` (None: `DEFAULT_TARGETS`). Unknown names raise `UnknownHardwareError`
-    (a ValueError) whose message lists the closest catalog names; duplicates are dropped."""
+    (a ValueError) whose message lists the closest catalog names; bad counts and networks raise
+    ValueError; duplicates are dropped."""
     chosen = DEFAULT_TARGETS if names is None else names
     if isinstance(chosen, str):
         chosen = [chosen]
-    out: list[Target] = []
-    seen: set[tuple[int, str]] = set()
+    out: list[ProjectionTarget] = []
+    seen: set[tuple] = set()
     for name in chosen:
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"targets must be hardware names such as 'H100' or '8x H100', got {name!r}")
-        target = parse_target(name)
-        key = (target.count, target.accelerator.name)
+        target = parse_projection_target(name)
+        key = (target.nodes, target.gpus_per_node, target.accelerator.name, target.network_gbps)
         if key not in seen:
             seen.add(key)
             out.append(target)
     return out
 
 
-__all__ = ["DEFAULT_TARGETS", "Target", "UnknownHardwareError", "resolve_targets"]
+def as_projection_target(target) -> ProjectionTarget:
+    """A `ProjectionTarget` from one, from a catalog `Target` (one node of `count`) or from a name."""
+    if isinstance(target, ProjectionTarget):
+        return target
+    if isinstance(target, Target):
+        return _flat_target(target.accelerator, target.count, None, target.label)
+    return parse_projection_target(str(target))
+
+
+__all__ = ["DEFAULT_TARGETS", "NETWORKS_GBPS", "ProjectionTarget", "Target", "UnknownHardwareError",
+           "as_projection_target", "max_node_gpus", "parse_projection_target", "resolve_targets"]

@@ -1,8 +1,12 @@
 """What a projection needs to know about one training step, whether measured or captured offline.
 
 A `Workload` is built either from a saved report (`from_report`) or by `estimate` from a model run
-on the ``meta`` device. Ops are grouped in `Unit`s (one module in one phase); a unit may carry the
-time measured for it on the current device, which anchors its projection.
+on the ``meta`` device. Ops are grouped in `Unit`s (one module in one phase, in execution order); a
+unit may carry the time measured for it on the current device, which anchors its projection.
+
+What runs differs per target (`Variant`): the SDPA kernel each attention call gets, the optimizer
+implementation, and ``torch.compile``'s fusion. `Workload.units_for` rewrites the units for one
+variant; everything else about the step stays the same.
 """
 from __future__ import annotations
 
@@ -10,6 +14,10 @@ from dataclasses import dataclass, field
 
 from predictor_models.op_spec import OpSpec
 
+from prenet_callbacks.projection import attention
+from prenet_callbacks.projection.host import ExecutionOptions, HostCosts, default_host_costs, fuse_for_compile
+from prenet_callbacks.projection.memory import StateAccount
+from prenet_callbacks.projection.optimizer_ops import optimizer_ops
 from prenet_callbacks.projection.parallel import ZeroConfig
 from prenet_callbacks.projection.precision import Precision
 
@@ -18,12 +26,44 @@ PHASES = ("fwd", "bwd", "opt")
 
 @dataclass
 class Unit:
-    """One module's ops in one phase, per optimizer step; `measured_s` is its time on the current device."""
+    """One module's ops in one phase, per optimizer step; `measured_s` is its time on the current device,
+    `python_s` the host time of its own Python and autograd work measured in a CPU run."""
 
     name: str
     phase: str
     ops: list[tuple[OpSpec, float]]
     measured_s: float | None = None
+    python_s: float | None = None
+
+    @property
+    def kernels(self) -> float:
+        """Kernel launches per step (free ops launch nothing); computed once (ops do not change)."""
+        value = self.__dict__.get("_kernels")
+        if value is None:
+            value = self.__dict__["_kernels"] = sum(count for spec, count in self.ops
+                                                    if spec.bytes_moved > 0 or spec.flops > 0)
+        return value
+
+    @property
+    def has_attention(self) -> bool:
+        value = self.__dict__.get("_attention")
+        if value is None:
+            value = self.__dict__["_attention"] = any(spec.op_class == "attention" for spec, _ in self.ops)
+        return value
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What runs on one target: SDPA kernel per attention call, optimizer implementation, compile."""
+
+    attention: tuple[tuple[OpSpec, str], ...] = ()
+    optimizer_impl: str | None = None      # None: the ops as measured/captured
+    compiled: bool = False
+    batch_scale: float = 1.0               # per-device batch / the measured one (global batch convention)
+
+    def attention_label(self) -> str | None:
+        kinds = sorted({backend for _, backend in self.attention})
+        return "+".join(kinds) if kinds else None
 
 
 @dataclass
@@ -37,18 +77,143 @@ class Workload:
     batch_size: int | None = None      # per-device micro-batch
     accumulate: int = 1                # micro-batches per optimizer step
     world: int = 1                     # devices of the measured run
-    host_s: float = 0.0                # per step, does not scale with the GPU (data wait, Python)
+    data_s: float = 0.0                # data-loader wait per step: host, not overlapped
+    fixed_host_s: float = 0.0          # host time per step outside the kernels' issue (framework loop)
     activation_bytes: float | None = None  # per device at batch_size
     activations_measured: bool = False
+    state: StateAccount | None = None  # the run's measured (unsharded) model state
     anchor: object | None = None       # catalog Accelerator of the measured device (None: absolute)
+    current_kind: str = "gpu"          # "gpu" | "cpu" | "none" (estimate)
     measured_step_s: float | None = None
     zero: ZeroConfig = field(default_factory=ZeroConfig)
+    param_tensors: list[int] = field(default_factory=list)
+    optimizer_impl: str | None = None  # named by the user; None: PyTorch's default on each device
+    optimizer_ran: str | None = None   # implementation the "opt" units hold (None: an optimizer kept as measured)
+    input_bytes: float = 0.0           # one host-to-device copy of the batch per step
+    host_costs: HostCosts = field(default_factory=default_host_costs)
+    host_issue_s: float | None = None  # host time per step the profiler saw issuing ops (GPU runs)
+    options: ExecutionOptions = field(default_factory=ExecutionOptions)
+    ran_compiled: bool = False
+    validation_forward_s: float | None = None  # forward time per step on the current device
     notes: list[str] = field(default_factory=list)
+    _variants: dict = field(default_factory=dict, repr=False)
+
+    def options_ran(self) -> ExecutionOptions:
+        """How the measured run executed (compiled modules were seen, or eager)."""
+        return ExecutionOptions("default") if self.ran_compiled else ExecutionOptions()
 
     def ops(self, phase: str | None = None) -> list[tuple[OpSpec, float]]:
         return [op for u in self.units if phase is None or u.phase == phase for op in u.ops]
 
     @property
     def kernels(self) -> float:
-        """Kernel launches per step (free ops launch nothing)."""
-        return sum(count for u in self.units for spec, count in u.ops if spec.bytes_moved > 0 or spec.flops > 0)
+        return sum(u.kernels for u in self.units)
+
+    @property
+    def opt_dtype(self) -> str:
+        return self.precision.half if (self.precision.half and not self.precision.mixed) else "float32"
+
+    # ---- per-target variants ----------------------------------------------------------------
+    def attention_specs(self) -> list[OpSpec]:
+        """The distinct SDPA ops of the step (cached: units do not change after construction)."""
+        cached = self._variants.get("attention_specs")
+        if cached is None:
+            seen: dict[OpSpec, None] = {}
+            for unit in self.units:
+                for spec, _ in unit.ops:
+                    if spec.op_class == "attention" and spec not in seen and attention.shape_from_spec(spec):
+                        seen[spec] = None
+            cached = self._variants["attention_specs"] = list(seen)
+        return cached
+
+    def variant_for(self, accelerator, default_impl: str) -> Variant:
+        """What runs on `accelerator` (None: the current CPU) under this workload's options."""
+        backends = tuple((spec, attention.sdpa_backend(accelerator, spec.dtype, attention.shape_from_spec(spec)))
+                         for spec in self.attention_specs())
+        impl = self.optimizer_impl or default_impl
+        if impl == self.optimizer_ran or self.optimizer_ran is None:
+            impl = None   # as measured: the same implementation, or an optimizer whose kernels are not synthesised
+        return Variant(backends, impl, self.options.compiled and not self.ran_compiled)
+
+    def units_for(self, variant: Variant) -> list[Unit]:
+        """The units as they run under `variant` (cached; the measured units themselves when nothing changes)."""
+        cached = self._variants.get(variant)
+        if cached is not None:
+            return cached
+        math = {spec for spec, backend in variant.attention if backend == "math"}
+        if not math and variant.optimizer_impl is None and not variant.compiled and variant.batch_scale == 1.0:
+            self._variants[variant] = self.units
+            return self.units
+        replaced: dict[OpSpec, list[tuple[OpSpec, float]]] = {}
+        rewritten: dict[int, OpSpec] = {}
+        scale = variant.batch_scale
+        units = []
+        for unit in self.units:
+            if unit.phase == "opt" and variant.optimizer_impl is not None:
+                ops = optimizer_ops(self.optimizer, self.param_tensors or [int(self.params)], self.opt_dtype,
+                                    variant.optimizer_impl) if self.params > 0 else []
+                units.append(Unit(unit.name, unit.phase, ops, unit.measured_s, unit.python_s))
+                continue
+            if scale == 1.0 and not variant.compiled and not unit.has_attention:
+                units.append(unit)
+                continue
+            ops = []
+            for spec, count in unit.ops:
+                parts = None
+                if spec.op_class == "attention" and spec in math:
+                    # fused kernels are kept as recorded/captured; the math path is expanded
+                    parts = replaced.get(spec)
+                    if parts is None:
+                        parts = replaced[spec] = attention.ops_for(spec, "math") or [(spec, 1.0)]
+                for new, mult in (parts or ((spec, 1.0),)):
+                    if scale != 1.0 and unit.phase != "opt":
+                        new = rewritten.get(id(new)) or rewritten.setdefault(id(new), _scaled(new, scale))
+                    if variant.compiled and unit.phase != "opt":
+                        ops.append(fuse_for_compile(new, count * mult))
+                    else:
+                        ops.append((new, count * mult))
+            units.append(Unit(unit.name, unit.phase, ops, unit.measured_s, unit.python_s))
+        self._variants[variant] = units
+        return units
+
+    def activation_delta(self, variant: Variant, base_accelerator) -> float:
+        """Activation bytes per device the variant's attention kernels save beyond the measured ones."""
+        if not variant.attention:
+            return 0.0
+        key = ("delta", variant.attention, getattr(base_accelerator, "name", None))
+        if key not in self._variants:
+            self._variants[key] = self._activation_delta(variant, base_accelerator)
+        return self._variants[key]
+
+    def _activation_delta(self, variant: Variant, base_accelerator) -> float:
+        counts: dict[OpSpec, float] = {}
+        for unit in self.units:
+            if unit.phase == "fwd":
+                for spec, count in unit.ops:
+                    if spec.op_class == "attention":
+                        counts[spec] = counts.get(spec, 0.0) + count
+        delta = 0.0
+        for spec, backend in variant.attention:
+            shape = attention.shape_from_spec(spec)
+            if shape is None or spec not in counts:
+                continue
+            base = attention.sdpa_backend(base_accelerator, spec.dtype, shape)
+            delta += counts[spec] * (attention.saved_bytes(shape, spec.dtype, backend)
+                                     - attention.saved_bytes(shape, spec.dtype, base))
+        return delta
+
+
+_BATCH_DIMS = {"gemm": ("m",), "conv": ("n",), "attention": ("b",), "norm": ("rows",), "elementwise": ("numel",),
+               "data_movement": ("numel",), "pooling": ("numel_in", "numel_out"), "embedding": ("indices",),
+               "recurrent": ("batch",)}
+
+
+def _scaled(spec: OpSpec, scale: float) -> OpSpec:
+    """An op at `scale` times the batch: FLOPs and bytes scale linearly (weights' reads included, which is
+    optimistic for weight-heavy ops at small batches), and so does its batch-like shape feature."""
+    dims = dict(spec.dims or {})
+    for key in _BATCH_DIMS.get(spec.op_class, ()):
+        if key in dims:
+            dims[key] = dims[key] * scale
+    return OpSpec(spec.op_class, spec.dtype, spec.flops * scale, spec.bytes_read * scale, spec.bytes_written * scale,
+                  dims, spec.tf32, spec.name)

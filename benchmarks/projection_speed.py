@@ -1,0 +1,106 @@
+"""Prediction speed: a 40-target table for a 500-layer model, after the profile.
+
+    python benchmarks/projection_speed.py [--layers 500] [--targets 40] [--repeats 5]
+
+A timing benchmark (run it on a quiet machine). It builds a report as the session writes it for a
+500-layer model measured on an A100 (each layer: a forward GEMM, two backward GEMMs, a norm, a
+pointwise op and an SDPA call fused forward and backward) and times `project_report` onto 40 targets
+(single GPUs, one-node and multi-node targets), the predictor already loaded. Target: <= 50 ms.
+Writes ``benchmarks/results/projection_speed.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from predictor_models.hardware import list_hardware  # noqa: E402
+from prenet_callbacks.projection import project_report  # noqa: E402
+from prenet_callbacks.projection.predictor_source import default_predictor  # noqa: E402
+from prenet_callbacks.report import Report  # noqa: E402
+
+
+def _op(name, phase, op_class, flops, read, written, dims, count=1.0):
+    return {"name": name, "phase": phase, "count_per_step": count, "seconds_per_step": 1e-5,
+            "spec": {"op_class": op_class, "dtype": "bfloat16", "flops": flops, "bytes_read": read,
+                     "bytes_written": written, "dims": dims, "tf32": False}}
+
+
+def synthetic_report(layers: int) -> Report:
+    rows = []
+    for i in range(layers):
+        m, k = 4096 + (i % 7) * 64, 1024 + (i % 5) * 128
+        gemm = dict(b=1, m=m, n=k, k=k)
+        attention = dict(b=8, heads=16, s_q=512, s_kv=512, d=64, causal=1, sdpa=1)
+        rows.append({"name": f"blocks.{i}", "module_type": "Block", "calls_per_step": 1, "forward_s": 4e-5,
+                     "backward_s": 8e-5, "optimizer_s": 0.0, "params": k * k,
+                     "ops": [_op("aten::mm", "fwd", "gemm", 2.0 * m * k * k, 2.0 * (m * k + k * k), 2.0 * m * k, gemm),
+                             _op("aten::mm", "bwd", "gemm", 2.0 * m * k * k, 2.0 * (m * k + k * k), 2.0 * m * k,
+                                 gemm, 2.0),
+                             _op("aten::native_layer_norm", "fwd", "norm", 8.0 * m * k, 2.0 * m * k, 4.0 * m * k,
+                                 dict(rows=m, cols=k)),
+                             _op("aten::add", "fwd", "elementwise", m * k, 4.0 * m * k, 2.0 * m * k,
+                                 dict(numel=m * k, inputs=2)),
+                             _op("aten::_flash_attention_forward", "fwd", "attention", 1e9, 3e7, 1e7,
+                                 {**attention, "backward": 0}),
+                             _op("aten::_flash_attention_backward", "bwd", "attention", 2.5e9, 5e7, 3e7,
+                                 {**attention, "backward": 1})]})
+    rows.append({"name": "optimizer", "module_type": "optimizer", "calls_per_step": 1, "forward_s": 0.0,
+                 "backward_s": 0.0, "optimizer_s": 1e-3, "params": 0,
+                 "ops": [_op("aten::_foreach_add_", "opt", "optimizer", 1e9, 8e9, 4e9,
+                             dict(numel=1e9, tensors=36, kind=2), 9.0)]})
+    report = Report(current={"device": "cuda", "name": "NVIDIA A100-SXM4-80GB", "catalog_name": "A100-SXM4-80GB",
+                             "devices": 1, "precision": "bf16-mixed", "batch_size": 8},
+                    plan={"total_steps": 100_000, "accumulate": 1},
+                    measured={"layers": {"layers": rows, "steps": 3}, "batch_s": 0.2, "data_wait_s": 0.001,
+                              "step_phases": {"data_s": 0.001, "forward_s": 0.05, "backward_s": 0.1,
+                                              "optimizer_s": 0.01, "other_s": 0.002, "total_s": 0.2}})
+    report.add_prediction({"at_step": 30, "elapsed_s": 10.0, "step_s": 0.2, "predicted_total_s": 20000.0,
+                           "eta_s": 19990.0, "low_s": 19000.0, "high_s": 21000.0,
+                           "breakdown": {"setup_s": 5.0, "train_s": 19900.0, "validation_s": 90.0,
+                                         "checkpoints_s": 5.0, "epoch_boundaries_s": 0.0}})
+    return report
+
+
+def targets(n: int) -> list[str]:
+    gpus = [a.name for a in list_hardware(vendor="NVIDIA") if a.usd_per_hour is not None]
+    out = list(gpus)
+    for name in ("H100-SXM5", "A100-SXM4-80GB", "H200-SXM", "B200", "L4", "L40S"):
+        out += [f"8x {name}", f"4x8 {name}"]
+    return out[:n]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=500)
+    parser.add_argument("--targets", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", default=str(HERE / "results/projection_speed.json"))
+    args = parser.parse_args(argv)
+    predictor, _ = default_predictor()
+    names = targets(args.targets)
+    report = synthetic_report(args.layers)
+    project_report(report, names[:2], predictor=predictor)   # imports, catalog and predictor warm
+    seconds = []
+    for _ in range(args.repeats):
+        report = synthetic_report(args.layers)
+        start = time.perf_counter()
+        project_report(report, names, predictor=predictor)
+        seconds.append(time.perf_counter() - start)
+    result = {"layers": args.layers, "targets": len(names), "repeats": args.repeats,
+              "median_ms": round(statistics.median(seconds) * 1e3, 2), "min_ms": round(min(seconds) * 1e3, 2),
+              "target_ms": 50}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    print(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

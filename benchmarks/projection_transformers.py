@@ -1,0 +1,113 @@
+"""Transformer training steps (bf16, eager PyTorch with SDPA) against public measurements.
+
+    python benchmarks/projection_transformers.py
+
+Sources and their configurations: ``benchmarks/data/transformer_steps_public.json``. Each model is
+built from its configuration on ``meta`` (Hugging Face ``LlamaForCausalLM``, random weights, SDPA
+attention) and projected with `estimate`'s machinery: fused attention on the target, PyTorch's
+default optimizer implementation, eager host costs; FSDP runs as ``sharding="fsdp"`` over the
+measured node layout. A GPU run with its clock locked below boost is projected on the catalog entry
+with its TFLOPS scaled by locked / boost clock (memory bandwidth unchanged). Nothing is fitted here.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from prenet_callbacks.estimation import workload_from_capture  # noqa: E402
+from prenet_callbacks.projection.capture import capture_step  # noqa: E402
+from prenet_callbacks.projection.host import ExecutionOptions  # noqa: E402
+from prenet_callbacks.projection.parallel import ZeroConfig  # noqa: E402
+from prenet_callbacks.projection.precision import parse_precision  # noqa: E402
+from prenet_callbacks.projection.project import RunShape, project_targets  # noqa: E402
+from prenet_callbacks.projection.targets import ProjectionTarget, parse_projection_target  # noqa: E402
+
+DATA = HERE / "data/transformer_steps_public.json"
+# name -> (LlamaConfig keywords, precision, optimizer, sharding)
+MODELS = {
+    "llama-3.2-1b": (dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
+                          num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=True), "bf16-true", "sgd",
+                     None, True),
+    "llama-3-8b": (dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+                        num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False), "bf16-mixed", "adamw",
+                   "fsdp", False),
+    "llama-2-13b": (dict(hidden_size=5120, intermediate_size=13824, num_hidden_layers=40, num_attention_heads=40,
+                         num_key_value_heads=40, vocab_size=32000, tie_word_embeddings=False), "bf16-mixed", "adamw",
+                    "fsdp", False),
+}
+
+
+def _model(config: dict, true_half: bool):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(max_position_embeddings=131072, **config)
+    cfg._attn_implementation = "sdpa"
+    with torch.device("meta"):
+        model = LlamaForCausalLM(cfg)
+    return model.to(torch.bfloat16) if true_half else model
+
+
+def _target(point: dict) -> ProjectionTarget:
+    gpus = point["gpus"]
+    target = parse_projection_target(point["gpu"] if gpus == "1" else f"{gpus}{'x' if 'x' not in gpus else ''} {point['gpu']}")
+    clock = point.get("locked_clock_mhz")
+    acc = target.accelerator
+    if clock and acc.boost_clock_mhz:
+        s = clock / acc.boost_clock_mhz
+        scaled = {f: getattr(acc, f) * s for f in ("fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops",
+                                                    "fp8_tflops", "fp64_tflops") if getattr(acc, f)}
+        acc = dataclasses.replace(acc, name=f"{acc.name} @ {clock} MHz", boost_clock_mhz=float(clock), **scaled)
+    return dataclasses.replace(target, accelerator=acc)
+
+
+def transformer_rows(predictor) -> list[dict]:
+    points = json.loads(DATA.read_text())["points"]
+    rows = []
+    for point in points:
+        config, precision, optimizer, sharding, true_half = MODELS[point["model"]]
+        model = _model(config, true_half)
+        b, s = point["batch"], point["seq"]
+        vocab = config["vocab_size"]
+        if point["model"] == "llama-3.2-1b":   # the source feeds inputs_embeds (no embedding lookup)
+            inputs = {"inputs_embeds": torch.empty(b, s, config["hidden_size"], dtype=torch.bfloat16, device="meta")}
+        else:
+            inputs = {"input_ids": torch.empty(b, s, dtype=torch.long, device="meta")}
+        labels = torch.empty(b * s, dtype=torch.long, device="meta")
+        capture = capture_step(model, inputs, batch_size=b,
+                               loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, vocab), labels))
+        workload = workload_from_capture(capture, parse_precision(precision, "highest", conv_tf32=True), optimizer,
+                                         ZeroConfig.from_sharding(sharding), ExecutionOptions())
+        row = project_targets(workload, [_target(point)], predictor, RunShape())[0]
+        rows.append({"model": point["model"], "gpu": point["gpu"], "gpus": point["gpus"], "batch": b, "seq": s,
+                     "measured_s": point["step_s"], "predicted_s": row["step_s"],
+                     "ape": round(abs(row["step_s"] / point["step_s"] - 1), 4), "attention": row["assumed"]["attention"],
+                     "host_bound": row["host_bound"]})
+    return rows
+
+
+def summary(rows: list[dict]) -> dict:
+    def part(values):
+        e = [r["ape"] for r in values]
+        return {"n": len(e), "median": round(statistics.median(e), 4), "mape": round(statistics.fmean(e), 4),
+                "max": round(max(e), 4)} if e else {"n": 0}
+
+    return {"all": part(rows), **{gpu: part([r for r in rows if r["gpu"] == gpu])
+                                  for gpu in sorted({r["gpu"] for r in rows})}}
+
+
+if __name__ == "__main__":
+    from prenet_callbacks.projection.predictor_source import default_predictor
+
+    result = transformer_rows(default_predictor()[0])
+    for r in result:
+        print(f"{r['model']:13s} {r['gpus']:>4s} {r['gpu']:15s} b{r['batch']:<3d} s{r['seq']:<6d} measured "
+              f"{r['measured_s']:.3f} s  predicted {r['predicted_s']:.3f} s  {r['ape'] * 100:5.1f}%  {r['attention']}")
+    print(summary(result))
