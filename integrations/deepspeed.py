@@ -112,6 +112,7 @@ def attach(
     profile_layers: bool = True,
     predictor: Any = None,
     html: bool | None = None,
+    batch_convention: str = "per_device",
 ) -> DeepSpeedHandle:
     """Start predicting the run of a `deepspeed.DeepSpeedEngine`; call it just before the training loop.
 
@@ -128,7 +129,7 @@ def attach(
         targets: other hardware to project onto (``["A100", "8x H100"]``); ``None`` for the default
             set, ``[]`` for none.
         warmup_steps, profile_steps, timing_steps, log_every_n_steps, print_report, profile_layers,
-        predictor, html: as for `PreNeTCallback` (steps are optimizer steps).
+        predictor, html, batch_convention: as for `PreNeTCallback` (steps are optimizer steps).
 
     Returns:
         A `DeepSpeedHandle` with ``.report``, ``.validation()``, ``.checkpoint()``, ``.finish()`` and ``.detach()``.
@@ -145,6 +146,7 @@ def attach(
         warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
         log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
         print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
+        batch_convention=batch_convention,
     )
     if engine.__dict__.get(_HANDLE_ATTR) is not None:
         raise ValueError("this engine already has PreNeT attached; call .detach() on the first handle before attaching again")

@@ -157,6 +157,7 @@ class EngineEvents:
         if stepped and session.measurements.state_bytes is None and session.steps_seen >= 1:
             # after the first step: the optimizer's state exists; ZeRO partitions read from metadata
             session.set_memory_account(memory_account(self.engine, world=int(getattr(self.engine, "world_size", 1))))
+            session.note_optimizer(getattr(self.engine, "basic_optimizer", None))
         session.batch_end(stepped=stepped, global_step=global_steps)
         if not stepped:
             return

@@ -86,6 +86,9 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         html: write ``prenet_report.html`` (charts, self-contained) beside the JSON report after the
             first prediction and at the end; None: when the ``html`` extra (matplotlib) is
             installed; True without it raises at construction.
+        batch_convention: how multi-GPU targets (``"8x H100"``) run the same data: ``"per_device"``
+            keeps each GPU's batch (the global batch grows, fewer steps), ``"global"`` keeps the
+            global batch (each GPU gets a share, the same steps).
 
     Raises:
         ValueError: an argument out of range or of the wrong type (the message names the fix).
@@ -116,12 +119,14 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         profile_layers: bool = True,
         predictor: Any = None,
         html: bool | None = None,
+        batch_convention: str = "per_device",
     ) -> None:
         super().__init__()
         self.config: SessionConfig = validate_session_config(
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
             log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
             print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
+            batch_convention=batch_convention,
         )
         self._user_report_path = self.config.report_path
         self.session = PredictionSession(self.config)
@@ -167,7 +172,7 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
             _note_once(session, "time-based validation (val_check_interval as a duration) is not counted")
         self._last_global_step = int(trainer.global_step)
         if trainer.optimizers:
-            session.note_run_facts(optimizer=type(trainer.optimizers[0]).__name__.lower())
+            session.note_optimizer(trainer.optimizers[0])
         session.profile_model(lambda: _make_profiler(trainer, pl_module, session.device_clock))
 
     @_hook

@@ -63,7 +63,7 @@ class Tracker:
             accelerator, else "32-true". The projection to other hardware reads it.
         report_path: where the main process writes the JSON report; default ``./prenet_report.json``.
         targets, warmup_steps, profile_steps, timing_steps, log_every_n_steps, print_report,
-        profile_layers, predictor: as for `PreNeTCallback` (steps are optimizer steps).
+        profile_layers, predictor, html, batch_convention: as for `PreNeTCallback` (steps are optimizer steps).
 
     Raises:
         ValueError: a bad argument (named in the message, with the fix).
@@ -100,6 +100,7 @@ class Tracker:
         profile_layers: bool = True,
         predictor: Any = None,
         html: bool | None = None,
+        batch_convention: str = "per_device",
     ) -> None:
         _check_objects(model, optimizer, accelerator)
         if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
@@ -112,7 +113,7 @@ class Tracker:
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
             log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
             print_report=print_report, profile_layers=profile_layers and model is not None, predictor=predictor,
-            html=html,
+            html=html, batch_convention=batch_convention,
         )
         self.model = model
         self.optimizer = torch_optimizer(optimizer)
@@ -164,6 +165,7 @@ class Tracker:
                 self._open_step()
             if session.measurements.state_bytes is None and session.steps_seen >= 1 and self.model is not None:
                 session.set_memory_account(memory_account(self.model, [self.optimizer], world=self._devices))
+                session.note_optimizer(torch_optimizer(self.optimizer) if self.optimizer is not None else None)
             self.run.steps += 1
             self._open = self._forward_done = False
             session.batch_end(stepped=True, global_step=self.run.steps)

@@ -86,6 +86,7 @@ class PreNeTTrainerCallback(TrainerCallback):
             of a ``predictor.json`` (or its folder) from ``prenet train``.
         html: write ``prenet_report.html`` beside the JSON report; None: when the ``html`` extra is
             installed; True without it raises at construction.
+        batch_convention: ``"per_device"`` or ``"global"``: what multi-GPU targets keep (see `PreNeTCallback`).
 
     Attributes:
         report: the `Report` (also written as JSON), with the history of predictions.
@@ -117,11 +118,13 @@ class PreNeTTrainerCallback(TrainerCallback):
         profile_layers: bool = True,
         predictor: Any = None,
         html: bool | None = None,
+        batch_convention: str = "per_device",
     ) -> None:
         self.config: SessionConfig = validate_session_config(
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
             log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
             print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
+            batch_convention=batch_convention,
         )
         self._user_report_path = self.config.report_path
         self.session = PredictionSession(self.config)
@@ -182,7 +185,7 @@ class PreNeTTrainerCallback(TrainerCallback):
         self._training = True
         self._model, self._optimizer = model, torch_optimizer(optimizer)
         if self._optimizer is not None:
-            session.note_run_facts(optimizer=type(self._optimizer).__name__.lower())
+            session.note_optimizer(self._optimizer)
         session.note_run_facts(batch_size=int(args.per_device_train_batch_size))
         session.note_validation_batch_size(int(args.per_device_eval_batch_size))
         if model is not None:

@@ -81,6 +81,7 @@ def validate_session_config(
     profile_layers: bool,
     predictor: Any = None,
     html: bool | None = None,
+    batch_convention: str = "per_device",
 ) -> SessionConfig:
     """Check every argument and build the `SessionConfig`; raise `ValueError` on bad input."""
     return SessionConfig(
@@ -94,7 +95,16 @@ def validate_session_config(
         profile_layers=bool(profile_layers),
         predictor=validate_predictor(predictor),
         html=validate_html(html),
+        batch_convention=validate_batch_convention(batch_convention),
     )
+
+
+def validate_batch_convention(value: Any, name: str = "batch_convention") -> str:
+    """"per_device" (each GPU keeps the measured batch) or "global" (the global batch is kept)."""
+    from prenet_callbacks.projection import check_batch_convention
+
+    check_batch_convention(value)
+    return value
 
 
 def validate_html(value: Any, name: str = "html") -> bool | None:

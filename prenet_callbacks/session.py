@@ -57,6 +57,7 @@ class SessionConfig:
     profile_layers: bool = True
     predictor: Any = None        # a loaded `Predictor` for the projection; None: the shipped one
     html: bool | None = None     # write the HTML page beside the report (None: when the extra is installed)
+    batch_convention: str = "per_device"  # multi-GPU targets keep the per-device batch, or the global one
 
 
 def guarded(method: F) -> F:
@@ -306,6 +307,14 @@ class PredictionSession:
             self.measurements.train_batch_size = int(facts["batch_size"])
 
     @guarded
+    def note_optimizer(self, optimizer: Any) -> None:
+        """The run's optimizer: its kind and implementation (foreach/fused), which the projection carries over."""
+        from prenet_callbacks.projection import optimizer_settings
+
+        if optimizer is not None:
+            self.note_run_facts(**optimizer_settings(optimizer))
+
+    @guarded
     def note_validation_batch_size(self, size: int | None) -> None:
         """The validation batch size, for estimating a validation run before one is measured."""
         if size:
@@ -549,6 +558,11 @@ class PredictionSession:
         self._record_memory()
         measured = self.report.measured
         measured["layers"] = table.to_dict() if hasattr(table, "to_dict") else table
+        if not self._on_cuda() and self.config.targets != []:
+            # eager PyTorch's per-op host cost on this CPU (~0.1 s, once): what a GPU target keeps paying
+            from prenet_callbacks.projection.host import measure_host_costs
+
+            measured["host"] = measure_host_costs()
         if hasattr(table, "coverage"):
             measured["coverage"] = _rounded_dict(table.coverage(self._window_compute_s(table)))
             samples = table.op_samples()
@@ -652,7 +666,8 @@ class PredictionSession:
         """Cross-hardware projection of the measured run onto the configured targets."""
         from prenet_callbacks import projection
 
-        projection.project_report(self.report, self.config.targets, predictor=self.config.predictor)
+        projection.project_report(self.report, self.config.targets, predictor=self.config.predictor,
+                                  batch_convention=self.config.batch_convention)
         self.report.projection["at_step"] = self.done_steps
 
     def _publish(self, stage: str) -> None:

@@ -199,8 +199,11 @@ def _fail_after(original, calls: int):
 
 
 def _fake_projection(monkeypatch, project) -> None:
+    import prenet_callbacks.projection as real
+
     fake = types.ModuleType("prenet_callbacks.projection")
-    fake.project_report = project
+    fake.__dict__.update({k: v for k, v in vars(real).items() if not k.startswith("__")})
+    fake.project_report = project  # the projection itself is what fails
     monkeypatch.setitem(sys.modules, "prenet_callbacks.projection", fake)
     monkeypatch.setattr(prenet_callbacks, "projection", fake, raising=False)
 

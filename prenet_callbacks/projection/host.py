@@ -212,7 +212,8 @@ def measure_host_costs(repeats: int = 15) -> dict[str, Any]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        with torch.device("cpu"):
+        # inside a training run: the model's initialisation and dropout here must not move the run's RNG
+        with torch.random.fork_rng(devices=[]), torch.device("cpu"):
             # ops whose CPU kernels cost nothing at this size (a CPU convolution's own set-up would not
             # tell what a GPU host spends), in the pattern of a transformer block
             model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.LayerNorm(16), nn.Dropout(0.1), nn.Linear(16, 16),
