@@ -45,12 +45,11 @@ def publish(report: Report, experiment: Any, *, step: int, stage: str) -> None:
 
 
 def _publish_chart(report: Report, experiment: Any, step: int) -> None:
-    import matplotlib.style
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from prenet_callbacks.html.charts import hardware_chart
+    from prenet_callbacks.html.charts import drawing, hardware_chart
 
-    with matplotlib.style.context("default"):
+    with drawing():
         figure = hardware_chart(report.to_dict())
         if figure is None:
             return

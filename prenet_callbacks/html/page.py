@@ -61,14 +61,14 @@ def render_report_page(report: Report) -> str:
     """The page as a string. Raises `ReportPageError` for a report without predictions and
     `MissingExtraError` (naming the ``html`` extra) when matplotlib is not installed."""
     require_plotting()
-    import matplotlib.style
+    from prenet_callbacks.html.charts import drawing
 
     data = report.to_dict()
     if not data.get("predictions"):
         raise ReportPageError("the report has no predictions (the run ended before its first prediction): "
                               "there is nothing to chart; pass a report written after the first prediction")
     sections = _sections(data)
-    with matplotlib.style.context("default"):
+    with drawing():
         body = "".join(_section(name, heading, _chart(name, data, caption), table(data), missing)
                        for name, heading, caption, table, missing in sections)
     notes = facts.notes_list([*(data.get("limitations") or []), *((data.get("projection") or {}).get("notes") or [])])

@@ -1,0 +1,65 @@
+"""What every chart shares: size, colours, tidy axes, legend labels once, tick labels with units."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import matplotlib.style
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from prenet_callbacks.units import format_usd
+
+WIDTH_IN = 9.5
+BLUE, ORANGE, GREEN, RED, GREY, DARK = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#8c8c8c", "#333333"
+FIT_COLORS = (BLUE, "#9467bd", "#17becf", "#bcbd22")
+PART_COLORS = (GREY, BLUE, ORANGE, GREEN, "#9467bd")
+NO_LABEL = FuncFormatter(lambda value, _: "")
+
+
+@contextmanager
+def drawing() -> Iterator[None]:
+    """Draw and save charts in matplotlib's default style whatever the user has set, with plain text
+    (no mathtext: a ``$`` in a label stays a dollar, and nothing pays for the math parser)."""
+    with matplotlib.style.context("default"), rc_context({"text.parse_math": False}):
+        yield
+
+
+def new_figure(height_in: float) -> Figure:
+    """A page-wide figure (white, constrained layout) of the given height in inches."""
+    figure = Figure(figsize=(WIDTH_IN, height_in), layout="constrained")
+    figure.set_facecolor("white")
+    return figure
+
+
+def tidy(axis: Any) -> None:
+    """No top/right frame, a light grid behind the data."""
+    axis.spines[["top", "right"]].set_visible(False)
+    axis.grid(True, color="#e6e6e6", linewidth=0.8)
+    axis.set_axisbelow(True)
+
+
+class Legend:
+    """Legend labels that appear once however many artists share them."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def __call__(self, text: str) -> str:
+        if text in self.seen:
+            return "_nolegend_"
+        self.seen.add(text)
+        return text
+
+
+def time_tick(fmt: Any) -> FuncFormatter:
+    """Tick labels through a time formatter (``1m 05s``, ``42.1 ms``), with a plain ``0`` at zero."""
+    return FuncFormatter(lambda value, _: "0" if value == 0 else fmt(value))
+
+
+def usd_tick(value: float, _position: Any = None) -> str:
+    """Cost tick labels that keep small amounts apart (``$0.0007``, not ``<$0.01``)."""
+    if value <= 0:
+        return "$0"
+    return f"${value:.2g}" if value < 1 else format_usd(value)
