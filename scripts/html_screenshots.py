@@ -3,9 +3,9 @@
     python scripts/html_screenshots.py runs/demo/prenet_report.json --out docs/img/html-report
     python scripts/html_screenshots.py page.html --out /tmp/shots
 
-The argument is a report (the page is rendered first, beside the screenshots as ``page.html``) or a
-page already written (``--page`` keeps the rendered page). Each ``<figure data-chart=NAME>`` becomes ``NAME.png`` (palette-quantised
-when Pillow is installed, to keep the files small). The script exits 1 when the page logs an error
+The argument is a report (rendered to a page first; ``--page`` keeps that page) or a page already
+written. Each ``<figure data-chart=NAME>`` becomes ``NAME.png`` (palette-quantised when Pillow is
+installed, to keep the files small). The script exits 1 when the page logs an error
 to the browser console, loads any resource (a self-contained page loads none), or lacks a chart's
 drawing; it stops with a message naming the install command when Chromium or its driver is missing.
 
@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("source", type=Path, help="a prenet report (.json) or a page written from one (.html)")
     parser.add_argument("--out", type=Path, required=True, help="folder for NAME.png per chart")
-    parser.add_argument("--page", type=Path, help="where to write the page rendered from a report (default: a temp folder)")
+    parser.add_argument("--page", type=Path,
+                        help="where to write the page rendered from a report (default: a temp folder)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="prenet-page-") as folder:

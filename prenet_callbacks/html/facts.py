@@ -56,8 +56,9 @@ def _status(data: dict[str, Any], latest: dict[str, Any]) -> str:
     reason = ended.get("reason") or actual.get("ended") or ("completed" if fit_s is not None else None)
     if reason is None:
         elapsed = number(latest.get("elapsed_s"))
-        return (f"Not finished when the report was written ({escape(when(data.get('updated') or data.get('created')))}); "
-                f"{format_duration(elapsed)} elapsed at the last prediction (optimizer step {latest.get('at_step', '—')}).")
+        written = escape(when(data.get("updated") or data.get("created")))
+        return (f"Not finished when the report was written ({written}); {format_duration(elapsed)} elapsed at "
+                f"the last prediction (optimizer step {latest.get('at_step', '—')}).")
     step = ended.get("at_step", actual.get("steps"))
     text = f"{_ENDINGS.get(reason, escape(str(reason)))}"
     if ended.get("detail"):
@@ -88,10 +89,12 @@ def _plan(data: dict[str, Any], latest: dict[str, Any]) -> str:
     plan = data.get("plan") or {}
     steps = plan.get("total_steps")
     if not steps:
-        return escape(f"unknown length: {plan.get('unknown_reason') or latest.get('note') or 'no total number of steps'}")
+        why = plan.get("unknown_reason") or latest.get("note") or "no total number of steps"
+        return escape(f"unknown length: {why}")
     epochs = plan.get("max_epochs")
-    return escape(f"{steps:,} optimizer steps" + (f", {epochs} epoch{'s' if epochs != 1 else ''}" if epochs else "")
-                  + f", {plan.get('validation_runs') or 0} validation runs, {plan.get('checkpoint_saves') or 0} checkpoint files")
+    epochs_text = f", {epochs} epoch{'s' if epochs != 1 else ''}" if epochs else ""
+    return escape(f"{steps:,} optimizer steps{epochs_text}, {plan.get('validation_runs') or 0} validation runs, "
+                  f"{plan.get('checkpoint_saves') or 0} checkpoint files")
 
 
 def _start(data: dict[str, Any]) -> str | None:
@@ -113,8 +116,8 @@ def summary(data: dict[str, Any]) -> str:
     rows.append(("Status", _status(data, latest)))
     total = number(latest.get("predicted_total_s"))
     if total is not None:
-        rows.append(("Predicted fit time", f"<strong>{format_duration(total)}</strong> (band "
-                     f"{format_duration(number(latest.get('low_s')))} – {format_duration(number(latest.get('high_s')))}), "
+        low, high = format_duration(number(latest.get("low_s"))), format_duration(number(latest.get("high_s")))
+        rows.append(("Predicted fit time", f"<strong>{format_duration(total)}</strong> (band {low} – {high}), "
                      f"latest prediction, at optimizer step {latest.get('at_step', '—')}"))
         naive = number(latest.get("naive_total_s"))
         if naive is not None:
@@ -147,8 +150,8 @@ def breakdown_table(data: dict[str, Any]) -> str:
     for label, seconds in parts:
         rows.append([escape(label), format_duration(seconds), format_percent(seconds / total if total else None)])
         if label == "training steps":
-            rows += [[f"&nbsp;&nbsp;of which {escape(name)}", format_duration(s), format_percent(s / total if total else None)]
-                     for name, s in of_which]
+            rows += [[f"&nbsp;&nbsp;of which {escape(name)}", format_duration(s),
+                      format_percent(s / total if total else None)] for name, s in of_which]
     return _table(["part", "time", "share"], rows, {1, 2})
 
 

@@ -18,7 +18,8 @@ from prenet_callbacks.report import Report
 
 CHARTS = ("history", "breakdown", "layers", "hardware")  # each a section id, `data-chart` and `charts.<name>_chart`
 _CSS = """
-body{margin:0;background:#f6f7f9;color:#222;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif}
+body{margin:0;background:#f6f7f9;color:#222;
+font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif}
 main{max-width:1040px;margin:0 auto;padding:24px 20px 48px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:0 0 12px}
 .meta{color:#666;margin:0 0 20px;font-size:13px}
@@ -119,7 +120,8 @@ def write_report_page(report: Report, path: str | os.PathLike[str]) -> Path:
     """
     path = Path(path)
     if path.is_dir():
-        raise ReportPageError(f"cannot write page {str(path)!r}: it is a directory (pass a file path such as report.html)")
+        raise ReportPageError(f"cannot write page {str(path)!r}: it is a directory "
+                              "(pass a file path such as report.html)")
     text = render_report_page(report)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

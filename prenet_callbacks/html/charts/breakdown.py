@@ -37,8 +37,8 @@ def breakdown_chart(data: dict[str, Any]) -> Figure | None:
             if of_which:
                 axis.legend(loc="lower right", fontsize=8, frameon=False)
             step = (prediction or {}).get("at_step")
-            axis.set_title(f"Whole fit: {format_duration(total)}"
-                           + (f" (predicted at step {step:,})" if isinstance(step, int) else ""), loc="left", fontsize=11)
+            when = f" (predicted at step {step:,})" if isinstance(step, int) else ""
+            axis.set_title(f"Whole fit: {format_duration(total)}{when}", loc="left", fontsize=11)
         else:
             step_total = number(((data.get("measured") or {}).get("step_phases") or {}).get("total_s"))
             step_total = step_total or sum(s for _, s in phases)

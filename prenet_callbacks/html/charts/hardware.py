@@ -7,8 +7,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from prenet_callbacks.html import view
-from prenet_callbacks.html.charts.style import (BLUE, DARK, GREY, NO_LABEL, ORANGE, RED, Legend, new_figure, tidy, time_tick,
-                                                usd_tick)
+from prenet_callbacks.html.charts.style import (BLUE, DARK, GREY, NO_LABEL, ORANGE, RED, Legend, new_figure, tidy,
+                                                time_tick, usd_tick)
 from prenet_callbacks.units import format_duration, format_step_time
 
 
@@ -89,8 +89,9 @@ def _unpriced(axis: Any, points: list[view.HardwarePoint]) -> None:
         marker, color = _marker(point)
         axis.errorbar([point.time], [0], xerr=[[point.time - point.low], [point.high - point.time]], fmt=marker,
                       color=color, capsize=2)
-        axis.annotate(point.label + (" (current)" if point.current else "") + (": does not fit" if point.fits is False else ""),
-                      (point.time, 0), textcoords="offset points", xytext=(7, 4 if index % 2 == 0 else -10), fontsize=8)
+        text = point.label + (" (current)" if point.current else "") + (": does not fit" if point.fits is False else "")
+        axis.annotate(text, (point.time, 0), textcoords="offset points", xytext=(7, 4 if index % 2 == 0 else -10),
+                      fontsize=8)
     axis.set_yticks([0], ["no price"])
     axis.set_ylim(-1, 1)
     axis.grid(axis="y", visible=False)
