@@ -7,8 +7,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from prenet_callbacks.html import view
-from prenet_callbacks.html.charts.style import (BLUE, DARK, GREY, NO_LABEL, ORANGE, RED, Legend, new_figure, tidy,
-                                                time_tick, usd_tick)
+from prenet_callbacks.html.charts.style import (BLUE, DARK, GREY, ORANGE, RED, Legend, log_scale, new_figure,
+                                                tidy, time_tick, usd_tick)
 from prenet_callbacks.units import format_duration, format_step_time
 
 
@@ -34,9 +34,9 @@ def hardware_chart(data: dict[str, Any]) -> Figure | None:
         _unpriced(strip, unpriced)
     bottom = strip if strip is not None else main
     if max(times) / min(times) > 8:
-        bottom.set_xscale("log")
-    bottom.xaxis.set_major_formatter(time_tick(time_fmt))
-    bottom.xaxis.set_minor_formatter(NO_LABEL)
+        log_scale(bottom.xaxis, time_tick(time_fmt), max(times) / min(times))
+    else:
+        bottom.xaxis.set_major_formatter(time_tick(time_fmt))
     bottom.set_xlabel("predicted whole-run time" if whole_run else "predicted time per optimizer step")
     top = main if main is not None else strip
     top.set_title("Other hardware: time against cost" + ("" if whole_run else " (run length unknown: per step)"),
@@ -76,9 +76,9 @@ def _priced(axis: Any, points: list[view.HardwarePoint], whole_run: bool) -> Non
                   label="time/cost front")
     costs = [p.cost_low for p in points] + [p.cost_high for p in points]
     if min(costs) > 0 and max(costs) / min(costs) > 8:
-        axis.set_yscale("log")
-        axis.yaxis.set_minor_formatter(NO_LABEL)
-    axis.yaxis.set_major_formatter(FuncFormatter(usd_tick))
+        log_scale(axis.yaxis, FuncFormatter(usd_tick), max(costs) / min(costs))
+    else:
+        axis.yaxis.set_major_formatter(FuncFormatter(usd_tick))
     axis.set_ylabel("predicted cost (USD)" if whole_run else "USD per 1,000 steps")
     axis.legend(loc="upper right", fontsize=8, frameon=False)
 

@@ -1,13 +1,14 @@
 """The slowest layers (time, FLOPs, FLOP/byte) beside a per-layer roofline on the current device."""
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from prenet_callbacks.html import view
-from prenet_callbacks.html.charts.style import BLUE, DARK, NO_LABEL, ORANGE, RED, new_figure, tidy, time_tick
+from prenet_callbacks.html.charts.style import BLUE, DARK, ORANGE, RED, log_scale, new_figure, tidy, time_tick
 from prenet_callbacks.units import format_count, format_step_time
 
 TOP_LAYERS = 12
@@ -58,27 +59,24 @@ def _roofline(axis: Any, rows: list[view.Layer], data: dict[str, Any]) -> None:
         axis.scatter([p[1] for p in points], [p[2] for p in points], s=22, color=BLUE, zorder=3, label="layer")
         for rank, x, y in points:
             axis.annotate(str(rank), (x, y), textcoords="offset points", xytext=(4, 3), fontsize=7)
-        axis.set_xscale("log")
-        axis.set_yscale("log")
-        axis.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        axis.xaxis.set_minor_formatter(NO_LABEL)
-        axis.yaxis.set_minor_formatter(NO_LABEL)
-        xs = [p[1] for p in points]
+        xs, ys = [p[1] for p in points], [p[2] for p in points]
         low, high = min(xs) / 3, max(xs) * 3
         if roof is not None:
             ridge = roof.peak_flops_s / roof.bandwidth_bytes_s
             low, high = min(low, ridge / 10), max(high, ridge * 10)
+            ys.append(roof.peak_flops_s)
             grid = [low * (high / low) ** (k / 60) for k in range(61)]
             axis.plot(grid, [min(roof.peak_flops_s, roof.bandwidth_bytes_s * x) for x in grid], color=RED,
                       linewidth=1.4, label=f"roof: {format_count(roof.peak_flops_s)}FLOP/s, "
                                            f"{roof.bandwidth_bytes_s / 1e9:,.0f} GB/s")
+        log_scale(axis.xaxis, FuncFormatter(lambda v, _: f"{v:g}"), high / low)
+        log_scale(axis.yaxis, FuncFormatter(lambda v, _: f"{format_count(v)}FLOP/s"), max(ys) / min(ys))
         axis.set_xlim(low, high)
         axis.legend(loc="lower right", fontsize=7, frameon=False)
     else:
         axis.text(0.5, 0.5, "no FLOP counts for these layers", ha="center", va="center", transform=axis.transAxes)
-    axis.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{format_count(v)}FLOP/s"))
     axis.set_xlabel("arithmetic intensity (FLOP per byte)")
     if roof:
         axis.set_title(f"Roofline on {roof.device}", loc="left", fontsize=11)
     else:
-        axis.set_title(f"Achieved FLOP/s\n{why}", loc="left", fontsize=8)
+        axis.set_title("Achieved FLOP/s\n" + "\n".join(textwrap.wrap(why, 40)), loc="left", fontsize=8)

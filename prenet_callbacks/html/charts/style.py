@@ -7,7 +7,7 @@ from typing import Any, Iterator
 import matplotlib.style
 from matplotlib import rc_context
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator
 
 from prenet_callbacks.units import format_usd
 
@@ -15,7 +15,6 @@ WIDTH_IN = 9.5
 BLUE, ORANGE, GREEN, RED, GREY, DARK = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#8c8c8c", "#333333"
 FIT_COLORS = (BLUE, "#9467bd", "#17becf", "#bcbd22")
 PART_COLORS = (GREY, BLUE, ORANGE, GREEN, "#9467bd")
-NO_LABEL = FuncFormatter(lambda value, _: "")
 
 
 @contextmanager
@@ -51,6 +50,18 @@ class Legend:
             return "_nolegend_"
         self.seen.add(text)
         return text
+
+
+def log_scale(axis: Any, formatter: Any, span: float) -> None:
+    """Make one axis (``axes.xaxis`` / ``axes.yaxis``) logarithmic; where the data span (max / min)
+    is under two decades, label 1, 2 and 5 times each power of ten so that it gets several labels."""
+    if axis is axis.axes.xaxis:
+        axis.axes.set_xscale("log")
+    else:
+        axis.axes.set_yscale("log")
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if span < 100 else (1.0,)))
+    axis.set_major_formatter(formatter)
+    axis.set_minor_formatter(FuncFormatter(lambda value, _: ""))
 
 
 def time_tick(fmt: Any) -> FuncFormatter:
