@@ -7,11 +7,11 @@ rename), so a failure never leaves a partial page behind.
 from __future__ import annotations
 
 import os
-import tempfile
 from html import escape
 from pathlib import Path
 from typing import Any, Callable
 
+from prenet_callbacks.atomic_write import write_atomically
 from prenet_callbacks.html import facts, view
 from prenet_callbacks.html.extra import require_plotting
 from prenet_callbacks.report import Report
@@ -118,23 +118,6 @@ def write_report_page(report: Report, path: str | os.PathLike[str]) -> Path:
     be written, `MissingExtraError` (an `ImportError`) without the ``html`` extra. On any failure an
     existing page at `path` is left as it was and no partial file remains.
     """
-    path = Path(path)
-    if path.is_dir():
-        raise ReportPageError(f"cannot write page {str(path)!r}: it is a directory "
-                              "(pass a file path such as report.html)")
-    text = render_report_page(report)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".prenet-", suffix=".html", dir=path.parent)
-    except OSError as error:
-        raise ReportPageError(f"cannot write page {str(path)!r}: {error.strerror or error}") from error
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException as error:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(error, OSError):
-            raise ReportPageError(f"cannot write page {str(path)!r}: {error.strerror or error}") from error
-        raise
-    return path
+    if Path(path).is_dir():
+        raise ReportPageError(f"cannot write page {str(path)!r}: it is a directory (pass a file such as report.html)")
+    return write_atomically(path, render_report_page(report), what="page", error=ReportPageError)
