@@ -1,6 +1,9 @@
 """ETA accuracy on real CPU runs: PreNeT's first prediction vs the measured fit time.
 
-    python benchmarks/eta_accuracy.py [--only NAME ...] [--json benchmarks/results/eta_accuracy.json]
+    python benchmarks/eta_accuracy.py [--set default|validation|all] [--only NAME ...] [--json FILE]
+
+``--set validation`` runs fits where validation is 10-30% of the wall time, to check the estimate
+of a validation run made before the first one is measured (issue 16, item 13).
 
 Each workload (see `workloads.py`) runs in its own process with `PreNeTCallback`. For each we
 report the error of PreNeT's first prediction (made within the first 5% of optimizer steps) and,
@@ -89,14 +92,20 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
         "naive_progress_bar_s": round(naive_total, 3),
         "naive_error": round(naive_total / actual - 1, 4),
         "last_refinement_error": round(report.predictions[-1]["predicted_total_s"] / actual - 1, 4),
+        "validation_share": round(report.actual["breakdown"]["validation_s"] / actual, 4),
+        "first_validation_source": first.get("validation_source"),
+        "first_validation_predicted_s": first["breakdown"].get("validation_s"),
+        "validation_actual_s": report.actual["breakdown"]["validation_s"],
         "predictions": len(report.predictions),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="*", help="workload names (default: all)")
-    parser.add_argument("--json", default=str(ROOT / "benchmarks/results/eta_accuracy.json"))
+    parser.add_argument("--set", default="default", choices=["default", "validation", "all"],
+                        help="which workloads (default: the five general ones)")
+    parser.add_argument("--only", nargs="*", help="workload names (default: the set's)")
+    parser.add_argument("--json", help="result file (default: benchmarks/results/eta_accuracy[_SET].json)")
     parser.add_argument("--out", default="/tmp/prenet-eta-bench", help="scratch directory for runs")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -105,9 +114,12 @@ def main() -> None:
         return
 
     sys.path.insert(0, str(ROOT))
-    from benchmarks.workloads import WORKLOADS
+    from benchmarks.workloads import SETS
 
-    names = args.only or list(WORKLOADS)
+    names = args.only or SETS[args.set]
+    if args.json is None:
+        suffix = "" if args.set == "default" else f"_{args.set}"
+        args.json = str(ROOT / f"benchmarks/results/eta_accuracy{suffix}.json")
     rows = []
     for name in names:
         # a fresh process per run: no warm caches or threads carried from one run to the next
@@ -120,7 +132,8 @@ def main() -> None:
         row = json.loads(line[len("RESULT "):])
         rows.append(row)
         print(f"{name:36s} fit {row['actual_fit_s']:7.1f}s  first@{row['first_prediction_at_fraction']:.1%} "
-              f"err {row['first_error']:+.1%}  naive {row['naive_error']:+.1%}  in band {row['actual_in_band']}")
+              f"err {row['first_error']:+.1%}  naive {row['naive_error']:+.1%}  in band {row['actual_in_band']}  "
+              f"validation {row['validation_share']:.0%} ({row['first_validation_source']})")
     first = [abs(r["first_error"]) for r in rows]
     naive = [abs(r["naive_error"]) for r in rows]
     summary = {
@@ -132,7 +145,7 @@ def main() -> None:
         "actual_in_band": sum(r["actual_in_band"] for r in rows),
     }
     print(json.dumps(summary, indent=1))
-    result = {"benchmark": "eta_accuracy", "command": "python benchmarks/eta_accuracy.py",
+    result = {"benchmark": "eta_accuracy", "command": f"python benchmarks/eta_accuracy.py --set {args.set}",
                "date": time.strftime("%Y-%m-%d %H:%M"), "machine": _machine(), "summary": summary, "runs": rows}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=1) + "\n")

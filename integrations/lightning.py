@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 import torch
 
-from integrations.lightning_plan import plan_from_trainer
+from integrations.lightning_plan import limits_from_trainer, plan_from_trainer
+from integrations.startup import startup_seconds
+from prenet_callbacks.clocks import clock_for
 from prenet_callbacks.config import validate_session_config
+from prenet_callbacks.memory_account import state_sizes
 from prenet_callbacks.render import print_report
 from prenet_callbacks.run_info import batch_size_of, describe_run
 from prenet_callbacks.session import PredictionSession, SessionConfig
@@ -77,8 +81,23 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         print_report: print the table on rank 0 after the first prediction.
         profile_layers: set False to skip the per-module profile and keep only step timing.
         predictor: the op-time predictor for the projection: None for the shipped one, or the path
-            of a ``predictor.json`` (or its folder) from ``prenet train --extra`` with your own GPU's
-            measurements; loaded here, so a bad file fails now rather than mid-fit.
+            of a ``predictor.json`` (or its folder) from ``prenet train --extra`` or ``prenet
+            calibrate``; loaded here, so a bad file fails now rather than mid-fit.
+        html: write ``prenet_report.html`` (charts, self-contained) beside the JSON report after the
+            first prediction and at the end; None: when the ``html`` extra (matplotlib) is
+            installed; True without it raises at construction.
+
+    Raises:
+        ValueError: an argument out of range or of the wrong type (the message names the fix).
+
+    Two ``PreNeTCallback`` in one ``Trainer`` need different ``report_path`` values (Lightning keys
+    a callback's checkpointed state by it).
+
+    Example::
+
+        trainer = Trainer(max_epochs=20, callbacks=[PreNeTCallback(targets=["A100", "8x H100"])])
+        trainer.fit(model, datamodule)
+        trainer.callbacks[0].report.actual   # {'fit_s': ..., 'first_prediction_error': ...}
 
     Attributes:
         report: the `Report` (also written as JSON), with the history of predictions.
@@ -96,16 +115,18 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         print_report: bool = True,
         profile_layers: bool = True,
         predictor: Any = None,
+        html: bool | None = None,
     ) -> None:
         super().__init__()
         self.config: SessionConfig = validate_session_config(
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
             log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
-            print_report=print_report, profile_layers=profile_layers, predictor=predictor,
+            print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
         )
         self._user_report_path = self.config.report_path
         self.session = PredictionSession(self.config)
         self._last_global_step = 0
+        self._created_at = time.time()  # wall clock: a rank spawned later by fit() started after it
 
     @property
     def report(self):  # noqa: ANN201 - `Report`, imported lazily by users
@@ -126,8 +147,15 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         session.is_rank_zero = bool(trainer.is_global_zero)
         session.config.report_path = self._user_report_path or _default_report_path(trainer)
         session.printer = print_report
-        session.logger_sinks = [_logger_sink(logger) for logger in trainer.loggers]
-        session.fit_start(current=_current_run(trainer, pl_module))
+        session.logger_sinks = [_logger_sink(logger, trainer) for logger in trainer.loggers]
+        startup = startup_seconds(trainer, created_at=self._created_at)
+        session.use_clock(clock_for(_root_device(trainer, pl_module)))
+        session.fit_start(current=_current_run(trainer, pl_module), framework="lightning",
+                          start="resumed" if trainer.ckpt_path else "fresh", limits=limits_from_trainer(trainer),
+                          startup_s=startup)
+        if startup is None and getattr(trainer, "world_size", 1) > 1:
+            _note_once(session, "process start-up before on_fit_start (launching ranks, init_process_group) "
+                                "could not be measured and is not included")
         self._wrap_save_checkpoint(trainer)
 
     @_hook
@@ -135,19 +163,24 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         session = self.session
         plan = plan_from_trainer(trainer, pl_module)
         session.set_plan(plan)
-        limitation = "time-based validation (val_check_interval as a duration) is not counted"
-        if trainer.val_check_batch is None and limitation not in session.report.limitations:  # once, also on resume
-            session.report.limitations.append(limitation)
+        if trainer.val_check_batch is None:
+            _note_once(session, "time-based validation (val_check_interval as a duration) is not counted")
         self._last_global_step = int(trainer.global_step)
         if trainer.optimizers:
             session.note_run_facts(optimizer=type(trainer.optimizers[0]).__name__.lower())
-        session.profile_model(lambda: _make_profiler(pl_module))
+        session.profile_model(lambda: _make_profiler(trainer, pl_module, session.device_clock))
 
     @_hook
     def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
-        self.session.fit_end()
+        reason, detail = _end_reason(trainer)
+        self.session.fit_end(reason, detail)
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        """A fit that raises (or is interrupted) still gets its report: how far it went, and why it ended."""
+        if _in_fit(trainer):
+            interrupted = isinstance(exception, KeyboardInterrupt)
+            self.session.fit_end("interrupted" if interrupted else "failed",
+                                 None if interrupted else f"{type(exception).__name__}: {exception}"[:200])
         self.session.close()
 
     def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
@@ -157,6 +190,12 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
     @_hook
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         self.session.train_epoch_start()
+
+    @_hook
+    def on_validation_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int,
+                                  dataloader_idx: int = 0) -> None:
+        if batch_idx == 0 and _in_fit(trainer):
+            self.session.note_validation_batch_size(batch_size_of(batch))
 
     @_hook
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
@@ -184,7 +223,9 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         self._last_global_step = global_step
         session = self.session
         if stepped and session.measurements.state_bytes is None and session.steps_seen >= 1:
-            session.set_state_bytes(_state_bytes(pl_module, trainer.optimizers))
+            # after the first step: optimizers create their state lazily
+            session.set_memory_account(state_sizes(pl_module, trainer.optimizers,
+                                                   world=getattr(trainer, "world_size", 1)))
         session.batch_end(stepped=stepped, global_step=global_step)
 
     @_hook
@@ -194,7 +235,7 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
     # -- validation -------------------------------------------------------------------------------
     @_hook
     def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
-        if trainer.state.fn == "fit" or getattr(trainer.state.fn, "value", None) == "fit":
+        if _in_fit(trainer):
             self.session.validation_start(sanity=bool(trainer.sanity_checking))
 
     @_hook
@@ -251,11 +292,38 @@ def _default_report_path(trainer: Any) -> Path:
     return Path(base) / REPORT_FILENAME
 
 
-def _logger_sink(logger: Any) -> Callable[[dict[str, float], int], None]:
+def _logger_sink(logger: Any, trainer: Any) -> Callable[[dict[str, float], int], None]:
     def sink(metrics: dict[str, float], step: int) -> None:
-        logger.log_metrics(metrics, step=step)
+        # Lightning's own rows carry the epoch: without it, CSV rows of prenet/* metrics show a blank one
+        logger.log_metrics({**metrics, "epoch": float(trainer.current_epoch)}, step=step)
 
     return sink
+
+
+def _in_fit(trainer: Any) -> bool:
+    fn = trainer.state.fn
+    return fn == "fit" or getattr(fn, "value", None) == "fit"
+
+
+def _note_once(session: PredictionSession, limitation: str) -> None:
+    if limitation not in session.report.limitations:  # once, also across a resume
+        session.report.limitations.append(limitation)
+
+
+def _end_reason(trainer: Any) -> tuple[str, str | None]:
+    """Why ``trainer.fit`` returned: its time limit, an early-stopping callback, ``should_stop``, or the plan's end."""
+    for callback in getattr(trainer, "callbacks", []) or []:
+        name = type(callback).__name__
+        if name == "Timer" and getattr(callback, "_duration", None) is not None:
+            remaining = callback.time_remaining()
+            if remaining is not None and remaining <= 0:
+                return "time_limit", f"Trainer(max_time={callback._duration:.0f} s) reached"
+        if name == "EarlyStopping" and getattr(callback, "stopped_epoch", 0):
+            return "stopped_early", (f"EarlyStopping on {getattr(callback, 'monitor', '?')} "
+                                     f"at epoch {callback.stopped_epoch}")
+    if getattr(trainer, "should_stop", False):
+        return "stopped_early", "trainer.should_stop was set"
+    return "completed", None
 
 
 def _current_run(trainer: Any, pl_module: Any) -> dict[str, Any]:
@@ -266,20 +334,18 @@ def _current_run(trainer: Any, pl_module: Any) -> dict[str, Any]:
         from integrations.deepspeed_config import describe_engine
 
         extra["deepspeed"] = describe_engine(engine)
-    return describe_run(pl_module.device, devices=getattr(trainer, "world_size", 1), precision=str(trainer.precision),
+    return describe_run(_root_device(trainer, pl_module), devices=getattr(trainer, "world_size", 1), precision=str(trainer.precision),
                         strategy=type(trainer.strategy).__name__, framework="lightning", **extra)
 
 
-def _make_profiler(pl_module: Any) -> Any:
+def _root_device(trainer: Any, pl_module: Any) -> Any:
+    """The device this rank trains on (the strategy's, not a global guess)."""
+    return getattr(trainer.strategy, "root_device", None) or pl_module.device
+
+
+def _make_profiler(trainer: Any, pl_module: Any, clock: Any) -> Any:
+    from prenet_callbacks.hardware import current_device
     from prenet_callbacks.profiling import ModuleProfiler
 
-    return ModuleProfiler(pl_module, device=pl_module.device)
-
-
-def _state_bytes(module: torch.nn.Module, optimizers: Sequence[Any]) -> float:
-    """Bytes a checkpoint holds: parameters, buffers and optimizer state."""
-    total = sum(t.numel() * t.element_size() for t in module.state_dict().values() if torch.is_tensor(t))
-    for optimizer in optimizers or []:
-        for state in getattr(optimizer, "state", {}).values():
-            total += sum(v.numel() * v.element_size() for v in state.values() if torch.is_tensor(v))
-    return float(total)
+    accelerator = current_device(device=_root_device(trainer, pl_module)).accelerator
+    return ModuleProfiler(pl_module, clock=clock, accelerator=accelerator, precision=str(trainer.precision))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from prenet_callbacks.plan import INF, CheckpointRule, RunPlan
+from prenet_callbacks.plan import INF, CheckpointRule, RunLimits, RunPlan
 
 # Trainer(max_epochs=None, max_steps=-1) trains for this many epochs (Lightning's default).
 _LIGHTNING_DEFAULT_MAX_EPOCHS = 1000
@@ -150,3 +150,15 @@ def _max_time_seconds(trainer: Any) -> float | None:
         if type(callback).__name__ == "Timer" and duration is not None:
             return float(duration)
     return None
+
+
+def limits_from_trainer(trainer: Any) -> RunLimits:
+    """What may end the fit: max_steps, max_epochs, max_time and early-stopping callbacks."""
+    max_steps = trainer.max_steps if trainer.max_steps is not None and trainer.max_steps > 0 else None
+    max_epochs = trainer.fit_loop.max_epochs
+    return RunLimits(
+        max_steps=max_steps,
+        max_epochs=max_epochs if max_epochs is not None and max_epochs >= 0 else None,
+        max_time_s=_max_time_seconds(trainer),
+        early_stopping=any(type(c).__name__ == "EarlyStopping" for c in getattr(trainer, "callbacks", []) or []),
+    )

@@ -35,8 +35,22 @@ def validate_report_path(value: Any, name: str = "report_path") -> Path | None:
     return check_output_path(value, name, directory=False, example="prenet_report.json")
 
 
+def split_targets(targets: Sequence[str]) -> list[str]:
+    """``["A100,4x H100", "L4"]`` -> ``["A100", "4x H100", "L4"]``: commas separate targets too."""
+    out: list[str] = []
+    for target in targets:
+        if isinstance(target, str):
+            out.extend(target.split(","))
+        else:
+            out.append(target)  # not a string: the caller's type check names it
+    return out
+
+
 def validate_targets(targets: Sequence[str] | None, name: str = "targets") -> list[str] | None:
-    """Target hardware names, each resolved against the catalog now (closest names on a typo)."""
+    """Target hardware names, each resolved against the catalog now (closest names on a typo).
+
+    A string may hold several names separated by commas (``"A100, 4x H100"``).
+    """
     if targets is None:
         return None
     if isinstance(targets, str):
@@ -44,14 +58,12 @@ def validate_targets(targets: Sequence[str] | None, name: str = "targets") -> li
     if not isinstance(targets, (list, tuple)):
         raise ValueError(f"{name} must be a list of hardware names such as ['A100', '8x H100'], got {type(targets).__name__}")
     cleaned = []
-    for target in targets:
+    for target in split_targets(list(targets)):
         if not isinstance(target, str) or not target.strip():
             raise ValueError(f"{name} entries must be non-empty strings such as 'H100' or '8x H100', got {target!r}")
         cleaned.append(target.strip())
-    try:
-        from prenet_callbacks.hardware import parse_target
-    except ImportError:  # catalog not installed in this build: checked when projecting
-        return cleaned
+    from prenet_callbacks.hardware import parse_target
+
     for target in cleaned:
         parse_target(target)  # raises ValueError listing the closest known names
     return cleaned
@@ -68,6 +80,7 @@ def validate_session_config(
     print_report: bool,
     profile_layers: bool,
     predictor: Any = None,
+    html: bool | None = None,
 ) -> SessionConfig:
     """Check every argument and build the `SessionConfig`; raise `ValueError` on bad input."""
     return SessionConfig(
@@ -80,7 +93,20 @@ def validate_session_config(
         print_report=bool(print_report),
         profile_layers=bool(profile_layers),
         predictor=validate_predictor(predictor),
+        html=validate_html(html),
     )
+
+
+def validate_html(value: Any, name: str = "html") -> bool | None:
+    """None (write the HTML page when its extra is installed), True (require it) or False (never)."""
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"{name} must be True, False or None (write the page when the html extra is installed), "
+                         f"got {value!r}")
+    if value:
+        from prenet_callbacks.extras import require_extra
+
+        require_extra("matplotlib", "html", f"{name}=True")
+    return value
 
 
 def validate_predictor(value: Any, name: str = "predictor") -> Any:

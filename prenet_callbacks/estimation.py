@@ -82,13 +82,14 @@ class Estimate:
         """The targets as a plain-text table (the same columns as the training report)."""
         from rich.console import Console
 
-        from prenet_callbacks.render import _targets_table
+        from prenet_callbacks.render import targets_table
         from prenet_callbacks.report import Report
+        from prenet_callbacks.report_upgrade import upgrade_target
 
-        report = Report(targets=self.rows)
+        report = Report(targets=[upgrade_target(row) for row in self.rows])
         buffer = io.StringIO()
         console = Console(file=buffer, width=width, force_terminal=False, color_system=None)
-        table = _targets_table(report)
+        table = targets_table(report)
         if table is not None:
             console.print(table)
         if self.recommendation:

@@ -1,13 +1,16 @@
-"""Whole-fit prediction on the current device from the run plan and what has been measured.
+"""Whole-run prediction on the current device from the run plan and what has been measured.
 
 predicted total = elapsed
                 + remaining batches x time per batch
                 + remaining validation runs x time per validation run
                 + remaining checkpoint files x time per save
-                + remaining epoch boundaries (and the end of the fit) x boundary cost
+                + remaining epoch boundaries (and the end of the run) x boundary cost
 
-Each term carries an uncertainty that shrinks once the thing has been measured rather than
-estimated; the band is their quadrature sum at about two standard deviations.
+The breakdown is what each part has cost so far plus what it will cost, so its parts add up to the
+total. Under a time limit the run ends at the first batch that crosses it: the prediction then
+covers the steps that fit, and every part is computed for that work. Each term carries an
+uncertainty that shrinks once the thing has been measured rather than estimated; the band is
+their quadrature sum at about two standard deviations.
 """
 from __future__ import annotations
 
@@ -19,17 +22,24 @@ from prenet_callbacks.estimators import RobustDuration
 from prenet_callbacks.plan import RunPlan
 
 # Relative uncertainty of a term, by how its per-event cost is known.
-_UNCERTAINTY = {"measured": 0.10, "sanity": 0.30, "estimated": 0.60, "none": 0.0}
+_UNCERTAINTY = {"measured": 0.10, "warm": 0.25, "sanity": 0.35, "estimated": 0.60, "none": 0.0}
 # Before a save has been timed: bytes of state over a modest disk write speed, plus fixed cost.
 _ASSUMED_WRITE_BYTES_PER_S = 400e6
 _ASSUMED_SAVE_OVERHEAD_S = 0.02
 # Drift allowance of the training term (thermal, other tenants, data cache warming).
 _TRAIN_DRIFT = 0.015
+# A validation batch against a training forward of the same size: no autograd graph is recorded.
+_EVAL_FORWARD_FACTOR = 1.0
+# When the sanity check and the warm estimate of a validation run disagree by more than this
+# factor, the estimate is less sure than usual.
+_CROSS_CHECK_RATIO = 2.0
+# Validation this share of the run or more is named in the band's note until it is measured.
+_LARGE_VALIDATION_SHARE = 0.15
 
 
 @dataclass
 class RunMeasurements:
-    """Durations measured so far in the fit (all in seconds)."""
+    """Durations measured so far in the run (all in seconds)."""
 
     batch: RobustDuration = field(default_factory=RobustDuration)          # clean training batch intervals
     forward_per_batch: RobustDuration = field(default_factory=lambda: RobustDuration(64))
@@ -42,6 +52,8 @@ class RunMeasurements:
     first_epoch_start_s: float | None = None     # on_train_epoch_start -> first batch start, epoch 0
     setup_s: float | None = None                 # fit start -> first training batch start
     state_bytes: float | None = None             # parameters + optimizer state, for unsaved checkpoints
+    train_batch_size: int | None = None
+    val_batch_size: int | None = None
 
     def state_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -59,8 +71,22 @@ class RunMeasurements:
 
 
 @dataclass
+class Spent:
+    """Wall time this run has spent so far outside its training batches, by kind (seconds)."""
+
+    setup_s: float = 0.0
+    validation_s: float = 0.0
+    checkpoints_s: float = 0.0
+    epoch_boundaries_s: float = 0.0
+
+    @property
+    def outside_train_s(self) -> float:
+        return self.setup_s + self.validation_s + self.checkpoints_s + self.epoch_boundaries_s
+
+
+@dataclass
 class Prediction:
-    """One whole-fit prediction (a row of the report's ``predictions`` history)."""
+    """One whole-run prediction (a row of the report's ``predictions`` history)."""
 
     at_step: int
     at_batch: int
@@ -71,28 +97,79 @@ class Prediction:
     high_s: float | None
     step_s: float | None                  # per optimizer step, as measured
     batches_per_s: float | None = None    # the rate, also for runs of unknown length
-    breakdown: dict[str, float] = field(default_factory=dict)  # whole fit: train/validation/...
+    naive_total_s: float | None = None    # elapsed / fraction done: what a progress bar would say
+    steps: int | None = None              # optimizer steps this prediction covers
+    time_limited: bool = False
+    breakdown: dict[str, float] = field(default_factory=dict)   # parts that add up to the total
+    of_which: dict[str, float] = field(default_factory=dict)    # parts of `train_s`
+    validation_source: str | None = None
+    rates: dict[str, float | None] = field(default_factory=dict)  # per-event costs it rests on
     note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in data.items()}
+        return {k: _rounded(v) for k, v in data.items()}
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
 
 
 @dataclass
-class _Term:
-    seconds: float
-    uncertainty: float  # absolute, one sigma
+class _Rates:
+    batch_s: float
+    validation_s: float
+    validation_how: str
+    checkpoint_s: float
+    checkpoint_how: str
+    edge_s: float
+    edge_how: str
 
 
-def _per_validation_run(plan: RunPlan, m: RunMeasurements) -> tuple[float, str]:
+def _per_validation_run(plan: RunPlan, m: RunMeasurements, batch_s: float) -> tuple[float, str]:
+    """Cost of one validation run and how it is known.
+
+    Before one has been measured, it is estimated from the warm training forward (per sample,
+    scaled to the validation batch size and batch count), not from the cold sanity check, which
+    runs while caches, allocator and loader workers are still starting; the sanity check only
+    serves as a cross-check (see `_validation_spread`).
+    """
     if len(m.validation_run):
         return m.validation_run.mean or 0.0, "measured"
+    warm = _warm_validation_estimate(plan, m)
+    if warm is not None:
+        return warm, "warm"
     if m.sanity_val_per_batch is not None:
         return (m.sanity_val_fixed or 0.0) + plan.val_batches * m.sanity_val_per_batch, "sanity"
-    # No validation measured yet: a validation batch costs about a training forward.
-    forward = m.forward_per_batch.mean or (m.batch.mean or 0.0) / 3
-    return plan.val_batches * forward, "estimated"
+    # Nothing measured: a validation batch costs about a training forward, a third of a batch.
+    return plan.val_batches * batch_s / 3, "estimated"
+
+
+def _warm_validation_estimate(plan: RunPlan, m: RunMeasurements) -> float | None:
+    forward = m.forward_per_batch.mean
+    if forward is None or plan.val_batches <= 0:
+        return None
+    scale = 1.0
+    if m.train_batch_size and m.val_batch_size:
+        scale = m.val_batch_size / m.train_batch_size
+    data = (m.data_per_batch.mean or 0.0) * scale
+    fixed = m.sanity_val_fixed or 0.0
+    return fixed + plan.val_batches * (forward * _EVAL_FORWARD_FACTOR * scale + data)
+
+
+def _validation_uncertainty(plan: RunPlan, m: RunMeasurements, per_run: float, how: str) -> float:
+    """Relative uncertainty of the validation term; wider when the sanity check disagrees."""
+    rel = _UNCERTAINTY[how]
+    if how == "warm" and m.sanity_val_per_batch is not None and per_run > 0:
+        sanity = (m.sanity_val_fixed or 0.0) + plan.val_batches * m.sanity_val_per_batch
+        ratio = max(sanity, per_run) / max(min(sanity, per_run), 1e-9)
+        if ratio > _CROSS_CHECK_RATIO:
+            rel = _UNCERTAINTY["sanity"]
+    return rel
 
 
 def _per_checkpoint_file(m: RunMeasurements) -> tuple[float, str]:
@@ -110,6 +187,45 @@ def _per_epoch_boundary(m: RunMeasurements) -> tuple[float, str]:
     return 0.0, "none"
 
 
+@dataclass
+class _Remaining:
+    batches: float
+    validations: int
+    checkpoints: int
+    edges: int
+
+    def seconds(self, r: _Rates) -> dict[str, float]:
+        return {"train_s": self.batches * r.batch_s, "validation_s": self.validations * r.validation_s,
+                "checkpoints_s": self.checkpoints * r.checkpoint_s, "epoch_boundaries_s": self.edges * r.edge_s}
+
+
+def _remaining(plan: RunPlan, after: int, upto: float, *, fit_done: bool) -> _Remaining:
+    # the end of the run costs about what an epoch boundary does (loaders shut down, hooks run)
+    edges = plan.epoch_ends_between(after, upto) + (0 if fit_done else 1)
+    return _Remaining(max(0.0, upto - after), plan.validation_runs_between(after, upto),
+                      plan.checkpoint_saves_between(after, upto), edges)
+
+
+def _end_under_limit(plan: RunPlan, rates: _Rates, after: int, budget_s: float) -> int:
+    """The global batch at which a run with ``budget_s`` seconds left stops: the first batch whose
+    end crosses the limit (the trainer checks its timer at batch ends), or the plan's last batch."""
+    total = int(plan.total_batches)
+
+    def cost(upto: int) -> float:
+        return sum(_remaining(plan, after, upto, fit_done=True).seconds(rates).values())
+
+    if cost(total) <= budget_s:
+        return total
+    lo, hi = after, total  # cost(lo) <= budget < cost(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if cost(mid) <= budget_s:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 def predict_fit(
     plan: RunPlan,
     m: RunMeasurements,
@@ -117,9 +233,17 @@ def predict_fit(
     done_batches: int,
     done_steps: int,
     elapsed_s: float,
+    spent: Spent | None = None,
     fit_done: bool = False,
+    time_limit_start_s: float | None = None,
 ) -> Prediction:
-    """Predict the wall time of the whole fit, standing at global batch ``done_batches``."""
+    """Predict the wall time of the whole run, standing at global batch ``done_batches``.
+
+    ``spent`` is the time this run has spent so far by kind (the rest of ``elapsed_s`` went to
+    training batches); ``time_limit_start_s`` is the elapsed time at which ``plan.max_time_s``
+    started counting (Lightning's timer starts at ``on_train_start``).
+    """
+    spent = spent or Spent()
     batch_s = m.batch.mean
     steps_per_batch = plan.steps_per_batch or (1.0 / max(1, plan.accumulate))
     step_s = batch_s / steps_per_batch if batch_s else None
@@ -131,53 +255,79 @@ def predict_fit(
         return Prediction(done_steps, done_batches, elapsed_s, None, None, None, None, step_s, rate,
                           note=plan.unknown_reason or "the run's length is unknown")
 
-    total, after = plan.total_batches, done_batches
-    remaining_batches = max(0.0, total - after)
-    val_s, val_how = _per_validation_run(plan, m)
+    val_s, val_how = _per_validation_run(plan, m, batch_s)
     ckpt_s, ckpt_how = _per_checkpoint_file(m)
     edge_s, edge_how = _per_epoch_boundary(m)
-    n_val = plan.validation_runs_between(after, total)
-    n_ckpt = plan.checkpoint_saves_between(after, total)
-    # the end of the fit costs about what an epoch boundary does (loaders shut down, hooks run)
-    n_edges = plan.epoch_ends_between(after, total) + (0 if fit_done else 1)
+    rates = _Rates(batch_s, val_s, val_how, ckpt_s, ckpt_how, edge_s, edge_how)
+
+    end = plan.total_batches
+    time_limited = False
+    if plan.max_time_s is not None:
+        started = time_limit_start_s if time_limit_start_s is not None else spent.setup_s
+        budget = started + plan.max_time_s - elapsed_s
+        end = _end_under_limit(plan, rates, done_batches, max(0.0, budget))
+        time_limited = end < plan.total_batches
+    remaining = _remaining(plan, done_batches, end, fit_done=fit_done)
+    parts = remaining.seconds(rates)
 
     train_rel = 2 * m.batch.relative_stderr + _TRAIN_DRIFT
-    terms = {
-        "train": _Term(remaining_batches * batch_s, remaining_batches * batch_s * train_rel),
-        "validation": _Term(n_val * val_s, n_val * val_s * _UNCERTAINTY[val_how]),
-        "checkpoints": _Term(n_ckpt * ckpt_s, n_ckpt * ckpt_s * _UNCERTAINTY[ckpt_how]),
-        "epoch_boundaries": _Term(n_edges * edge_s, n_edges * edge_s * _UNCERTAINTY[edge_how] + 0.05 * n_edges),
-    }
-    remaining = sum(term.seconds for term in terms.values())
-    spread = 2 * math.sqrt(sum(term.uncertainty**2 for term in terms.values()))
-    predicted = elapsed_s + remaining
-    low, high = elapsed_s + max(0.0, remaining - spread), predicted + spread
-    note = None
-    if plan.max_time_s is not None and predicted > plan.max_time_s:
-        predicted = low = high = plan.max_time_s
-        note = "capped by Trainer(max_time)"
+    val_rel = _validation_uncertainty(plan, m, val_s, val_how)
+    sigmas = (parts["train_s"] * train_rel, parts["validation_s"] * val_rel,
+              parts["checkpoints_s"] * _UNCERTAINTY[ckpt_how],
+              parts["epoch_boundaries_s"] * _UNCERTAINTY[edge_how] + 0.05 * remaining.edges)
+    remaining_s = sum(parts.values())
+    spread = 2 * math.sqrt(sum(s**2 for s in sigmas))
+    predicted = elapsed_s + remaining_s
 
-    # Where the whole fit's time goes (not only the remaining part).
-    whole_batches = total - plan.start_batch
-    data_fraction = (m.data_per_batch.mean or 0.0) / batch_s
+    spent_train = max(0.0, elapsed_s - spent.outside_train_s)
     breakdown = {
-        "setup": m.setup_s or 0.0,
-        "train": whole_batches * batch_s,
-        "data_loading": whole_batches * batch_s * min(1.0, data_fraction),
-        "validation": plan.validation_runs_between(plan.start_batch, total) * val_s,
-        "checkpoints": plan.checkpoint_saves_between(plan.start_batch, total) * ckpt_s,
-        "epoch_boundaries": (plan.epoch_ends_between(plan.start_batch, total) + 1) * edge_s,
+        "setup_s": spent.setup_s,
+        "train_s": spent_train + parts["train_s"],
+        "validation_s": spent.validation_s + parts["validation_s"],
+        "checkpoints_s": spent.checkpoints_s + parts["checkpoints_s"],
+        "epoch_boundaries_s": spent.epoch_boundaries_s + parts["epoch_boundaries_s"],
     }
+    fit_batches = max(0.0, end - plan.start_batch)
+    data_fraction = min(1.0, (m.data_per_batch.mean or 0.0) / batch_s)
+    done_fraction = (done_batches - plan.start_batch) / max(1.0, plan.total_batches - plan.start_batch)
+    notes = []
+    if time_limited:
+        notes.append(f"capped by the time limit ({plan.max_time_s:.0f} s): "
+                     f"{plan.steps_done_after(int(end)):,} of {int(plan.total_steps):,} steps fit")
+    if val_how != "measured" and parts["validation_s"] > _LARGE_VALIDATION_SHARE * predicted:
+        notes.append("validation not measured yet: its share is estimated from the training forward")
     return Prediction(
         at_step=done_steps,
         at_batch=done_batches,
         elapsed_s=elapsed_s,
         predicted_total_s=predicted,
-        eta_s=max(0.0, predicted - elapsed_s),
-        low_s=low,
-        high_s=high,
+        eta_s=remaining_s,
+        low_s=elapsed_s + max(0.0, remaining_s - spread),
+        high_s=predicted + spread,
         step_s=step_s,
         batches_per_s=rate,
+        naive_total_s=elapsed_s / done_fraction if done_fraction > 0 else None,
+        steps=int(plan.steps_done_after(int(end))),
+        time_limited=time_limited,
         breakdown={k: round(v, 3) for k, v in breakdown.items()},
-        note=note,
+        of_which={"data_loading_s": round(fit_batches * batch_s * data_fraction, 3)},
+        validation_source=val_how if plan.val_batches > 0 else "none",
+        rates={"batch_s": batch_s, "validation_run_s": val_s, "checkpoint_file_s": ckpt_s, "epoch_boundary_s": edge_s},
+        note="; ".join(notes) or None,
     )
+
+
+def predicted_for_work(entry: dict[str, Any], plan: RunPlan, done_batches: int) -> float | None:
+    """What a history entry predicted for the work that was actually done (up to ``done_batches``).
+
+    Used when a run ends early: its error is judged on the steps it ran, not on the plan it left.
+    """
+    rates = entry.get("rates") or {}
+    if entry.get("elapsed_s") is None or not rates.get("batch_s"):
+        return None
+    after = int(entry.get("at_batch") or 0)
+    if done_batches < after:
+        return None
+    left = _remaining(plan, after, done_batches, fit_done=False)
+    return (entry["elapsed_s"] + left.batches * rates["batch_s"] + left.validations * (rates.get("validation_run_s") or 0.0)
+            + left.checkpoints * (rates.get("checkpoint_file_s") or 0.0) + left.edges * (rates.get("epoch_boundary_s") or 0.0))

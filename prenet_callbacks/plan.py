@@ -15,6 +15,37 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 INF = float("inf")
+_COUNT_KEYS = ("total_batches", "batches_per_epoch", "val_check_batch", "total_steps", "validation_runs",
+               "checkpoint_saves", "max_epochs", "start_batch", "start_epoch", "start_step", "val_batches",
+               "sanity_val_batches", "accumulate")
+
+
+@dataclass
+class RunLimits:
+    """What may end a run before its plan does, as the trainer was configured.
+
+    ``max_steps`` / ``max_epochs`` are the configured bounds (None when not set), ``max_time_s``
+    a wall-time limit (``Trainer(max_time=...)``), ``early_stopping`` whether an early-stopping
+    callback could end the run.
+    """
+
+    max_steps: int | None = None
+    max_epochs: int | None = None
+    max_time_s: float | None = None
+    early_stopping: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def integer_counts(plan: dict[str, Any]) -> dict[str, Any]:
+    """A plan dict with every count as an int (JSON readers should not see ``96.0`` batches)."""
+    out = dict(plan)
+    for key in _COUNT_KEYS:
+        value = out.get(key)
+        if isinstance(value, float):
+            out[key] = int(value) if math.isfinite(value) else None
+    return out
 
 
 @dataclass
@@ -119,7 +150,12 @@ class RunPlan:
             vcb = int(vcb)
             return upto // vcb - after // vcb
         if not math.isfinite(self.batches_per_epoch):
-            return 0  # iterable dataset: validation only at the end of the (unknown) epoch
+            # iterable dataset: the only epoch is epoch 0; an integer val_check_interval still
+            # validates every that many batches inside it (a float one: only at its unknown end)
+            if not math.isfinite(vcb) or (1 % self.check_val_every_n_epoch):
+                return 0
+            vcb = int(vcb)
+            return upto // vcb - after // vcb
         bpe = int(self.batches_per_epoch)
         every = self.check_val_every_n_epoch
         period = bpe if not math.isfinite(vcb) else int(vcb)
@@ -157,10 +193,16 @@ class RunPlan:
                 return 0
             n = rule.every_n_train_steps
             return self.steps_done_after(upto) // n - self.steps_done_after(after) // n
-        if not math.isfinite(self.batches_per_epoch):
-            return 0
-        bpe = int(self.batches_per_epoch)
         every = max(1, rule.every_n_epochs)
+        if not math.isfinite(self.batches_per_epoch):
+            # iterable dataset: one endless epoch 0; saves follow its validation runs, and a fit
+            # that stops at max_steps still ends that epoch (on_train_epoch_end runs)
+            if every != 1:
+                return 0
+            if rule.trigger == "validation_end":
+                return self.validation_runs_between(after, upto)
+            return 1 if upto == self.total_batches and after < upto else 0
+        bpe = int(self.batches_per_epoch)
         if rule.trigger == "train_epoch_end":
             saves = 0
             for epoch in range(self.epoch_of(after + 1), self.epoch_of(upto) + 1):
@@ -183,13 +225,10 @@ class RunPlan:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        for key in ("total_batches", "batches_per_epoch", "val_check_batch"):
-            if not math.isfinite(data[key]):
-                data[key] = None  # JSON has no infinity
         data["total_steps"] = self.total_steps if self.known_length else None
         data["validation_runs"] = self.validation_runs_between(self.start_batch, self.total_batches)
         data["checkpoint_saves"] = self.checkpoint_saves_between(self.start_batch, self.total_batches)
-        return data
+        return integer_counts(data)  # JSON has no infinity: unknown counts are null
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunPlan":
@@ -198,8 +237,7 @@ class RunPlan:
         data.pop("validation_runs", None)
         data.pop("checkpoint_saves", None)
         for key in ("total_batches", "batches_per_epoch", "val_check_batch"):
-            if data.get(key) is None:
-                data[key] = INF
+            data[key] = INF if data.get(key) is None else float(data[key])
         data["checkpoints"] = [CheckpointRule(**rule) for rule in data.get("checkpoints", [])]
         return cls(**data)
 

@@ -1,4 +1,10 @@
-"""The report as people read it: one `rich` panel with tables."""
+"""The report as people read it: one `rich` panel with tables.
+
+Three moments read differently. *Live* (printed by the callback a few steps in): the prediction,
+the time left and the clock time it should finish. *Re-rendered* while unfinished (``prenet
+report`` on a report written during a run): when it was written and how old it is, never
+"now + ETA". *Finished*: the actual time, how the run ended, and the first prediction's error.
+"""
 from __future__ import annotations
 
 import datetime as _dt
@@ -11,74 +17,172 @@ from rich.table import Table
 from rich.text import Text
 
 from prenet_callbacks.report import Report
-from prenet_callbacks.units import format_count, format_duration, format_percent, format_step_time, format_usd
+from prenet_callbacks.units import (format_count, format_duration, format_percent, format_step_time,
+                                    format_usd, plural)
 
 _BREAKDOWN_LABELS = {
-    "setup": "setup and sanity check",
-    "train": "training steps",
-    "data_loading": "  of which data loading",
-    "validation": "validation",
-    "checkpoints": "checkpoint saves",
-    "epoch_boundaries": "epoch boundaries and teardown",
+    "setup_s": "setup and sanity check",
+    "train_s": "training steps",
+    "data_loading_s": "  of which data loading",
+    "validation_s": "validation",
+    "checkpoints_s": "checkpoint saves",
+    "epoch_boundaries_s": "epoch boundaries and teardown",
 }
+_RUN_WORDING = {"setup_s": "setup", "epoch_boundaries_s": "teardown"}  # runs without epochs or sanity checks
 _MAX_LAYER_ROWS = 10
+_END_WORDS = {"completed": "completed", "stopped_early": "stopped early", "time_limit": "stopped at its time limit",
+              "interrupted": "interrupted", "failed": "failed"}
 
 
-def finish_time(created_iso: str | None, elapsed_s: float, eta_s: float) -> str:
-    """Wall-clock time of day at which the fit should end, e.g. ``16:42`` or ``Tue 09:10``."""
-    now = _dt.datetime.now().astimezone()
-    end = now + _dt.timedelta(seconds=eta_s)
-    return end.strftime("%H:%M") if end.date() == now.date() else end.strftime("%a %d %b %H:%M")
+def _parse_time(text: str | None) -> _dt.datetime | None:
+    try:
+        return _dt.datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
 
 
-def _headline(report: Report) -> Text:
-    device = report.current.get("catalog_name") or report.current.get("name") or report.current.get("device", "this device")
-    if report.current.get("device") == "cpu":
-        cores = report.current.get("cpu_cores")
-        device = f"CPU ({report.current.get('name', 'unknown')}{f', {cores} cores' if cores else ''})"
-    devices = report.current.get("devices", 1)
-    where = f"{devices}x {device}" if devices and devices > 1 else device
+def _clock_time(moment: _dt.datetime, now: _dt.datetime) -> str:
+    """``16:42`` today, ``Tue 03 Dec 09:10`` on another day."""
+    return moment.strftime("%H:%M") if moment.date() == now.date() else moment.strftime("%a %d %b %H:%M")
+
+
+def finish_time(eta_s: float, now: _dt.datetime | None = None) -> str:
+    """Wall-clock time of day at which the run should end, from now and the time left."""
+    now = now or _dt.datetime.now().astimezone()
+    return _clock_time(now + _dt.timedelta(seconds=eta_s), now)
+
+
+def is_lightning(report: Report) -> bool:
+    return (report.run.get("framework") or report.current.get("framework")) in (None, "lightning")
+
+
+def _where(report: Report) -> str:
+    current = report.current
+    device = current.get("catalog_name") or current.get("name") or current.get("device", "this device")
+    if current.get("device") == "cpu":
+        cores = current.get("cpu_cores")
+        device = f"CPU ({current.get('name', 'unknown')}{f', {cores} cores' if cores else ''})"
+    devices = current.get("devices", 1)
+    return f"{devices}x {device}" if devices and devices > 1 else device
+
+
+def _headline(report: Report, live: bool) -> Text:
+    word = "fit" if is_lightning(report) else "run"
+    where = _where(report)
     prediction = report.latest_prediction or {}
     text = Text()
-    total = prediction.get("predicted_total_s")
-    if total is None:
-        rate = prediction.get("batches_per_s")
-        step = prediction.get("step_s")
+    if report.actual:
+        _finished_headline(text, report, word, where)
+    elif prediction.get("predicted_total_s") is None:
+        rate, step = prediction.get("batches_per_s"), prediction.get("step_s")
         text.append(f"Training on {where}: ", style="bold")
         text.append(f"{format_step_time(step)} per step" if step else "not measured yet")
         if rate:
             text.append(f" ({rate:.2f} batches/s)")
         text.append(f"\nNo total: {prediction.get('note') or 'the run length is unknown'}.", style="yellow")
-        return text
-    text.append(f"Predicted fit time on {where}: ", style="bold")
-    text.append(format_duration(total), style="bold green")
-    text.append(f"  (band {format_duration(prediction.get('low_s'))} – {format_duration(prediction.get('high_s'))})")
-    eta = prediction.get("eta_s") or 0.0
-    text.append(f"\nRemaining {format_duration(eta)}, finishing about {finish_time(report.created, prediction.get('elapsed_s', 0), eta)}")
-    text.append(f"; {format_step_time(prediction.get('step_s'))} per optimizer step")
-    plan = report.plan
-    if plan.get("total_steps"):
-        text.append(
-            f"\nPlan: {plan['total_steps']:,} optimizer steps"
-            + (f", {plan['max_epochs']} epochs" if plan.get("max_epochs") else "")
-            + f", {plan.get('validation_runs', 0)} validation runs, {plan.get('checkpoint_saves', 0)} checkpoint files"
-        )
-    if prediction.get("note"):
-        text.append(f"\nNote: {prediction['note']}", style="yellow")
+    else:
+        total = prediction["predicted_total_s"]
+        text.append(f"Predicted {word} time on {where}: ", style="bold")
+        text.append(format_duration(total), style="bold green")
+        text.append(f"  (band {format_duration(prediction.get('low_s'))} – {format_duration(prediction.get('high_s'))})")
+        eta = prediction.get("eta_s") or 0.0
+        if live:
+            text.append(f"\nRemaining {format_duration(eta)}, finishing about {finish_time(eta)}")
+        else:
+            text.append("\n" + _written_line(report, prediction, eta))
+        text.append(f"; {format_step_time(prediction.get('step_s'))} per optimizer step")
+    _plan_line(text, report, prediction)
+    for note in filter(None, [prediction.get("note") if not report.actual else None]):
+        text.append(f"\nNote: {note}", style="yellow")
     return text
 
 
-def _breakdown_table(breakdown: dict[str, float], total: float | None) -> Table:
-    table = Table(title="Where the time goes (whole fit)", title_justify="left", show_edge=False, pad_edge=False)
+def _finished_headline(text: Text, report: Report, word: str, where: str) -> None:
+    actual = report.actual or {}
+    ended = report.run.get("ended") or {}
+    reason = actual.get("ended") or ended.get("reason") or "completed"
+    text.append(f"The {word} on {where} took ", style="bold")
+    text.append(format_duration(actual.get("fit_s")), style="bold green")
+    text.append(f" ({_END_WORDS.get(reason, reason)} at step {actual.get('steps')}"
+                + (f": {ended['detail']}" if ended.get("detail") else "") + ")")
+    first = actual.get("first_prediction") or {}
+    if first:
+        error = actual.get("first_prediction_error")
+        if error is not None:
+            text.append(f"\nPredicted {format_duration(first['predicted_total_s'])} at step {first['at_step']}: "
+                        f"{error:+.1%}")
+        elif actual.get("predicted_for_done_work_s") and actual.get("fit_s"):
+            done = actual["predicted_for_done_work_s"]
+            text.append(f"\nFor the steps it ran, the prediction at step {first['at_step']} said "
+                        f"{format_duration(done)} ({done / actual['fit_s'] - 1:+.1%}); the planned run was "
+                        f"predicted at {format_duration(first['predicted_total_s'])}")
+    written = _parse_time(report.updated)
+    if written is not None:
+        text.append(f"\nReport written {_clock_time(written, _dt.datetime.now().astimezone())}")
+
+
+def _written_line(report: Report, prediction: dict[str, Any], eta: float) -> str:
+    """For a re-rendered unfinished report: when it was written and what it said then."""
+    written = _parse_time(report.updated or report.created)
+    if written is None:
+        return f"Remaining {format_duration(eta)} when the report was written"
+    now = _dt.datetime.now().astimezone()
+    age = format_duration(max(0.0, (now - written).total_seconds()))
+    return (f"Written {_clock_time(written, now)} ({age} ago) at step {prediction.get('at_step')}, "
+            f"{format_duration(prediction.get('elapsed_s'))} in, with {format_duration(eta)} to go")
+
+
+def _plan_line(text: Text, report: Report, prediction: dict[str, Any]) -> None:
+    plan = report.plan
+    if not plan.get("total_steps"):
+        return
+    steps = plan["total_steps"]
+    covered = prediction.get("steps")
+    parts = [f"{steps:,} optimizer steps" if not prediction.get("time_limited") or covered is None
+             else f"{covered:,} of {steps:,} optimizer steps fit in the time limit"]
+    if plan.get("max_epochs"):
+        parts.append(plural(plan["max_epochs"], "epoch"))
+    if is_lightning(report) or plan.get("validation_runs"):
+        parts.append(plural(plan.get("validation_runs", 0), "validation run"))
+    parts.append(plural(plan.get("checkpoint_saves", 0), "checkpoint file"))
+    start = report.run.get("start_step") or 0
+    if start:
+        how = "resumed" if report.run.get("start") == "resumed" else "attached"
+        parts.append(f"{how} at step {start:,}")
+    text.append("\nPlan: " + ", ".join(parts))
+
+
+def _breakdown(report: Report) -> tuple[dict[str, float], float | None, str] | None:
+    """The parts to show, their total and the table title: measured when finished, else predicted."""
+    actual = report.actual or {}
+    if actual.get("breakdown"):
+        return actual["breakdown"], actual.get("fit_s"), "Where the time went"
+    prediction = report.latest_prediction or {}
+    if prediction.get("breakdown") and prediction.get("predicted_total_s"):
+        parts = dict(prediction["breakdown"])
+        parts.update(prediction.get("of_which") or {})
+        return parts, prediction["predicted_total_s"], "Where the time goes (whole " + (
+            "fit)" if is_lightning(report) else "run)")
+    return None
+
+
+def _breakdown_table(report: Report) -> Table | None:
+    found = _breakdown(report)
+    if found is None:
+        return None
+    parts, total, title = found
+    lightning = is_lightning(report)
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("part")
     table.add_column("time", justify="right")
     table.add_column("share", justify="right")
     for key, label in _BREAKDOWN_LABELS.items():
-        seconds = breakdown.get(key)
-        if seconds is None or (key != "train" and seconds < 0.05):
+        seconds = parts.get(key)
+        if seconds is None or (key != "train_s" and seconds < 0.05):
             continue
-        share = seconds / total if total else None
-        table.add_row(label, format_duration(seconds), format_percent(share))
+        if not lightning:
+            label = _RUN_WORDING.get(key, label)
+        table.add_row(label, format_duration(seconds), format_percent(seconds / total if total else None))
     return table
 
 
@@ -94,8 +198,11 @@ def _layer_table(layers: list[dict[str, Any]]) -> Table | None:
         table.add_column(column, justify="right", no_wrap=True)
     for layer in rows[:_MAX_LAYER_ROWS]:
         features = layer.get("features") or {}
+        name = str(layer.get("name", "?"))
+        if name == "(root)":
+            name = "(root: ops outside submodules)"
         table.add_row(
-            str(layer.get("name", "?")),
+            name,
             str(layer.get("module_type", "")),
             format_step_time(layer.get("forward_s")),
             format_step_time(layer.get("backward_s")),
@@ -112,21 +219,31 @@ def _format_intensity(value: float | None) -> str:
     return "—" if value is None else f"{value:.1f}"
 
 
-def _targets_table(report: Report) -> Table | None:
+def _price_title(targets: list[dict[str, Any]]) -> str:
+    dates = sorted({t.get("price_date") for t in targets if t.get("price_date")})
+    if not dates:
+        return ""
+    # the oldest price is the one a reader should doubt first
+    return f", prices as of {dates[0]}" if len(dates) == 1 else f", prices dated {dates[0]} to {dates[-1]}"
+
+
+def targets_table(report: Report) -> Table | None:
+    """The other-hardware table of a report (also what ``estimate().table()`` prints)."""
     if not report.targets:
         return None
-    price_dates = sorted({t.get("price_date") for t in report.targets if t.get("price_date")})
-    title = "Other hardware (predicted)" + (f", prices as of {price_dates[-1]}" if price_dates else "")
+    title = "Other hardware (predicted)" + _price_title(report.targets)
+    at = (report.projection or {}).get("at_step")
+    latest = (report.latest_prediction or {}).get("at_step")
+    if at is not None and latest is not None and at != latest and not report.actual:
+        title += f", projected at step {at}"
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for column, justify in (("hardware", "left"), ("step", "right"), ("fit time", "right"), ("band", "right"),
+    for column, justify in (("hardware", "left"), ("step", "right"), ("time", "right"), ("band", "right"),
                             ("speed-up", "right"), ("fits", "center"), ("$/h", "right"), ("cost", "right"),
                             ("method", "left")):
         table.add_column(column, justify=justify)
     notes: list[str] = []
     for target in report.targets:
-        devices = target.get("devices", 1)
-        name = target.get("name", "?")
-        label = f"{devices}x {name}" if devices and devices > 1 else name
+        label = target.get("label") or target.get("name", "?")
         speedup = target.get("speedup")
         fits = target.get("fits_memory")
         if fits is None:
@@ -143,8 +260,8 @@ def _targets_table(report: Report) -> Table | None:
                 notes.append(line)
         table.add_row(
             label + (" (current)" if target.get("current") else ""),
-            format_step_time(target.get("step_seconds")),
-            format_duration(target.get("total_seconds")),
+            format_step_time(target.get("step_s")),
+            format_duration(target.get("total_s")),
             "—" if error is None else f"±{error * 100:.0f}%",
             "—" if speedup is None else f"{speedup:.2f}x",
             fits_text,
@@ -152,26 +269,30 @@ def _targets_table(report: Report) -> Table | None:
             format_usd(target.get("total_usd")),
             str(target.get("method", "")),
         )
+    work = (report.projection or {}).get("work") or {}
+    if work.get("done_steps"):
+        notes.append(f"every row is the whole run of {work.get('steps') or '?':,} steps, of which "
+                     f"{work['done_steps']:,} ran before this {'fit' if is_lightning(report) else 'attach'}")
     if notes:
         table.caption = "\n".join(notes)
         table.caption_justify = "left"
     return table
 
 
-def report_renderable(report: Report) -> Panel:
-    """The whole report as one rich `Panel`."""
-    parts: list[Any] = [_headline(report)]
-    prediction = report.latest_prediction or {}
-    if prediction.get("breakdown") and prediction.get("predicted_total_s"):
-        parts += [Text(""), _breakdown_table(prediction["breakdown"], prediction["predicted_total_s"])]
+def report_renderable(report: Report, *, live: bool = False) -> Panel:
+    """The whole report as one rich `Panel` (``live``: printed by a running callback)."""
+    parts: list[Any] = [_headline(report, live)]
+    breakdown = _breakdown_table(report)
+    if breakdown is not None:
+        parts += [Text(""), breakdown]
     layers = (report.measured.get("layers") or {}).get("layers") or []
     layer_table = _layer_table(layers)
     if layer_table is not None:
         parts += [Text(""), layer_table]
-    targets = _targets_table(report)
+    targets = targets_table(report)
     if targets is not None:
         parts += [Text(""), targets]
-    recommendation = report.extra.get("recommendation")
+    recommendation = (report.recommendation or {}).get("text")
     if recommendation:
         parts += [Text(""), Text(f"Recommendation: {recommendation}", style="bold")]
     for limitation in report.limitations:
@@ -179,17 +300,18 @@ def report_renderable(report: Report) -> Panel:
     return Panel(Group(*parts), title="PreNeT", title_align="left", border_style="cyan")
 
 
-def render_text(report: Report, width: int = 110) -> str:
-    """The panel as plain text (for logs and tests)."""
+def render_text(report: Report, width: int = 110, *, live: bool = False) -> str:
+    """The panel as plain text (for logs, tests and ``prenet report``)."""
     buffer = io.StringIO()
-    Console(file=buffer, width=width, force_terminal=False, color_system=None).print(report_renderable(report))
+    Console(file=buffer, width=width, force_terminal=False, color_system=None).print(
+        report_renderable(report, live=live))
     return buffer.getvalue()
 
 
 def print_report(report: Report, console: Console | None = None) -> None:
-    """Print the panel; in a log file (no terminal) at 120 columns rather than rich's default 80."""
+    """Print the live panel; in a log file (no terminal) at 120 columns rather than rich's default 80."""
     if console is None:
         console = Console()
         if not console.is_terminal:
             console = Console(width=120)
-    console.print(report_renderable(report))
+    console.print(report_renderable(report, live=True))

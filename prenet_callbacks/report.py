@@ -1,7 +1,9 @@
-"""The JSON report of a run (schema ``prenet-report/1``), readable without the model.
+"""The JSON report of a run (schema ``prenet-report/2``), readable without the model.
 
-``prenet report REPORT.json`` re-renders it, for other targets too. Unknown keys are kept, so a
-newer writer's report still loads.
+``prenet report REPORT.json`` re-renders it, for other targets too. Reports written as
+``prenet-report/1`` are upgraded on load (`report_upgrade`), so every reader sees one shape; the
+fields are described in ``docs/report-schema.md`` and checked by the JSON Schema in
+``prenet_callbacks/schemas/``. Unknown top-level keys are kept, so a newer writer's report still loads.
 """
 from __future__ import annotations
 
@@ -13,20 +15,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA = "prenet-report/1"
+SCHEMA = "prenet-report/2"
+READABLE_SCHEMAS = ("prenet-report/1", SCHEMA)
 # History is thinned beyond this many entries: the first predictions and the latest ones are
 # what people compare; memory must stay bounded over very long runs.
 MAX_HISTORY = 200
 _KEEP_FIRST = 20
+_FIELDS = ("schema", "created", "updated", "run", "current", "plan", "measured", "predictions", "targets",
+           "recommendation", "projection", "actual", "limitations")
 
 
 class ReportError(ValueError):
     """A report file that cannot be read or written: the message names the file and the problem."""
 
 
+def now_iso() -> str:
+    """The local time with its UTC offset, to the second (how reports stamp times)."""
+    return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def new_run() -> dict[str, Any]:
+    """The ``run`` block of a report nobody has started yet."""
+    return {"framework": None, "start": "fresh", "start_step": 0, "fits": 0,
+            "limits": {"max_steps": None, "max_epochs": None, "max_time_s": None, "early_stopping": False},
+            "startup_s": None, "ended": None}
+
+
 @dataclass
 class Report:
-    """A run's measurements and predictions. See DESIGN.md, "The report"."""
+    """A run's measurements and predictions. See ``docs/report-schema.md``."""
 
     current: dict[str, Any] = field(default_factory=dict)
     plan: dict[str, Any] = field(default_factory=dict)
@@ -35,7 +52,11 @@ class Report:
     targets: list[dict[str, Any]] = field(default_factory=list)
     actual: dict[str, Any] | None = None
     limitations: list[str] = field(default_factory=list)
-    created: str = field(default_factory=lambda: _dt.datetime.now().astimezone().isoformat(timespec="seconds"))
+    run: dict[str, Any] = field(default_factory=new_run)
+    recommendation: dict[str, Any] | None = None
+    projection: dict[str, Any] = field(default_factory=dict)
+    created: str = field(default_factory=now_iso)
+    updated: str | None = None
     schema: str = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -49,27 +70,46 @@ class Report:
             self.predictions = head + middle + self.predictions[-1:]
 
     @property
+    def fit_number(self) -> int:
+        """How many fit calls (or attaches) have written into this report; the latest one's number."""
+        return int(self.run.get("fits") or 0)
+
+    @property
     def first_prediction(self) -> dict[str, Any] | None:
-        return next((p for p in self.predictions if p.get("predicted_total_s") is not None), None)
+        """The latest fit's first whole-run prediction (after a resume, not the earlier fit's)."""
+        fit = self.fit_number
+        mine = [p for p in self.predictions if p.get("predicted_total_s") is not None]
+        if fit:
+            mine = [p for p in mine if p.get("fit", fit) == fit]
+        return mine[0] if mine else None
 
     @property
     def latest_prediction(self) -> dict[str, Any] | None:
         return self.predictions[-1] if self.predictions else None
+
+    @property
+    def ended(self) -> dict[str, Any] | None:
+        """How the run ended (``reason``, ``detail``, ``at``...), or None while it runs."""
+        return self.run.get("ended")
 
     # -- serialisation ----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         data = {
             "schema": self.schema,
             "created": self.created,
+            "updated": self.updated or self.created,
+            "run": self.run,
             "current": self.current,
             "plan": self.plan,
             "measured": self.measured,
             "predictions": self.predictions,
             "targets": self.targets,
+            "recommendation": self.recommendation,
+            "projection": self.projection,
             "actual": self.actual,
             "limitations": self.limitations,
         }
-        data.update(self.extra)
+        data.update({k: v for k, v in self.extra.items() if k not in data})
         return data
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -78,47 +118,28 @@ class Report:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write atomically (temp file + rename), so a crash never leaves half a report.
 
-        A location that cannot be written (a directory, inside a file, read-only, full) raises
-        `ReportError` naming the file and the reason.
+        Stamps ``updated``. A location that cannot be written (a directory, inside a file,
+        read-only, full) raises `ReportError` naming the file and the reason.
         """
-        path = Path(path)
-        if path.is_dir():
-            raise ReportError(f"cannot write report {str(path)!r}: it is a directory (pass a file path)")
-        text = self.to_json()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".prenet-", suffix=".json", dir=path.parent)
-        except OSError as error:
-            raise ReportError(f"cannot write report {str(path)!r}: {error.strerror or error}") from error
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
-        except BaseException as error:
-            Path(tmp).unlink(missing_ok=True)
-            if isinstance(error, OSError):
-                raise ReportError(f"cannot write report {str(path)!r}: {error.strerror or error}") from error
-            raise
-        return path
+        self.updated = now_iso()
+        return write_atomic(path, self.to_json(), what="report")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Report":
+        """A `Report` from parsed JSON of any readable schema (``/1`` is upgraded)."""
         if not isinstance(data, dict):
             raise ReportError("a report is a JSON object")
         schema = data.get("schema")
         if not isinstance(schema, str) or not schema.startswith("prenet-report/"):
             raise ReportError(f"not a PreNeT report (schema {schema!r}, expected {SCHEMA!r})")
+        if schema not in READABLE_SCHEMAS:
+            raise ReportError(f"report schema {schema!r} is not supported by this version (reads "
+                              f"{', '.join(READABLE_SCHEMAS)}); upgrade prenet-callbacks to read it")
+        _check_shapes(data)
         if schema != SCHEMA:
-            raise ReportError(f"report schema {schema!r} is not supported by this version (reads {SCHEMA!r})")
-        known = {"schema", "created", "current", "plan", "measured", "predictions", "targets", "actual", "limitations"}
-        for key, kind in (("current", dict), ("plan", dict), ("measured", dict), ("predictions", list),
-                          ("targets", list), ("limitations", list), ("actual", dict)):
-            value = data.get(key)
-            if value is not None and not isinstance(value, kind):
-                raise ReportError(f"field {key!r} must be a JSON {'object' if kind is dict else 'array'}, "
-                                  f"got {type(value).__name__}")
-        if any(not isinstance(p, dict) for p in data.get("predictions") or []):
-            raise ReportError("field 'predictions' must hold JSON objects")
+            from prenet_callbacks.report_upgrade import upgrade_v1
+
+            data = upgrade_v1(data)
         return cls(
             current=data.get("current") or {},
             plan=data.get("plan") or {},
@@ -127,14 +148,18 @@ class Report:
             targets=list(data.get("targets") or []),
             actual=data.get("actual"),
             limitations=list(data.get("limitations") or []),
+            run={**new_run(), **(data.get("run") or {})},
+            recommendation=data.get("recommendation"),
+            projection=data.get("projection") or {},
             created=data.get("created", ""),
-            schema=schema,
-            extra={k: v for k, v in data.items() if k not in known},
+            updated=data.get("updated"),
+            schema=SCHEMA,
+            extra={k: v for k, v in data.items() if k not in _FIELDS},
         )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Report":
-        """Read a report; a missing, non-JSON or foreign file raises `ReportError` naming it."""
+        """Read a report; a missing, non-JSON, truncated or foreign file raises `ReportError` naming it."""
         path = Path(path)
         if path.is_dir():
             raise ReportError(f"report file {str(path)!r} is a directory (pass the report.json a run wrote)")
@@ -143,11 +168,49 @@ class Report:
         try:
             data = json.loads(path.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ReportError(f"report file {str(path)!r} is not valid JSON: {error}") from None
+            raise ReportError(f"report file {str(path)!r} is not valid JSON (truncated or not a report): "
+                              f"{error}") from None
         try:
             return cls.from_dict(data)
         except ReportError as error:
             raise ReportError(f"report file {str(path)!r}: {error}") from None
+
+
+def _check_shapes(data: dict[str, Any]) -> None:
+    for key, kind in (("current", dict), ("plan", dict), ("measured", dict), ("predictions", list),
+                      ("targets", list), ("limitations", list), ("actual", dict), ("run", dict),
+                      ("projection", dict)):
+        value = data.get(key)
+        if value is not None and not isinstance(value, kind):
+            raise ReportError(f"field {key!r} must be a JSON {'object' if kind is dict else 'array'}, "
+                              f"got {type(value).__name__}")
+    if any(not isinstance(p, dict) for p in data.get("predictions") or []):
+        raise ReportError("field 'predictions' must hold JSON objects")
+
+
+def write_atomic(path: str | os.PathLike[str], text: str, *, what: str = "file") -> Path:
+    """Write ``text`` to ``path`` through a temporary file and a rename: never half a file.
+
+    Raises `ReportError` naming the file and the reason when the location cannot be written.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ReportError(f"cannot write {what} {str(path)!r}: it is a directory (pass a file path)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".prenet-", suffix=path.suffix or ".tmp", dir=path.parent)
+    except OSError as error:
+        raise ReportError(f"cannot write {what} {str(path)!r}: {error.strerror or error}") from error
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException as error:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise ReportError(f"cannot write {what} {str(path)!r}: {error.strerror or error}") from error
+        raise
+    return path
 
 
 def _json_default(value: Any) -> Any:

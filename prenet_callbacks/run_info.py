@@ -26,9 +26,11 @@ def describe_run(device: torch.device | str, *, devices: int, precision: str, st
     }
     from prenet_callbacks.hardware import current_device
 
-    info = current_device()
+    info = current_device(device=device)
     current["name"] = _plain_name(info.name) if device.type == "cpu" else info.name
     current["catalog_name"] = info.accelerator.name if info.accelerator is not None else None
+    current["detected"] = bool(getattr(info.accelerator, "detected", False))
+    current["device_index"] = device.index if device.type != "cpu" else None
     if info.cpu_cores:
         current["cpu_cores"] = info.cpu_cores
     current.update(extra)

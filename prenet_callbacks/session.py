@@ -1,13 +1,14 @@
 """The engine behind every integration: a small state machine fed with training events.
 
-Adapters (Lightning callback, DeepSpeed attach) translate their framework's hooks into calls on a
-`PredictionSession`; the session times steps, runs the per-module profiler for a short window,
-predicts the whole fit, refines the prediction, logs and writes the report.
+Adapters (Lightning callback, DeepSpeed attach, Hugging Face callback, the loop tracker) translate
+their framework's hooks into calls on a `PredictionSession`; the session times steps, runs the
+per-module profiler for a short window, predicts the whole run, refines the prediction, logs and
+writes the report, and records how the run ended.
 
 The session must never break a run. Every public method is guarded: an exception inside it
-becomes one warning, all hooks are removed and the session goes quiet for the rest of the fit.
+becomes one warning, all hooks are removed and the session goes quiet for the rest of the run.
 
-Timeline, in optimizer steps since the fit started::
+Timeline, in optimizer steps since the run (or attach) started::
 
     | warm-up | per-module profiling | clean timing | first prediction, then refinements ...
 """
@@ -21,17 +22,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from prenet_callbacks.eta import Prediction, RunMeasurements, predict_fit
-from prenet_callbacks.phase_events import CudaPhaseEvents
-from prenet_callbacks.plan import RunPlan
-from prenet_callbacks.report import Report
+from prenet_callbacks.eta import Prediction, RunMeasurements, Spent, predict_fit, predicted_for_work
+from prenet_callbacks.lifecycle import actual_block, check_reason, check_start, end_line
+from prenet_callbacks.memory_account import memory_summary
+from prenet_callbacks.phase_events import PhaseEvents
+from prenet_callbacks.plan import RunLimits, RunPlan
+from prenet_callbacks.report import Report, now_iso
+from prenet_callbacks.step_timer import StepTimer
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 # Fewest clean steps a first prediction rests on, and the share of the run it may wait for.
 _MIN_TIMING_STEPS = 3
 _FIRST_PREDICTION_BY = 0.04
-# Reports are rewritten at most this often during the fit (and always at the end).
+# Reports are rewritten at most this often during the run (and always at the end).
 _REPORT_WRITE_INTERVAL_S = 30.0
 
 
@@ -52,6 +56,7 @@ class SessionConfig:
     print_report: bool = True
     profile_layers: bool = True
     predictor: Any = None        # a loaded `Predictor` for the projection; None: the shipped one
+    html: bool | None = None     # write the HTML page beside the report (None: when the extra is installed)
 
 
 def guarded(method: F) -> F:
@@ -72,7 +77,7 @@ def guarded(method: F) -> F:
 
 @dataclass
 class _StepClock:
-    """Timestamps of the current batch's phases (perf_counter seconds)."""
+    """Timestamps of the current batch's phases (host seconds)."""
 
     batch_start: float | None = None
     before_backward: float | None = None
@@ -86,13 +91,24 @@ class _StepClock:
 
 
 class PredictionSession:
-    """Times a training run and predicts its total wall time. See the module docstring."""
+    """Times a training run and predicts its total wall time. See the module docstring.
 
-    def __init__(self, config: SessionConfig, *, is_rank_zero: bool = True,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+    Args:
+        config: the user's choices.
+        is_rank_zero: only rank zero prints, logs and writes.
+        clock: a `DeviceClock` of the device the model trains on (`prenet_callbacks.clocks`), or a
+            plain ``() -> seconds`` callable (a fake host clock in tests). Default: host time.
+    """
+
+    def __init__(self, config: SessionConfig, *, is_rank_zero: bool = True, clock: Any = None) -> None:
         self.config = config
         self.is_rank_zero = is_rank_zero
-        self.now = clock
+        self.device_clock: Any = None
+        self.now: Callable[[], float] = time.perf_counter
+        if hasattr(clock, "mark"):
+            self.use_clock(clock)
+        elif callable(clock):
+            self.now = clock
         self.disabled = False
         self.failure: str | None = None
         self.report = Report()
@@ -101,18 +117,22 @@ class PredictionSession:
         self.profiler: Any = None
         self.logger_sinks: list[Callable[[dict[str, float], int], None]] = []
         self.printer: Callable[[Report], None] | None = None
+        self.line_printer: Callable[[str], None] = print
+        self.publishers: list[Callable[[Report, str], None]] = []
         self._cleanups: list[Callable[[], None]] = []
         self._reset_fit_state()
 
     def _reset_fit_state(self) -> None:
         self.fit_start_time: float | None = None
-        self.done_batches = 0          # global batches finished in this fit (plus the resume point)
+        self.train_start_elapsed: float | None = None  # where a time limit starts counting
+        self.done_batches = 0          # global batches finished in this run (plus the resume point)
         self.done_steps = 0            # optimizer steps (trainer.global_step)
         self.steps_seen = 0            # optimizer steps seen in this fit call
         self.first_batch_start: float | None = None
         self.last_batch_end: float | None = None
         self.accounted_s = 0.0         # validation/checkpoint time inside the current interval
         self.validation_in_interval = 0.0
+        self.spent = Spent()
         self.epoch_start_time: float | None = None
         self.epoch_first_batch = True
         self.val_start: float | None = None
@@ -126,7 +146,9 @@ class PredictionSession:
         self.last_report_write = -math.inf
         self.profiling = False
         self.profile_done = False
-        self.gpu_phases: CudaPhaseEvents | None = None
+        self.gpu_phases: PhaseEvents | None = None
+        self.step_timer: StepTimer | None = None
+        self.ended = False
 
     # ------------------------------------------------------------------------------------------
     # Failure handling
@@ -172,26 +194,50 @@ class PredictionSession:
         self._run_cleanups()
 
     # ------------------------------------------------------------------------------------------
-    # Fit lifecycle
+    # Run lifecycle
     # ------------------------------------------------------------------------------------------
     @guarded
-    def fit_start(self, current: dict[str, Any] | None = None) -> None:
+    def fit_start(self, current: dict[str, Any] | None = None, *, framework: str | None = None,
+                  start: str = "fresh", limits: RunLimits | None = None, startup_s: float | None = None) -> None:
+        """A fit (or an attach) begins now; ``startup_s`` seconds of it already passed before this call
+        (process start-up under DDP), and count in the run's wall time."""
+        check_start(start)
         self._reset_fit_state()
-        self.fit_start_time = self.now()
+        self.fit_start_time = self.now() - (startup_s or 0.0)
         if current:
             self.report.current.update(current)
-        if self.report.current.get("device") == "cuda":
-            self.gpu_phases = CudaPhaseEvents()
+        framework = framework or self.report.current.get("framework") or "lightning"
+        self.report.current.setdefault("framework", framework)
+        run = self.report.run
+        if run.get("fits"):
+            # a resumed run: the earlier fits' wall time belongs to the whole run every target row describes
+            latest = self.report.latest_prediction or {}
+            earlier = (self.report.actual or {}).get("fit_s") or latest.get("elapsed_s")
+            if earlier is not None:
+                run["earlier_s"] = round(float(run.get("earlier_s") or 0.0) + float(earlier), 4)
+        run.update({"framework": framework, "start": start, "fits": int(run.get("fits") or 0) + 1,
+                    "limits": (limits or RunLimits()).to_dict(), "startup_s": startup_s, "ended": None})
+        if self._on_cuda():
+            # device time: phases of the profiled window and clean steps, read without blocking
+            self.gpu_phases = PhaseEvents(clock=self.device_clock)
+            self.step_timer = StepTimer(self.device_clock)
         self.report.actual = None
-        self.report.extra.setdefault("fits", 0)
-        self.report.extra["fits"] += 1
+
+    def use_clock(self, clock: Any) -> None:
+        """The `DeviceClock` of the device the model trains on (chosen by the integration)."""
+        self.device_clock = clock
+
+    def _on_cuda(self) -> bool:
+        return getattr(self.device_clock, "kind", "cpu") == "cuda"
 
     @guarded
     def set_plan(self, plan: RunPlan) -> None:
         self.plan = plan
         self.done_batches = plan.start_batch
         self.done_steps = plan.start_step
+        self.train_start_elapsed = self._elapsed()
         self.report.plan = plan.to_dict()
+        self.report.run["start_step"] = plan.start_step
         if plan.known_length:
             # Keep the first prediction early in short runs: shrink the clean timing window.
             steps_left = plan.total_steps - plan.start_step
@@ -245,9 +291,25 @@ class PredictionSession:
         self.measurements.state_bytes = float(state_bytes)
 
     @guarded
+    def set_memory_account(self, account: dict[str, Any]) -> None:
+        """Per-device sizes of parameters, gradients and optimizer state (`memory_account.state_sizes`)."""
+        self.memory_account = dict(account)
+        # what a checkpoint holds: parameters and optimizer state
+        self.measurements.state_bytes = float(account.get("params_bytes") or 0) + float(
+            account.get("optimizer_bytes") or 0)
+
+    @guarded
     def note_run_facts(self, **facts: Any) -> None:
         """Facts the projection needs that the adapter learns late (batch size, optimizer...)."""
         self.report.current.update({k: v for k, v in facts.items() if v is not None})
+        if facts.get("batch_size"):
+            self.measurements.train_batch_size = int(facts["batch_size"])
+
+    @guarded
+    def note_validation_batch_size(self, size: int | None) -> None:
+        """The validation batch size, for estimating a validation run before one is measured."""
+        if size:
+            self.measurements.val_batch_size = int(size)
 
     # -- sanity check and validation --------------------------------------------------------------
     @guarded
@@ -279,6 +341,7 @@ class PredictionSession:
             return
         self.accounted_s += duration
         self.validation_in_interval += duration
+        self.spent.validation_s += duration
 
     @guarded
     def checkpoint_start(self) -> None:
@@ -292,6 +355,7 @@ class PredictionSession:
         self.ckpt_start = None
         self.measurements.checkpoint_file.add(duration)
         self.accounted_s += duration
+        self.spent.checkpoints_s += duration
 
     # -- training batches ---------------------------------------------------------------------------
     @guarded
@@ -307,6 +371,9 @@ class PredictionSession:
             self.first_batch_start = now
             if self.fit_start_time is not None:
                 self.measurements.setup_s = now - self.fit_start_time
+                # sanity check and set-up: whatever ran before the first batch that is not validation
+                self.spent.setup_s = max(0.0, self.measurements.setup_s - self.spent.validation_s
+                                         - self.spent.checkpoints_s)
             if self.epoch_start_time is not None:
                 self.measurements.first_epoch_start_s = now - self.epoch_start_time
         wait = self._data_wait(now)
@@ -319,6 +386,7 @@ class PredictionSession:
         if self._in_profile_window and self.profiler is not None:
             if not self.profiling:
                 self.profiling = True
+                self._start_memory_window()
                 self._profiler_call("start")
             else:
                 self._profiler_call("resume")
@@ -340,7 +408,7 @@ class PredictionSession:
         if clock.batch_start is not None:
             forward = clock.before_backward - clock.batch_start
             clock.phases["forward_s"] += forward
-            if self._in_timing_phase:
+            if self._in_timing_phase and self.step_timer is None:  # on a GPU the host only launched it
                 self.measurements.forward_per_batch.add(forward)
         self._gpu_mark("backward")
         if self.profiling:
@@ -384,7 +452,7 @@ class PredictionSession:
             if self.profiling and not self._in_profile_window:
                 self._finish_profile_window()
         if not self.first_prediction_made:
-            if self.steps_seen >= self._first_prediction_step:
+            if self._ready_for_first_prediction():
                 self._predict(first=True)
         elif self.done_steps - self.last_logged_step >= self.config.log_every_n_steps:
             self._predict(first=False)
@@ -396,23 +464,37 @@ class PredictionSession:
         validation, self.validation_in_interval = self.validation_in_interval, 0.0
         first_in_epoch, self.epoch_first_batch = self.epoch_first_batch, False
         if previous is None:
+            self._time_device_step(clean=False)
             return
         raw = now - previous
         # the clipped mean sorts its window: only compute it for the rare intervals that need it
         batch_mean = self.measurements.batch.mean if (first_in_epoch or validation) else None
         if first_in_epoch:
             if batch_mean is not None:
-                self.measurements.epoch_boundary.add(max(0.0, raw - accounted - batch_mean))
+                boundary = max(0.0, raw - accounted - batch_mean)
+                self.measurements.epoch_boundary.add(boundary)
+                self.spent.epoch_boundaries_s += boundary
             if validation:
                 self.measurements.validation_run.add(validation)
         elif validation:
             # validation inside an epoch: what it costs beyond its hooks (loader start-up) is its own
             extra = max(0.0, raw - accounted - (batch_mean or 0.0))
             self.measurements.validation_run.add(validation + extra)
+            self.spent.validation_s += extra
         elif accounted:
             pass  # a step-triggered checkpoint: already timed on its own
-        elif self._in_timing_phase:
+        elif self._in_timing_phase and self.step_timer is None:
             self.measurements.batch.add(raw)
+        self._time_device_step(clean=not (first_in_epoch or validation or accounted) and self._in_timing_phase)
+
+    def _time_device_step(self, *, clean: bool) -> None:
+        """On a GPU, clean steps are intervals between batch-end marks on the device's timeline."""
+        timer = self.step_timer
+        if timer is None:
+            return
+        timer.batch_end(clean=clean)
+        for seconds in timer.ready():
+            self.measurements.batch.add(seconds)
 
     def _close_step_phases(self, now: float) -> None:
         clock = self.step_clock
@@ -435,15 +517,28 @@ class PredictionSession:
                 and self.config.warmup_steps <= self.steps_seen < self.config.warmup_steps + self.config.profile_steps)
 
     @property
-    def _in_timing_phase(self) -> bool:
+    def _timing_start_step(self) -> int:
         # Clean timing starts after warm-up and the profiling window (profiled steps run slower).
-        start = self.config.warmup_steps + (self.config.profile_steps if self.config.profile_layers else 0)
-        return self.steps_seen >= start
+        return self.config.warmup_steps + (self.config.profile_steps if self.config.profile_layers else 0)
+
+    @property
+    def _in_timing_phase(self) -> bool:
+        return self.steps_seen >= self._timing_start_step
 
     @property
     def _first_prediction_step(self) -> int:
-        start = self.config.warmup_steps + (self.config.profile_steps if self.config.profile_layers else 0)
-        return start + getattr(self, "_timing_steps", self.config.timing_steps)
+        return self._timing_start_step + getattr(self, "_timing_steps", self.config.timing_steps)
+
+    def _ready_for_first_prediction(self) -> bool:
+        if self.steps_seen < self._first_prediction_step:
+            return False
+        # device intervals arrive a few steps late: wait for as many as a short run's timing window
+        return self.step_timer is None or self.measurements.batch.count >= _MIN_TIMING_STEPS
+
+    def _start_memory_window(self) -> None:
+        """The window's memory peak is its own: reset the device's peak counter as it opens."""
+        if self.device_clock is not None:
+            self.device_clock.reset_peak_memory()
 
     def _finish_profile_window(self) -> None:
         profiler, self.profiler = self.profiler, None
@@ -451,20 +546,46 @@ class PredictionSession:
         self.profile_done = True
         table = profiler.stop()
         self._resolve_gpu_phases()
-        self._record_gpu_memory()
-        self.report.measured["layers"] = table.to_dict() if hasattr(table, "to_dict") else table
+        self._record_memory()
+        measured = self.report.measured
+        measured["layers"] = table.to_dict() if hasattr(table, "to_dict") else table
+        if hasattr(table, "coverage"):
+            measured["coverage"] = _rounded_dict(table.coverage(self._window_compute_s(table)))
+            samples = table.op_samples()
+            if samples is not None:
+                measured["op_samples"] = samples
         for limitation in getattr(profiler, "limitations", []) or []:
             if limitation not in self.report.limitations:
                 self.report.limitations.append(limitation)
+        # stopping the profiler (and reading its trace) is not a training step
+        self.last_batch_end = self.now()
+        if self.step_timer is not None:
+            self.step_timer.break_run()
 
-    def _record_gpu_memory(self) -> None:
-        """Peak memory of the window on a GPU: what the projection checks targets' memory against."""
-        if self.report.current.get("device") != "cuda":
+    def _window_compute_s(self, table: Any) -> float | None:
+        """A profiled step's compute time on the profile's clock: what per-module times should add up to.
+
+        Data loading is not module time; on a CPU the dispatch mode's own cost is left out too.
+        """
+        if not self.window_phases:
+            return None
+        n = len(self.window_phases)
+        if self.step_timer is not None:  # device phases
+            keys = ("forward_s", "backward_s", "optimizer_s", "other_s")
+            return sum(sum(p[k] for k in keys) for p in self.window_phases) / n
+        host = sum(p["total_s"] - p["data_s"] for p in self.window_phases) / n
+        return max(0.0, host - float(getattr(table, "overhead_s", 0.0) or 0.0))
+
+    def _record_memory(self) -> None:
+        """One account of the window's device memory: what the projection checks targets against."""
+        account = getattr(self, "memory_account", None)
+        peak = self.device_clock.peak_memory_bytes() if self.device_clock is not None else None
+        if account is None:
+            if peak is not None:
+                self.report.measured["memory"] = {"device": self.device_clock.device, "peak_allocated_bytes": peak}
             return
-        import torch
-
-        self.report.measured["memory"] = {"peak_allocated_bytes": int(torch.cuda.max_memory_allocated()),
-                                          "state_bytes": self.measurements.state_bytes}
+        device = self.device_clock.device if self.device_clock is not None else self.report.current.get("name")
+        self.report.measured["memory"] = memory_summary(peak, account, device=str(device))
 
     def _gpu_mark(self, name: str) -> None:
         if self.gpu_phases is not None and self.step_clock.in_window:
@@ -479,6 +600,9 @@ class PredictionSession:
             phases.update(device_phases)
             phases["other_s"] = max(phases["other_s"], phases["total_s"] - sum(
                 phases[k] for k in ("data_s", "forward_s", "backward_s", "optimizer_s")))
+            # the warm forward on the device: what a validation batch will cost before one is measured
+            batches = max(1, int(phases.get("batches") or 1))
+            self.measurements.forward_per_batch.add(phases["forward_s"] / batches)
         self.report.measured["phase_timing"] = "cuda_events"
 
     # -- predictions -----------------------------------------------------------------------------
@@ -494,11 +618,19 @@ class PredictionSession:
         self._update_measured()
         if first:
             self.first_prediction_made = True
-            self._on_first_prediction()
-            # projecting and printing took time inside this fit: predict again so that it counts
-            prediction = self._prediction(fit_done) or prediction
-            self.report.predictions[-1] = self._entry(prediction)
+            if self.config.targets != []:  # None: the documented default set; []: no projection
+                self._project_targets()
+                # projecting took time inside this run: predict again so that it counts, and
+                # project again so that the table and the headline rest on the same prediction
+                prediction = self._prediction(fit_done) or prediction
+                self.report.predictions[-1] = self._entry(prediction)
+                self._project_targets()
             self.first_entry = self.report.predictions[-1]
+            self._publish("first")
+            # predicting, projecting and printing are not a training step
+            self.last_batch_end = self.now()
+            if self.step_timer is not None:
+                self.step_timer.break_run()
         self._log_metrics(prediction)
         self._maybe_write_report(force=first)
         return prediction
@@ -507,27 +639,39 @@ class PredictionSession:
         if self.plan is None:
             return None
         prediction = predict_fit(self.plan, self.measurements, done_batches=self.done_batches,
-                                 done_steps=self.done_steps, elapsed_s=self._elapsed(), fit_done=fit_done)
+                                 done_steps=self.done_steps, elapsed_s=self._elapsed(), spent=self.spent,
+                                 fit_done=fit_done, time_limit_start_s=self.train_start_elapsed)
         return prediction if prediction.step_s is not None else None
 
     def _entry(self, prediction: Prediction) -> dict[str, Any]:
         entry = prediction.to_dict()
-        entry["fit"] = self.report.extra.get("fits", 1)
+        entry["fit"] = self.report.fit_number or 1
         return entry
 
-    def _on_first_prediction(self) -> None:
-        if self.config.targets != []:  # None: the documented default set; []: no projection
-            self._project_targets()
-        if self.is_rank_zero and self.config.print_report and self.printer is not None:
-            self.printer(self.report)
-
     def _project_targets(self) -> None:
-        """Cross-hardware projection (issue: projection); optional until it is installed."""
-        try:
-            from prenet_callbacks import projection
-        except ImportError:
-            return
+        """Cross-hardware projection of the measured run onto the configured targets."""
+        from prenet_callbacks import projection
+
         projection.project_report(self.report, self.config.targets, predictor=self.config.predictor)
+        self.report.projection["at_step"] = self.done_steps
+
+    def _publish(self, stage: str) -> None:
+        """Print the panel and hand the report to every publisher (HTML page, TensorBoard), rank 0 only."""
+        if not self.is_rank_zero:
+            return
+        if stage == "first" and self.config.print_report and self.printer is not None:
+            self.printer(self.report)
+        for publish in self.publishers:
+            try:
+                publish(self.report, stage)
+            except Exception as error:  # noqa: BLE001 - an output that fails must not silence the others
+                self._note_output_failure(error)
+
+    def _note_output_failure(self, error: BaseException) -> None:
+        note = f"an output could not be written ({type(error).__name__}: {error})"
+        if note not in self.report.limitations:
+            self.report.limitations.append(note)
+            warnings.warn(f"PreNeT: {note}; training is unchanged.", PreNeTWarning, stacklevel=3)
 
     def _update_measured(self) -> None:
         m, measured = self.measurements, self.report.measured
@@ -546,6 +690,10 @@ class PredictionSession:
         measured["epoch_boundary"] = {"count": m.epoch_boundary.count, "mean_s": m.epoch_boundary.mean,
                                       "first_epoch_start_s": m.first_epoch_start_s}
         measured["setup_s"] = m.setup_s
+        measured["timing"] = {"clock": "cuda" if self._on_cuda() else "cpu",
+                              "op_timing": (measured.get("layers") or {}).get("op_timing"),
+                              "step_timing": ("device marks between batch ends" if self.step_timer is not None
+                                              else "host intervals between batch ends")}
 
     def _log_metrics(self, prediction: Prediction) -> None:
         if not self.is_rank_zero or not self.logger_sinks:
@@ -572,29 +720,83 @@ class PredictionSession:
             self._maybe_write_report()
 
     @guarded
-    def fit_end(self) -> None:
-        """The fit is over: record the actual time, a last refinement, and write the report."""
-        if self.fit_start_time is None:
+    def fit_end(self, reason: str = "completed", detail: str | None = None) -> None:
+        """The run is over: record how it ended and its actual time, write the report, remove hooks.
+
+        ``completed`` is checked against the plan: a run that stopped before the plan's last batch
+        without a stated reason ended early.
+        """
+        check_reason(reason)
+        if self.fit_start_time is None or self.ended:
             return
+        self.ended = True
         elapsed = self._elapsed()
         if self.profiling:
             self._finish_profile_window()
-        self.report.actual = {"fit_s": round(elapsed, 4), "steps": self.done_steps, "batches": self.done_batches}
-        # this fit's own first prediction: after a resume the history starts with the earlier fit's
+        if self.step_timer is not None:
+            for seconds in self.step_timer.flush():
+                self.measurements.batch.add(seconds)
+        plan = self.plan
+        if (reason == "completed" and plan is not None and plan.known_length
+                and self.done_batches < plan.total_batches):
+            reason = "stopped_early"
+            detail = detail or f"ended after {self.done_steps:,} of {int(plan.total_steps):,} planned steps"
         first = self.first_entry
-        if first and first.get("predicted_total_s"):
-            self.report.actual["first_prediction_error"] = round(first["predicted_total_s"] / elapsed - 1, 4)
+        done_work = None
+        if first is not None and plan is not None and reason != "completed":
+            done_work = predicted_for_work(first, plan, self.done_batches)
+        self.report.actual = actual_block(fit_s=elapsed, steps=self.done_steps, batches=self.done_batches,
+                                          reason=reason, first=first, predicted_for_done_s=done_work)
+        self.report.actual["breakdown"] = self._spent_breakdown(elapsed)
+        self.report.run["ended"] = {"reason": reason, "detail": detail, "at": now_iso(),
+                                    "at_step": self.done_steps, "elapsed_s": round(elapsed, 4)}
+        if not self.first_prediction_made:
+            note = (f"the run ended after {self.steps_seen} optimizer steps, before the first prediction "
+                    f"(it comes after {self._first_prediction_step}: warm-up, profiling and timed steps)")
+            self.report.limitations.append(note)
         self._update_measured()
+        if self.first_prediction_made and self.config.targets != [] and self.report.targets:
+            self._project_targets()  # the final table rests on the final measurements
+        if self.is_rank_zero:
+            line = end_line(self.report, unit=self._run_word())
+            if line and self.config.print_report:
+                self.line_printer(line)
+        self._publish("end")
         self._maybe_write_report(force=True)
         self._run_cleanups()
+
+    def _spent_breakdown(self, elapsed: float) -> dict[str, float]:
+        """Where this run's time went, measured: the parts add up to ``elapsed``."""
+        spent = self.spent
+        data = (self.measurements.data_per_batch.mean or 0.0) * max(0, self.done_batches - (
+            self.plan.start_batch if self.plan is not None else 0))
+        train = max(0.0, elapsed - spent.outside_train_s)
+        return {"setup_s": round(spent.setup_s, 3), "train_s": round(train, 3),
+                "validation_s": round(spent.validation_s, 3), "checkpoints_s": round(spent.checkpoints_s, 3),
+                "epoch_boundaries_s": round(spent.epoch_boundaries_s, 3),
+                "data_loading_s": round(min(train, data), 3)}
+
+    def _run_word(self) -> str:
+        return "fit" if self.report.run.get("framework") == "lightning" else "run"
 
     # -- resume ----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return {"report": self.report.to_dict(), "measurements": self.measurements.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a checkpointed report and measurements, unless this session already has newer ones.
+
+        ``trainer.validate/test/predict(ckpt_path=...)`` after a fit restore callbacks too: the
+        report in memory, with its actual time, is newer than any checkpoint of the same run.
+        """
+        if self.report.run.get("fits"):
+            return
         try:
             self.report = Report.from_dict(state["report"])
             self.measurements.load_state_dict(state.get("measurements", {}))
         except Exception as error:  # noqa: BLE001 - an old or foreign state must not stop a resume
             self.fail(error, where="load_state_dict")
+
+
+def _rounded_dict(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in values.items()}

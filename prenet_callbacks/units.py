@@ -58,3 +58,11 @@ def format_percent(fraction: float | None) -> str:
     if fraction is None or not math.isfinite(fraction):
         return "—"
     return f"{fraction * 100:.0f}%"
+
+
+def plural(count: float | None, noun: str) -> str:
+    """``1 epoch``, ``12 epochs``, ``1,152 optimizer steps``."""
+    if count is None:
+        return f"? {noun}s"
+    number = f"{count:,}" if isinstance(count, int) else f"{count:,.0f}"
+    return f"{number} {noun}" if count == 1 else f"{number} {noun}s"

@@ -60,7 +60,9 @@ def main() -> None:
     train, val = loaders(train_batches=60, val_batches=4)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        started = time.perf_counter()
         trainer.fit(module, train, val)
+        fit_wall_s = time.perf_counter() - started
     session = callback.session
     rank = trainer.global_rank
     result = {
@@ -72,6 +74,8 @@ def main() -> None:
         "prenet_warnings": [str(w.message) for w in caught if issubclass(w.category, PreNeTWarning)],
         "predictions": session.report.predictions,
         "actual": session.report.actual,
+        "run": session.report.run,
+        "fit_wall_s": fit_wall_s,
         "plan": session.report.plan,
         "current": session.report.current,
         "layers": bool(session.report.measured.get("layers")),

@@ -66,6 +66,13 @@ def test_ddp_plan_and_eta_are_per_rank_and_correct(ddp_runs):
         assert first["low_s"] <= r["actual"]["fit_s"] * 1.1 and r["actual"]["fit_s"] <= first["high_s"] * 1.1
 
 
+def test_ddp_start_up_before_the_first_hook_counts_in_the_fit_time(ddp_runs):
+    rank0 = ddp_runs["ranks"][0]
+    # launching rank 1 and joining the process group happen inside trainer.fit(), before any hook
+    assert rank0["run"]["startup_s"] is not None and rank0["run"]["startup_s"] > 0.5
+    assert rank0["actual"]["fit_s"] == pytest.approx(rank0["fit_wall_s"], rel=0.1)
+
+
 def test_ddp_weights_identical_and_nothing_left_behind(ddp_runs):
     reference = {r["weights_sha256"] for r in ddp_runs["reference"]}
     assert len(reference) == 1  # DDP keeps the ranks in sync

@@ -31,7 +31,7 @@ def test_predicts_and_writes_the_report(tmp_path):
     callback = PreNeTCallback(report_path=tmp_path / "r.json", profile_layers=False, **FAST)
     fit(tmp_path, callback)
     data = json.loads((tmp_path / "r.json").read_text())
-    assert data["schema"] == "prenet-report/1"
+    assert data["schema"] == "prenet-report/2"
     first = data["predictions"][0]
     assert first["at_step"] == 4 and first["predicted_total_s"] > first["elapsed_s"] > 0
     assert data["actual"]["steps"] == 40 and data["actual"]["fit_s"] > 0
@@ -218,6 +218,6 @@ def test_default_targets_are_projected_with_a_recommendation(tmp_path):
     targets = callback.report.targets
     names = {(t["devices"], t["name"]) for t in targets}
     assert (8, "H100-SXM5") in names and (1, "A100-SXM4-80GB") in names
-    assert all(t["total_seconds"] > 0 for t in targets)
-    assert callback.report.extra.get("recommendation")
+    assert all(t["total_s"] > 0 for t in targets)
+    assert callback.report.recommendation["text"] and callback.report.recommendation["stay"] is False
     assert callback.report.current["batch_size"] == 4 and callback.report.current["optimizer"] == "sgd"

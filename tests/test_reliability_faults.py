@@ -35,6 +35,8 @@ import prenet_callbacks.session as session_module
 from prenet_callbacks import PreNeTCallback
 from prenet_callbacks.profiling import ModuleProfiler, hook_snapshot
 from prenet_callbacks.profiling import profiler as profiler_module
+from prenet_callbacks.profiling import table_builder
+from prenet_callbacks.profiling.op_timing import HostOpTimer
 from prenet_callbacks.profiling.capture import CaptureMode
 from prenet_callbacks.session import PreNeTWarning
 from tests.lightning_helpers import RecordingLogger, TinyModule, loaders, trainer
@@ -212,22 +214,22 @@ INTERNAL_FAULTS = {
     "optimizer_hooks": lambda mp: mp.setattr(ModuleProfiler, "_install_optimizer_hooks", _raise),
     "push_dispatch_mode": lambda mp: mp.setattr(CaptureMode, "__enter__", _raise),
     # op capture, while the model runs
-    "record_op": lambda mp: mp.setattr(ModuleProfiler, "_record", _raise),
+    "record_op": lambda mp: mp.setattr(ModuleProfiler, "record_op", _raise),
     "module_pre_hook": lambda mp: mp.setattr(profiler_module.Attribution, "enter", _raise),
     "begin_phase": lambda mp: mp.setattr(ModuleProfiler, "begin_phase", _raise),
     "suspend": lambda mp: mp.setattr(ModuleProfiler, "suspend", _raise),
     "resume": lambda mp: mp.setattr(ModuleProfiler, "resume", _raise),
     "end_step": lambda mp: mp.setattr(ModuleProfiler, "end_step", _raise),
     # feature computation and the table, at the end of the window
-    "op_spec": lambda mp: mp.setattr(profiler_module, "op_spec_from_call", _raise),
-    "layer_features": lambda mp: mp.setattr(profiler_module, "layer_features", _raise),
+    "op_spec": lambda mp: mp.setattr(table_builder, "op_spec_from_call", _raise),
+    "layer_features": lambda mp: mp.setattr(table_builder, "layer_features", _raise),
     "build_table": lambda mp: mp.setattr(ModuleProfiler, "_build_table", _raise),
     # the run plan, the prediction and the projection onto other hardware
     "plan": lambda mp: mp.setattr(lightning_module, "plan_from_trainer", _raise),
     "predict_fit": lambda mp: mp.setattr(session_module, "predict_fit", _raise),
     "projection": lambda mp: _fake_projection(mp, _raise),
     "current_device": lambda mp: mp.setattr("prenet_callbacks.hardware.current_device", _raise),
-    "state_bytes": lambda mp: mp.setattr(lightning_module, "_state_bytes", _raise),
+    "state_sizes": lambda mp: mp.setattr(lightning_module, "state_sizes", _raise),
     "printer": lambda mp: mp.setattr(lightning_module, "print_report", _raise),
     # writing the report
     "report_to_json": lambda mp: mp.setattr(report_module.Report, "to_json", _raise),
@@ -267,8 +269,7 @@ def test_internal_fault_warns_at_most_once_and_changes_nothing(tmp_path, tmp_pat
 def test_fault_in_op_timing_never_reaches_the_model(tmp_path, tmp_path_factory, monkeypatch):
     """The op clock runs inside the dispatch mode, around every aten call of the model."""
     reference = reference_weights(tmp_path_factory)
-    clock_type = type(profiler_module.make_clock(torch.device("cpu")))
-    monkeypatch.setattr(clock_type, "stop", _fail_after(clock_type.stop, 5))
+    monkeypatch.setattr(HostOpTimer, "stop", _fail_after(HostOpTimer.stop, 5))
     callback = PreNeTCallback(report_path=tmp_path / "r.json", **FAST)
     module, t, ours, raised = run(tmp_path, callback)
     assert raised is None, f"a profiler fault broke the model's forward: {raised!r}"
@@ -384,7 +385,7 @@ def test_report_that_cannot_be_written_warns_once_and_leaves_no_temp_file(tmp_pa
     report_dir = tmp_path / "reports"
     report_path = report_dir / "r.json"
     if location == "full_disk":
-        monkeypatch.setattr(report_module.os, "fdopen", lambda fd, mode="r": _FullDisk(fd))
+        monkeypatch.setattr(report_module.os, "fdopen", lambda fd, mode="r", **kwargs: _FullDisk(fd))
     elif location == "read_only_rename":
         def read_only(*args: Any, **kwargs: Any) -> None:
             raise PermissionError(errno.EROFS, "Read-only file system")

@@ -20,9 +20,15 @@ class FakeClock:
         self.t += seconds
 
 
-def simulate(plan: RunPlan, *, batch_s=0.1, val_s=0.5, ckpt_s=0.2, boundary_s=0.3, sanity=True, config=None,
-             stop_after=None):
-    """Drive a session through a whole fit with fixed costs; return (session, actual total)."""
+def simulate(plan: RunPlan, *, batch_s=0.1, val_s=None, ckpt_s=0.2, boundary_s=0.3, sanity=True, config=None,
+             stop_after=None, sanity_cold=2.0):
+    """Drive a session through a whole fit with fixed costs; return (session, actual total).
+
+    A validation batch costs a training forward (40% of a batch) unless ``val_s`` sets a run's
+    cost; the sanity check's batches run ``sanity_cold`` times slower (caches and workers start).
+    """
+    if val_s is None:
+        val_s = plan.val_batches * batch_s * 0.4
     clock = FakeClock()
     session = PredictionSession(config or SessionConfig(warmup_steps=2, profile_steps=2, timing_steps=5,
                                                         log_every_n_steps=10, profile_layers=False), clock=clock)
@@ -33,7 +39,7 @@ def simulate(plan: RunPlan, *, batch_s=0.1, val_s=0.5, ckpt_s=0.2, boundary_s=0.
     if sanity:
         session.validation_start(sanity=True)
         for _ in range(2):
-            clock.advance(val_s / plan.val_batches)
+            clock.advance(sanity_cold * val_s / plan.val_batches)
             session.validation_batch_end(sanity=True)
         session.validation_end(sanity=True)
     session.set_plan(plan)
@@ -83,10 +89,26 @@ def test_first_prediction_is_early_and_close():
     session, actual, _ = simulate(plan())
     first = session.report.first_prediction
     assert first["at_step"] <= 0.05 * 400
-    # validation and checkpoints are estimated (sanity check, state size) before they are measured
+    # validation is estimated from the warm training forward, not the cold sanity check (2x slower here)
+    assert first["validation_source"] == "warm"
+    assert first["breakdown"]["validation_s"] == pytest.approx(4 * 4 * 0.04, rel=1e-3)
     assert first["predicted_total_s"] == pytest.approx(actual, rel=0.05)
     assert first["low_s"] <= first["predicted_total_s"] <= first["high_s"]
     assert session.report.actual["fit_s"] == pytest.approx(actual)
+    assert session.report.actual["ended"] == "completed"
+    assert session.report.actual["first_prediction_error"] == pytest.approx(first["predicted_total_s"] / actual - 1, abs=1e-4)
+
+
+def test_breakdown_parts_add_up_to_the_total_at_every_prediction():
+    session, actual, _ = simulate(plan())
+    for entry in session.report.predictions:
+        assert sum(entry["breakdown"].values()) == pytest.approx(entry["predicted_total_s"], abs=0.01)
+        assert entry["of_which"]["data_loading_s"] <= entry["breakdown"]["train_s"]
+    spent = session.report.actual["breakdown"]
+    assert sum(v for k, v in spent.items() if k != "data_loading_s") == pytest.approx(actual, abs=0.01)
+    # 4 validation runs of 0.16 s and 4 saves of 0.2 s happened; the sanity check counts as setup
+    assert spent["validation_s"] == pytest.approx(4 * 0.16, abs=0.01)
+    assert spent["checkpoints_s"] == pytest.approx(4 * 0.2, abs=0.01)
 
 
 def test_refinements_follow_log_every_n_steps_and_reach_loggers():
@@ -212,14 +234,38 @@ class FakeProfiler:
         return {"layers": [], "steps": 2}
 
 
-def test_session_on_cuda_times_window_phases_with_events(monkeypatch):
-    import prenet_callbacks.session as session_module
-    from prenet_callbacks.phase_events import CudaPhaseEvents
+class FakeCudaClock:
+    """A device clock whose marks are the fake host clock's time (a GPU that keeps up)."""
 
+    kind, device = "cuda", "cuda:0"
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.resets = 0
+
+    def mark(self):
+        return self.clock.t
+
+    def elapsed_s(self, start, end):
+        return end - start
+
+    def wait(self, mark) -> None:
+        pass
+
+    def reset_peak_memory(self) -> None:
+        self.resets += 1
+
+    def peak_memory_bytes(self) -> int:
+        return 5_000
+
+
+def test_session_on_cuda_times_window_phases_with_events():
     clock = FakeClock()
-    monkeypatch.setattr(session_module, "CudaPhaseEvents",
-                        lambda: CudaPhaseEvents(event_factory=lambda: FakeEvent(clock), synchronize=lambda: None))
     session = PredictionSession(SessionConfig(warmup_steps=1, profile_steps=2, timing_steps=3), clock=clock)
+    device = FakeCudaClock(clock)
+    session.use_clock(device)
+    session.set_memory_account({"params_bytes": 1000, "grads_bytes": 1000, "optimizer_bytes": 2000,
+                                "sharding": "none", "world": 1})
     profiler = FakeProfiler()
     session.fit_start({"device": "cuda"})
     session.set_plan(plan(checkpoints=[]))
@@ -240,3 +286,70 @@ def test_session_on_cuda_times_window_phases_with_events(monkeypatch):
     assert measured["step_phases"]["backward_s"] == pytest.approx(0.3)
     assert profiler.calls.count("start") == 1 and profiler.calls.count("end_step") == 2 and "stop" in profiler.calls
     assert session.report.limitations == ["a limitation"]
+    # the window's own memory peak, counted once: activations = peak - params - grads - optimizer
+    assert device.resets == 1
+    assert measured["memory"]["activations_bytes"] == 1000 and measured["memory"]["device"] == "cuda:0"
+    # clean steps come from device marks; the warm forward from the window's device phases
+    assert measured["timing"]["step_timing"].startswith("device marks")
+    assert session.measurements.batch.mean == pytest.approx(0.6)
+    assert session.measurements.forward_per_batch.mean == pytest.approx(0.2)
+
+
+class LaggingGpu:
+    """A GPU whose steps take 10 ms while the host launches one in 1 ms; the host blocks only when
+    five steps are queued (a full launch queue), as CUDA does."""
+
+    kind, device = "cuda", "cuda:0"
+
+    def __init__(self, host: FakeClock, step_s: float = 0.010, queue: int = 5) -> None:
+        self.host, self.step_s, self.queue = host, step_s, queue
+        self.device_free_at = 0.0
+        self.queued: list[float] = []
+
+    def launch_step(self) -> None:
+        """The host queues one step's kernels: 1 ms of host time, then blocks if the queue is full."""
+        self.host.advance(0.001)
+        start = max(self.device_free_at, self.host.t)
+        self.device_free_at = start + self.step_s
+        self.queued.append(self.device_free_at)
+        self.queued = [t for t in self.queued if t > self.host.t]
+        if len(self.queued) > self.queue:
+            self.host.t = self.queued[-self.queue - 1]  # wait until a slot frees up
+
+    def mark(self):
+        return max(self.device_free_at, self.host.t)  # reached when the device has done all queued work
+
+    def elapsed_s(self, start, end):
+        return None if end > self.host.t else end - start
+
+    def wait(self, mark) -> None:
+        self.host.t = max(self.host.t, mark)
+
+    def reset_peak_memory(self) -> None:
+        pass
+
+    def peak_memory_bytes(self) -> None:
+        return None
+
+
+def test_on_a_gpu_launch_rate_steps_after_a_sync_are_not_counted_as_step_time():
+    host = FakeClock()
+    gpu = LaggingGpu(host)
+    session = PredictionSession(SessionConfig(warmup_steps=2, profile_steps=1, timing_steps=10,
+                                              profile_layers=False), clock=host)
+    session.use_clock(gpu)
+    session.fit_start({"device": "cuda"})
+    session.set_plan(plan(total_batches=1000, batches_per_epoch=1000, max_epochs=1, val_batches=0, checkpoints=[]))
+    session.train_epoch_start()
+    host_intervals = []
+    for g in range(1, 200):
+        before = host.t
+        session.batch_start()
+        gpu.launch_step()
+        session.batch_end(stepped=True, global_step=g)
+        host_intervals.append(host.t - before)
+    # right after the start the queue is empty: the host "steps" at its launch rate for a while
+    assert min(host_intervals) == pytest.approx(0.001)
+    first = session.report.first_prediction
+    assert first["step_s"] == pytest.approx(0.010, rel=0.01)
+    assert session.report.measured["timing"]["step_timing"].startswith("device marks")

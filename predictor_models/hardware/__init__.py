@@ -57,9 +57,9 @@ def parse_target(text: str, *, catalog: Catalog | None = None) -> Target:
     return (catalog or default_catalog()).parse_target(text)
 
 
-def current_device(*, catalog: Catalog | None = None) -> DeviceInfo:
-    """The device this process trains on, mapped to the catalog where it is in it. Never raises."""
-    return _current_device(catalog)
+def current_device(*, catalog: Catalog | None = None, device=None) -> DeviceInfo:
+    """The device this process trains on (or ``device``), mapped to the catalog where it is in it. Never raises."""
+    return _current_device(catalog, device=device)
 
 
 def __getattr__(name: str) -> Any:  # pragma: no cover - friendly error for typos

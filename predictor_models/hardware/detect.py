@@ -44,17 +44,25 @@ def cpu_cores() -> int:
         return os.cpu_count() or 1
 
 
-def current_device(catalog: Any = None) -> DeviceInfo:
-    """The current device: CUDA/ROCm GPU 0 (with the visible count), Apple MPS, or the CPU."""
+def current_device(catalog: Any = None, device: Any = None) -> DeviceInfo:
+    """The current device: the CUDA/ROCm GPU in use (with the visible count), Apple MPS, or the CPU.
+
+    ``device`` (a `torch.device` or string) names the device a run trains on: ``cuda:1`` is GPU 1,
+    ``cpu`` the CPU even on a machine with GPUs.
+    """
     cores = cpu_cores()
     try:
         import torch
     except Exception:  # noqa: BLE001 - torch missing or broken: still describe the CPU
         return DeviceInfo("cpu", cpu_name(), 1, None, None, cores)
     try:
+        wanted = torch.device(device) if device is not None else None
+        if wanted is not None and wanted.type == "cpu":
+            return DeviceInfo("cpu", cpu_name(), 1, None, None, cores)
         if torch.cuda.is_available():
-            props = torch.cuda.get_device_properties(0)
-            name = str(torch.cuda.get_device_name(0))
+            index = wanted.index if wanted is not None and wanted.index is not None else 0
+            props = torch.cuda.get_device_properties(index)
+            name = str(torch.cuda.get_device_name(index))
             memory = props.total_memory / GIB
             kind = "rocm" if getattr(torch.version, "hip", None) else "cuda"
             return DeviceInfo(kind, name, torch.cuda.device_count(), _match(catalog, name, memory), round(memory, 1),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Sequence
 
@@ -54,6 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no command given; choose one of: {', '.join(commands)}")
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # the reader went away (`prenet report --json | head`): not an error; keep Python's
+        # flush at exit from raising again on the closed pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (UsageError, ValueError, FileNotFoundError, KeyError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"prenet {args.command}: error: {message}", file=sys.stderr)

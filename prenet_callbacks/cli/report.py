@@ -34,6 +34,7 @@ def register(subparsers: Any) -> None:
 
 
 def _targets(names: list[str] | None) -> list[str] | None:
+    from prenet_callbacks.config import split_targets
     from prenet_callbacks.projection.targets import DEFAULT_TARGETS
 
     if names is None:
@@ -41,7 +42,8 @@ def _targets(names: list[str] | None) -> list[str] | None:
     if [n.lower() for n in names] == ["none"]:
         return []
     out: list[str] = []
-    for name in names:
+    for name in split_targets(names):
+        name = name.strip()
         out.extend(DEFAULT_TARGETS if name.lower() == "default" else [name])
     return out
 

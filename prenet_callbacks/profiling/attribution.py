@@ -25,6 +25,11 @@ _current_node = getattr(torch._C, "_current_autograd_node", None)
 _graph_task_id = torch._C._current_graph_task_id
 
 
+def in_backward() -> bool:
+    """True while autograd's engine runs a backward pass on this thread."""
+    return _graph_task_id() != -1
+
+
 class _ChangePoints:
     """Step function sequence number -> owner index, appended in increasing order."""
 

@@ -1,7 +1,9 @@
 """The dispatch mode that sees every aten call below autograd, times it and hands it on.
 
-It keeps no tensor: `ModuleProfiler._record` reduces each call to shapes and dtypes. Views and
-metadata ops are passed straight through (no timing, no record) to keep the overhead down.
+It keeps no tensor: the profiler's `record_op` reduces each call to shapes and dtypes. Views and
+metadata ops are passed straight through (no timing, no record) to keep the overhead down. How a
+call is timed is the profiler's op timer's business (`op_timing`): a host clock on CPU, a labelled
+``record_function`` range whose kernels torch.profiler times on CUDA.
 """
 from __future__ import annotations
 
@@ -33,22 +35,31 @@ class CaptureMode(TorchDispatchMode):
         if free is None:
             free = _FREE[func] = is_free_op(func)
         prof = self.profiler
-        if free or not prof._capturing():
+        if free or not prof.capturing():
             return func(*args, **kwargs)
+        timer = prof.op_timer
         try:
-            started = prof._clock.start()
+            started = timer.start()
         except Exception as exc:  # a profiler bug must never reach the model
-            prof._contain(f"timing {func}", exc)
+            prof.contain(f"timing {func}", exc)
             return func(*args, **kwargs)
         before = time.perf_counter()
-        out = func(*args, **kwargs)   # the model's own errors propagate unchanged
-        after = time.perf_counter()
         try:
-            prof._record(func, args, kwargs, out, prof._clock.stop(started))
-        except Exception as exc:
-            prof._contain(f"recording {func}", exc)
+            out = func(*args, **kwargs)   # the model's own errors propagate unchanged
+        finally:
+            after = time.perf_counter()
+            try:
+                handle = timer.stop(started)   # closes a labelled range even when the op raised
+            except Exception as exc:
+                prof.contain(f"timing {func}", exc)
+                handle = None
+        if handle is not None:
+            try:
+                prof.record_op(func, args, kwargs, out, handle)
+            except Exception as exc:
+                prof.contain(f"recording {func}", exc)
         # host time this handler added around the op (not torch's own Python-mode cost)
-        prof._overhead_s += (before - entered) + (time.perf_counter() - after)
+        prof.add_overhead((before - entered) + (time.perf_counter() - after))
         return out
 
 

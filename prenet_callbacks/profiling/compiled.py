@@ -2,12 +2,16 @@
 
 Module hooks inside a compiled region would be traced by Dynamo (recompiles, graph breaks), and
 an active dispatch mode makes Dynamo fall back to eager, which can change numerics. So compiled
-modules are profiled as one opaque block.
+modules are profiled as one opaque block: timed around the call (and around the compiled backward
+node), nothing captured inside.
 """
 from __future__ import annotations
 
+import functools
 import sys
+from typing import Any, Callable
 
+import torch
 from torch import nn
 
 
@@ -44,3 +48,44 @@ def compiled_kind(module: nn.Module) -> str | None:
 def display_type(module: nn.Module) -> str:
     inner = getattr(module, "_orig_mod", module)
     return type(inner).__name__
+
+
+def wrap_compiled_call(module: nn.Module, pre: Callable[[nn.Module, Any], None],
+                       post: Callable[[nn.Module, Any, Any], None]) -> Callable[[], None]:
+    """Call `pre`/`post` around a ``module.compile()``'d call (hooks would run inside the compiled
+    code); returns the function that restores the original call."""
+    inner = module._compiled_call_impl
+
+    @functools.wraps(inner)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        pre(module, args)
+        out = None
+        try:
+            out = inner(*args, **kwargs)
+            return out
+        finally:
+            post(module, args, out)
+
+    module._compiled_call_impl = wrapped
+
+    def restore() -> None:
+        if module.__dict__.get("_compiled_call_impl") is wrapped:
+            module._compiled_call_impl = inner
+    return restore
+
+
+def compiled_backward_nodes(output: Any) -> list[Any]:
+    """The autograd nodes of a compiled region's backward behind its output tensor(s)."""
+    nodes: dict[int, Any] = {}
+    outs = output if isinstance(output, (list, tuple)) else [output]
+    for t in outs:
+        node = t.grad_fn if isinstance(t, torch.Tensor) else None
+        for _ in range(4):  # compiled outputs may sit behind a view or alias node
+            if node is None:
+                break
+            if "CompiledFunction" in node.name():
+                nodes[id(node)] = node
+                break
+            nxt = [n for n, _ in node.next_functions if n is not None]
+            node = nxt[0] if nxt else None
+    return list(nodes.values())

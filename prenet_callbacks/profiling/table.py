@@ -11,6 +11,7 @@ from typing import Any
 
 from predictor_models.layer_features import LayerFeatures
 from predictor_models.op_spec import OpSpec
+from prenet_callbacks.profiling.op_samples import MAX_ROWS, op_sample_rows
 
 ROOT_NAME = "(root)"
 OPTIMIZER_NAME = "optimizer"
@@ -96,10 +97,15 @@ class LayerTable:
     """All layers of a profiled window.
 
     ``unattributed_s`` is per-step time inside the profiled windows not covered by any timed op:
-    Python and framework overhead, views, GPU idle gaps. ``overhead_s`` is the per-step host time
-    the profiler's own bookkeeping added (already taken out of ``unattributed_s`` on CPU; torch's
-    Python-dispatch cost is not measurable from inside and stays in ``unattributed_s``).
-    Neither is a good step time: use a plain timer outside the profiling window for that.
+    Python and framework overhead, views, GPU idle gaps, kernels launched outside captured ops.
+    ``overhead_s`` is the per-step host time the profiler's own bookkeeping added (already taken
+    out of ``unattributed_s`` on CPU; torch's Python-dispatch cost is not measurable from inside
+    and stays in ``unattributed_s``). Neither is a good step time: use a plain timer outside the
+    profiling window for that, and `coverage` to compare the two.
+
+    ``clock`` is the device clock's kind ("cpu"/"cuda"), ``op_timing`` how op times were taken
+    ("dispatch": host clock around each op; "cupti": GPU kernel times from torch.profiler;
+    "profiler": torch.profiler CPU op times), ``catalog_name`` the accelerator CT was computed for.
     """
 
     layers: list[LayerRecord]
@@ -108,6 +114,10 @@ class LayerTable:
     overhead_s: float = 0.0
     device: str = "cpu"
     limitations: list[str] = field(default_factory=list)
+    clock: str = "cpu"
+    op_timing: str | None = None
+    precision: str | None = None
+    catalog_name: str | None = None
 
     def layer(self, name: str) -> LayerRecord:
         for rec in self.layers:
@@ -127,9 +137,35 @@ class LayerTable:
     def optimizer_s(self) -> float:
         return sum(r.optimizer_s for r in self.layers)
 
+    @property
+    def modules_s(self) -> float:
+        """Sum of every layer's time per step (root and optimizer included): what the profile saw."""
+        return self.forward_s + self.backward_s + self.optimizer_s
+
+    def coverage(self, step_s: float | None) -> dict[str, float | None]:
+        """``{step_s, modules_s, ratio}``: the per-module sum next to a measured step time.
+
+        `step_s` is the measured time of a profiled step on the same clock (the session's device
+        step time); ratio is modules_s / step_s (None without a step time). A ratio well below 1 is
+        time the per-layer profile does not see (host gaps, unlabelled kernels); above 1 is
+        overlap (kernels on several streams at once).
+        """
+        modules = self.modules_s
+        ratio = modules / step_s if step_s else None
+        return {"step_s": step_s, "modules_s": modules, "ratio": ratio}
+
+    def op_samples(self, max_rows: int = MAX_ROWS) -> dict[str, Any] | None:
+        """``{device, catalog_name, timing, rows}`` for self-calibration; None unless CUPTI-timed."""
+        if self.op_timing != "cupti":
+            return None
+        return {"device": self.device, "catalog_name": self.catalog_name, "timing": "cupti",
+                "rows": op_sample_rows(self, max_rows)}
+
     def to_dict(self) -> dict[str, Any]:
         return {"steps": self.steps, "unattributed_s": self.unattributed_s,
-                "overhead_s": self.overhead_s, "device": self.device,
+                "overhead_s": self.overhead_s, "device": self.device, "clock": self.clock,
+                "op_timing": self.op_timing, "precision": self.precision,
+                "catalog_name": self.catalog_name, "modules_s": self.modules_s,
                 "limitations": list(self.limitations),
                 "layers": [r.to_dict() for r in self.layers]}
 
@@ -138,4 +174,6 @@ class LayerTable:
         return cls(layers=[LayerRecord.from_dict(r) for r in d.get("layers", [])],
                    steps=int(d.get("steps", 0)), unattributed_s=float(d.get("unattributed_s", 0)),
                    overhead_s=float(d.get("overhead_s", 0)),
-                   device=d.get("device", "cpu"), limitations=list(d.get("limitations", [])))
+                   device=d.get("device", "cpu"), limitations=list(d.get("limitations", [])),
+                   clock=d.get("clock", "cpu"), op_timing=d.get("op_timing"),
+                   precision=d.get("precision"), catalog_name=d.get("catalog_name"))

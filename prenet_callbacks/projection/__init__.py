@@ -32,7 +32,7 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     chosen = resolve_targets(targets)
     if targets is not None and not chosen:
         report.targets = []
-        report.extra.pop("recommendation", None)
+        report.recommendation = None
         return []
     workload = workload_from_report(report)
     shape = run_shape_from_report(report, workload)
@@ -56,13 +56,30 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     else:
         report.extra.pop("recommendation", None)
     report.extra["projection"] = {
+        "work": {"steps": shape.steps and int(round(shape.steps)),
+                 "done_steps": int((report.run or {}).get("start_step") or 0)},
         "notes": notes,
         "assumptions": ("data-parallel targets keep the per-device batch; the same data takes "
                         "world/N times the optimizer steps"),
         "precision": workload.precision.label(),
         "predictor": (getattr(predictor, "metadata", {}) or {}).get("version"),
     }
+    from prenet_callbacks.report_upgrade import adopt_projection_rows
+
+    adopt_projection_rows(report)  # until the rows are built with prenet-report/2 names
     return report.targets
+
+
+def _done_before_s(report, workload: Workload) -> float:
+    """Wall time of the steps that ran before this fit (resume) or attach: measured when the
+    report holds the earlier fits' time, else those steps at the measured step time."""
+    run = report.run or {}
+    done = int(run.get("start_step") or 0)
+    if not done:
+        return 0.0
+    if run.get("earlier_s") is not None:
+        return float(run["earlier_s"])
+    return done * (workload.measured_step_s or 0.0)
 
 
 def _current_row(report, workload: Workload) -> dict[str, Any] | None:
@@ -74,13 +91,17 @@ def _current_row(report, workload: Workload) -> dict[str, Any] | None:
     name = anchor.name if anchor is not None else (current.get("name") or current.get("device") or "current")
     devices = int(current.get("devices") or 1)
     total = prediction.get("predicted_total_s")
+    done_s = _done_before_s(report, workload)
+    if total is not None and done_s:
+        total += done_s  # the whole run, like every target row: the part that ran before this fit too
     cost = run_cost(anchor, devices, total) if anchor is not None else None
     step = workload.measured_step_s
     return {
         "name": name, "devices": devices, "step_seconds": step,
         "low_seconds": step, "high_seconds": step,
-        "total_seconds": total, "total_low_seconds": prediction.get("low_s"),
-        "total_high_seconds": prediction.get("high_s"),
+        "total_seconds": total,
+        "total_low_seconds": prediction.get("low_s") and prediction["low_s"] + done_s,
+        "total_high_seconds": prediction.get("high_s") and prediction["high_s"] + done_s,
         "work_seconds": step, "speedup": 1.0,
         "usd_per_gpu_hour": cost.usd_per_gpu_hour if cost else None,
         "usd_per_hour": cost.usd_per_hour if cost else None,

@@ -126,13 +126,22 @@ def _activations(measured: dict[str, Any], fwd_written: float) -> tuple[float | 
 
 
 def run_shape_from_report(report, workload: Workload) -> RunShape:
+    """The work every row describes: the whole run's steps (or those that fit in its time limit).
+
+    The breakdown's fixed and validation parts belong to this fit; when steps ran before it
+    (resume, late attach) they are scaled to the whole run in proportion to its steps.
+    """
     plan = report.plan or {}
     prediction = report.latest_prediction or {}
     breakdown = prediction.get("breakdown") or {}
-    steps = plan.get("total_steps")
+    steps = prediction.get("steps") or plan.get("total_steps")
     if steps is None and prediction.get("predicted_total_s") is None:
         return RunShape(None)
     if steps is None and workload.measured_step_s:
-        steps = (breakdown.get("train") or 0.0) / workload.measured_step_s
-    fixed = sum(float(breakdown.get(k) or 0.0) for k in ("setup", "checkpoints", "epoch_boundaries"))
-    return RunShape(float(steps) if steps is not None else None, fixed, float(breakdown.get("validation") or 0.0))
+        steps = (breakdown.get("train_s") or 0.0) / workload.measured_step_s
+    fixed = sum(float(breakdown.get(k) or 0.0) for k in ("setup_s", "checkpoints_s", "epoch_boundaries_s"))
+    validation = float(breakdown.get("validation_s") or 0.0)
+    done = int((report.run or {}).get("start_step") or 0)
+    if steps and done and steps > done:
+        validation *= steps / (steps - done)  # this fit's validation covers only its own steps
+    return RunShape(float(steps) if steps is not None else None, fixed, validation)
