@@ -36,7 +36,7 @@ def publish(report: Report, experiment: Any, *, step: int, stage: str) -> None:
     if not callable(getattr(experiment, "add_text", None)):
         raise ValueError(f"experiment={type(experiment).__name__} has no add_text; pass a TensorBoard SummaryWriter "
                          "(e.g. TensorBoardLogger.experiment)")
-    panel = render_text(report, width=110)
+    panel = render_text(report, width=110, live=stage == "first")
     # TensorBoard renders text as Markdown: indenting every line keeps the panel a monospace block.
     body = "\n".join("    " + line for line in panel.rstrip("\n").splitlines())
     experiment.add_text(TEXT_TAG, f"**PreNeT, {STAGES[stage]}** (optimizer step {step:,})\n\n{body}", global_step=step)

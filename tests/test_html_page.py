@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from prenet_callbacks.cli import main
-from prenet_callbacks.html import CHARTS, ReportPageError, write_report_page
+from prenet_callbacks.html import CHARTS, write_report_page
 from prenet_callbacks.html.view import HardwarePoint, hardware_points, pareto_front
-from prenet_callbacks.report import Report
+from prenet_callbacks.report import Report, ReportError
 from tests.html_fixtures import variant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -156,7 +156,7 @@ def test_a_failure_while_drawing_keeps_the_old_page_and_leaves_no_temp_file(tmp_
     with pytest.raises(ZeroDivisionError):
         write_report_page(Report.from_dict(variant("finished")), old)
     assert old.read_text() == "old page" and [p.name for p in tmp_path.iterdir()] == ["page.html"]
-    with pytest.raises(ReportPageError, match="is a directory"):
+    with pytest.raises(ReportError, match="is a directory"):
         write_report_page(Report.from_dict(variant("finished")), tmp_path)
 
 
@@ -167,12 +167,12 @@ import sys
 sys.modules["matplotlib"] = None  # as if the extra were not installed
 import prenet_callbacks, prenet_callbacks.html, integrations.tensorboard
 from prenet_callbacks.cli import main
-from prenet_callbacks.html import MissingExtraError, plotting_available, write_report_page
+from prenet_callbacks.html import plotting_available, write_report_page
 from prenet_callbacks.report import Report
 assert not plotting_available()
 try:
     write_report_page(Report.load({str(tmp_path / 'run.json')!r}), {str(tmp_path / 'x.html')!r})
-except MissingExtraError as error:
+except ValueError as error:
     print("API:", error)
 sys.exit(main(["report", {str(tmp_path / 'run.json')!r}, "--html", {str(tmp_path / 'y.html')!r}]))
 """
@@ -182,3 +182,13 @@ sys.exit(main(["report", {str(tmp_path / 'run.json')!r}, "--html", {str(tmp_path
     errors = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and "prenet-callbacks[html]" in errors[0], errors
     assert not (tmp_path / "x.html").exists() and not (tmp_path / "y.html").exists()
+
+
+def test_bands_that_rounding_put_on_the_wrong_side_still_hold_their_value(tmp_path):
+    data = variant("finished")
+    data["predictions"][-1].update(low_s=19.5, high_s=19.0)  # total 19.1
+    data["targets"][1].update(total_low_s=2.61, total_s=2.6, total_high_s=2.59)
+    _, parts = page_of(data, tmp_path)
+    assert list(parts.charts) == list(CHARTS)
+    t4 = next(p for p in hardware_points(data)[0] if p.label == "T4")
+    assert (t4.low, t4.time, t4.high) == (2.6, 2.6, 2.6)

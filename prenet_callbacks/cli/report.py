@@ -50,10 +50,9 @@ def _targets(names: list[str] | None) -> list[str] | None:
 
 def _check_html_option(page: str) -> None:
     """Fail before any work when the page cannot be made: no plotting extra, or a folder given."""
-    from prenet_callbacks.html import INSTALL, plotting_available
+    from prenet_callbacks.extras import require_extra
 
-    if not plotting_available():
-        raise UsageError(f"--html needs matplotlib, which is not installed: run {INSTALL}")
+    require_extra("matplotlib", "html", "--html")
     if Path(page).is_dir():
         raise UsageError(f"--html {page}: is a directory; pass a file such as report.html")
 

@@ -3,12 +3,11 @@
     from prenet_callbacks.html import write_report_page
     write_report_page(Report.load("prenet_report.json"), "prenet_report.html")
 
-Importing this package never needs matplotlib; rendering does, and says which extra to install.
+Importing this package never needs matplotlib; rendering does, and its error names the extra.
 """
 from __future__ import annotations
 
-from prenet_callbacks.html.extra import EXTRA, INSTALL, MissingExtraError, plotting_available, require_plotting
-from prenet_callbacks.html.page import CHARTS, ReportPageError, render_report_page, write_report_page
+from prenet_callbacks.html.page import (CHARTS, ReportPageError, plotting_available, render_report_page,
+                                        write_report_page)
 
-__all__ = ["CHARTS", "EXTRA", "INSTALL", "MissingExtraError", "ReportPageError", "plotting_available",
-           "render_report_page", "require_plotting", "write_report_page"]
+__all__ = ["CHARTS", "ReportPageError", "plotting_available", "render_report_page", "write_report_page"]

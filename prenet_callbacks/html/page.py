@@ -11,10 +11,9 @@ from html import escape
 from pathlib import Path
 from typing import Any, Callable
 
-from prenet_callbacks.atomic_write import write_atomically
+from prenet_callbacks.extras import has_module, require_extra
 from prenet_callbacks.html import facts, view
-from prenet_callbacks.html.extra import require_plotting
-from prenet_callbacks.report import Report
+from prenet_callbacks.report import Report, ReportError, write_atomic
 
 CHARTS = ("history", "breakdown", "layers", "hardware")  # each a section id, `data-chart` and `charts.<name>_chart`
 _CSS = """
@@ -39,7 +38,12 @@ ul.notes{font-size:13px;color:#555;margin:6px 0 0;padding-left:20px}
 
 
 class ReportPageError(ValueError):
-    """A report the page cannot be made from (no predictions) or a page that cannot be written."""
+    """A report the page cannot be made from: it has no predictions."""
+
+
+def plotting_available() -> bool:
+    """True when matplotlib, which draws the charts (the ``html`` extra), is installed."""
+    return has_module("matplotlib")
 
 
 def _chart(name: str, data: dict[str, Any], caption: str) -> str:
@@ -60,8 +64,8 @@ def _section(name: str, heading: str, chart: str, table: str, missing: str) -> s
 
 def render_report_page(report: Report) -> str:
     """The page as a string. Raises `ReportPageError` for a report without predictions and
-    `MissingExtraError` (naming the ``html`` extra) when matplotlib is not installed."""
-    require_plotting()
+    `ValueError` naming the ``html`` extra when matplotlib is not installed."""
+    require_extra("matplotlib", "html", "the HTML report")
     from prenet_callbacks.html.charts import drawing
 
     data = report.to_dict()
@@ -114,10 +118,10 @@ def _sections(data: dict[str, Any]) -> list[tuple[str, str, str, Callable[[dict[
 def write_report_page(report: Report, path: str | os.PathLike[str]) -> Path:
     """Render `report` and write it to `path` atomically; returns the path.
 
-    Raises `ReportPageError` (a `ValueError`) for a report without predictions or a path that cannot
-    be written, `MissingExtraError` (an `ImportError`) without the ``html`` extra. On any failure an
-    existing page at `path` is left as it was and no partial file remains.
+    Raises `ReportPageError` for a report without predictions, `ReportError` for a path that cannot
+    be written, and `ValueError` naming the ``html`` extra without matplotlib (all `ValueError`s).
+    On any failure an existing page at `path` is left as it was and no partial file remains.
     """
     if Path(path).is_dir():
-        raise ReportPageError(f"cannot write page {str(path)!r}: it is a directory (pass a file such as report.html)")
-    return write_atomically(path, render_report_page(report), what="page", error=ReportPageError)
+        raise ReportError(f"cannot write page {str(path)!r}: it is a directory (pass a file such as report.html)")
+    return write_atomic(path, render_report_page(report), what="page")

@@ -35,6 +35,13 @@ def number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+def band(value: float, low: Any, high: Any) -> tuple[float, float]:
+    """``(low, high)`` around `value`, widened to hold it: rounding in a report (or a band floored
+    at the time already spent) can put a bound on the wrong side of the value it bounds."""
+    low, high = number(low), number(high)
+    return (value if low is None else min(low, value)), (value if high is None else max(high, value))
+
+
 def latest_prediction(data: dict[str, Any]) -> dict[str, Any] | None:
     predictions = data.get("predictions") or []
     return predictions[-1] if predictions else None
@@ -174,11 +181,11 @@ class HardwarePoint:
 
     @property
     def cost_low(self) -> float | None:
-        return None if self.cost is None else self.cost * self.low / self.time
+        return None if self.cost is None else self.cost * (self.low / self.time)
 
     @property
     def cost_high(self) -> float | None:
-        return None if self.cost is None else self.cost * self.high / self.time
+        return None if self.cost is None else self.cost * (self.high / self.time)
 
 
 def hardware_points(data: dict[str, Any]) -> tuple[list[HardwarePoint], bool]:
@@ -195,19 +202,20 @@ def hardware_points(data: dict[str, Any]) -> tuple[list[HardwarePoint], bool]:
     points = []
     for target in targets:
         if whole_run:
-            time, low, high = (number(target.get(k)) for k in ("total_s", "total_low_s", "total_high_s"))
+            time, low, high = (target.get(k) for k in ("total_s", "total_low_s", "total_high_s"))
             cost = number(target.get("total_usd"))
         else:
-            time, low, high = (number(target.get(k)) for k in ("step_s", "step_low_s", "step_high_s"))
-            per_hour = number(target.get("usd_per_hour"))
+            time, low, high = (target.get(k) for k in ("step_s", "step_low_s", "step_high_s"))
+            per_hour, time = number(target.get("usd_per_hour")), number(time)
             cost = None if per_hour is None or time is None else per_hour * time * 1000 / 3600
+        time = number(time)
         if time is None or time <= 0:
             continue
+        low, high = band(time, low, high)
         label = target_label(target)
         fits = target.get("fits_memory")
-        points.append(HardwarePoint(label, time, low if low is not None else time, high if high is not None else time,
-                                    cost, fits if isinstance(fits, bool) else None, bool(target.get("current")),
-                                    roles.get(label, [])))
+        points.append(HardwarePoint(label, time, low, high, cost, fits if isinstance(fits, bool) else None,
+                                    bool(target.get("current")), roles.get(label, [])))
     front = pareto_front(points)
     for point in points:
         point.front = point.label in front

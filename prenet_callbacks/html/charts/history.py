@@ -43,8 +43,8 @@ def _draw_totals(axis: Any, rows: list[dict[str, Any]], data: dict[str, Any]) ->
         color = FIT_COLORS[index % len(FIT_COLORS)]
         steps = [r["at_step"] for r in points]
         totals = [r["predicted_total_s"] for r in points]
-        lows = [number(r.get("low_s")) or t for r, t in zip(points, totals)]
-        highs = [number(r.get("high_s")) or t for r, t in zip(points, totals)]
+        bands = [view.band(t, r.get("low_s"), r.get("high_s")) for r, t in zip(points, totals)]
+        lows, highs = [b[0] for b in bands], [b[1] for b in bands]
         name = "predicted fit time" if len(fits) == 1 else f"predicted fit time, fit {fit}"
         if len(points) > 1:
             axis.fill_between(steps, lows, highs, color=color, alpha=0.18, linewidth=0, label=once("band"))
