@@ -4,11 +4,10 @@ from __future__ import annotations
 from typing import Any
 
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 
 from prenet_callbacks.html import view
 from prenet_callbacks.html.view import number
-from prenet_callbacks.html.charts.style import DARK, PART_COLORS, new_figure, tidy, time_tick
+from prenet_callbacks.html.charts.style import DARK, PART_COLORS, new_figure, tidy, time_axis
 from prenet_callbacks.units import format_duration, format_percent, format_step_time
 
 
@@ -58,5 +57,4 @@ def _bars(axis: Any, rows: list[tuple[str, float]], total: float, fmt: Any) -> N
         axis.text(seconds + right * 0.02, row, f"{fmt(seconds)}  {format_percent(seconds / total if total else None)}",
                   va="center", fontsize=8)
     axis.set_xlim(0, right * 1.35 or 1)
-    axis.xaxis.set_major_locator(MaxNLocator(nbins=5))
-    axis.xaxis.set_major_formatter(time_tick(fmt))
+    time_axis(axis.xaxis, fmt, 0, right * 1.35 or 1, most=5)

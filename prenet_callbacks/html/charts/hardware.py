@@ -8,7 +8,7 @@ from matplotlib.ticker import FuncFormatter
 
 from prenet_callbacks.html import view
 from prenet_callbacks.html.charts.style import (BLUE, DARK, GREY, ORANGE, RED, Legend, log_scale, new_figure,
-                                                tidy, time_tick, usd_tick)
+                                                tidy, time_axis, usd_tick)
 from prenet_callbacks.units import format_duration, format_step_time
 
 
@@ -33,10 +33,8 @@ def hardware_chart(data: dict[str, Any]) -> Figure | None:
     if strip is not None:
         _unpriced(strip, unpriced)
     bottom = strip if strip is not None else main
-    if max(times) / min(times) > 8:
-        log_scale(bottom.xaxis, time_tick(time_fmt), max(times) / min(times))
-    else:
-        bottom.xaxis.set_major_formatter(time_tick(time_fmt))
+    log = max(times) / min(times) > 8
+    time_axis(bottom.xaxis, time_fmt, min(times) / (2 if log else 1), max(times) * (2 if log else 1), log=log)
     bottom.set_xlabel("predicted whole-run time" if whole_run else "predicted time per optimizer step")
     top = main if main is not None else strip
     top.set_title("Other hardware: time against cost" + ("" if whole_run else " (run length unknown: per step)"),

@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from prenet_callbacks.html import view
 from prenet_callbacks.html.view import number
-from prenet_callbacks.html.charts.style import BLUE, DARK, FIT_COLORS, GREY, ORANGE, Legend, new_figure, tidy, time_tick
+from prenet_callbacks.html.charts.style import BLUE, DARK, FIT_COLORS, GREY, ORANGE, Legend, new_figure, tidy, time_axis
 from prenet_callbacks.units import format_duration, format_step_time
 
 
@@ -67,7 +67,7 @@ def _draw_totals(axis: Any, rows: list[dict[str, Any]], data: dict[str, Any]) ->
         step, value = clipped[0]
         axis.annotate(f"naive estimate at step {step:,}: {format_duration(value)} (off the chart)", (step, top),
                       textcoords="offset points", xytext=(6, -12), fontsize=8, color=GREY)
-    axis.yaxis.set_major_formatter(time_tick(format_duration))
+    time_axis(axis.yaxis, format_duration, 0, top or 1.0)
     axis.set_ylabel("whole-fit time")
     total_steps = number((data.get("plan") or {}).get("total_steps"))
     right = max([total_steps or 0.0] + [r["at_step"] for r in rows])
@@ -103,8 +103,9 @@ def _draw_rate(axis: Any, rows: list[dict[str, Any]]) -> None:
     points = [(s, t) for s, t in points if t is not None]
     if points:
         axis.plot(*zip(*points), color=BLUE, marker="o", markersize=3, label="time per optimizer step")
-    axis.set_ylim(0, max([t for _, t in points] or [1.0]) * 1.25)
-    axis.yaxis.set_major_formatter(time_tick(format_step_time))
+    top = max([t for _, t in points] or [1.0]) * 1.25
+    axis.set_ylim(0, top)
+    time_axis(axis.yaxis, format_step_time, 0, top)
     axis.set_ylabel("time per optimizer step")
     axis.set_title("Run length unknown: no whole-fit total, time per step instead", loc="left", fontsize=11)
 

@@ -5,10 +5,10 @@ import textwrap
 from typing import Any
 
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import FuncFormatter
 
 from prenet_callbacks.html import view
-from prenet_callbacks.html.charts.style import BLUE, DARK, ORANGE, RED, log_scale, new_figure, tidy, time_tick
+from prenet_callbacks.html.charts.style import BLUE, DARK, ORANGE, RED, log_scale, new_figure, tidy, time_axis
 from prenet_callbacks.units import format_count, format_step_time
 
 TOP_LAYERS = 12
@@ -43,8 +43,7 @@ def _layer_bars(axis: Any, rows: list[view.Layer]) -> None:
         axis.text(layer.seconds + right * 0.02, row, f"{format_count(layer.flops)}FLOP, {intensity} FLOP/B",
                   va="center", fontsize=7, color=DARK)
     axis.set_xlim(0, right * 1.6)
-    axis.xaxis.set_major_locator(MaxNLocator(nbins=4))
-    axis.xaxis.set_major_formatter(time_tick(format_step_time))
+    time_axis(axis.xaxis, format_step_time, 0, right * 1.6, most=4)
     axis.set_xlabel("time per optimizer step")
     axis.legend(loc="lower right", fontsize=8, frameon=False)
     axis.set_title("Slowest layers (measured)", loc="left", fontsize=11)

@@ -7,7 +7,7 @@ from typing import Any, Iterator
 import matplotlib.style
 from matplotlib import rc_context
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MultipleLocator
 
 from prenet_callbacks.units import format_usd
 
@@ -15,6 +15,9 @@ WIDTH_IN = 9.5
 BLUE, ORANGE, GREEN, RED, GREY, DARK = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#8c8c8c", "#333333"
 FIT_COLORS = (BLUE, "#9467bd", "#17becf", "#bcbd22")
 PART_COLORS = (GREY, BLUE, ORANGE, GREEN, "#9467bd")
+# Round times for ticks: 1-2-5 steps up to 50 s (and for step times in ms and µs), then minutes and hours.
+ROUND_TIMES_S = ([k * 10.0 ** e for e in range(-6, 2) for k in (1, 2, 5)]
+                 + [60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 432000, 864000])
 
 
 @contextmanager
@@ -62,6 +65,28 @@ def log_scale(axis: Any, formatter: Any, span: float) -> None:
     axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if span < 100 else (1.0,)))
     axis.set_major_formatter(formatter)
     axis.set_minor_formatter(FuncFormatter(lambda value, _: ""))
+
+
+def time_axis(axis: Any, fmt: Any, low: float, high: float, *, log: bool = False, most: int = 8) -> None:
+    """Ticks at round times between `low` and `high` seconds (``1m 00s``, ``2m 00s``, not ``1m 40s``),
+    labelled with `fmt`; `log` makes the axis logarithmic. At most `most` labelled ticks."""
+    if log:
+        if axis is axis.axes.xaxis:
+            axis.axes.set_xscale("log")
+        else:
+            axis.axes.set_yscale("log")
+        ticks: list[float] = []
+        for tick in (t for t in ROUND_TIMES_S if low <= t <= high):
+            if not ticks or tick >= 1.9 * ticks[-1]:  # evenly spread on a log axis: 50 s, then 2m, not 1m
+                ticks.append(tick)
+        while len(ticks) > most:
+            ticks = ticks[::2]
+        axis.set_major_locator(FixedLocator(ticks))
+        axis.set_minor_formatter(FuncFormatter(lambda value, _: ""))
+    else:
+        span = max(high - low, 1e-9)
+        axis.set_major_locator(MultipleLocator(next((s for s in ROUND_TIMES_S if span / s <= most), ROUND_TIMES_S[-1])))
+    axis.set_major_formatter(time_tick(fmt))
 
 
 def time_tick(fmt: Any) -> FuncFormatter:
