@@ -167,9 +167,16 @@ def on_gpu() -> dict[str, Any]:
     return data
 
 
+def deepspeed() -> dict[str, Any]:
+    """A DeepSpeed run (attach, not a Lightning fit): the page speaks of a run."""
+    data = finished()
+    data["run"]["framework"] = data["current"]["framework"] = "deepspeed"
+    return data
+
+
 VARIANTS = {"finished": finished, "unknown_length": unknown_length, "no_targets": no_targets,
             "not_fitting": not_fitting, "failed_profile": failed_profile, "resumed": resumed,
-            "stopped_early": stopped_early, "on_gpu": on_gpu}
+            "stopped_early": stopped_early, "on_gpu": on_gpu, "deepspeed": deepspeed}
 
 
 def variant(name: str) -> dict[str, Any]:

@@ -83,6 +83,7 @@ CASES = {
     "stopped_early": (CHARTS, [], ["Stopped early (EarlyStopping on val_loss) at optimizer step 120",
                                    "predicted for the work done"]),
     "on_gpu": (CHARTS, [], ["Roofline on A100-SXM4-80GB", "roof: 19.5 TFLOP/s"]),
+    "deepspeed": (CHARTS, [], ["Predicted run time", "whole-run time", "Whole run: 19 s"]),
 }
 
 

@@ -117,8 +117,9 @@ def summary(data: dict[str, Any]) -> str:
     total = number(latest.get("predicted_total_s"))
     if total is not None:
         low, high = format_duration(number(latest.get("low_s"))), format_duration(number(latest.get("high_s")))
-        rows.append(("Predicted fit time", f"<strong>{format_duration(total)}</strong> (band {low} – {high}), "
-                     f"latest prediction, at optimizer step {latest.get('at_step', '—')}"))
+        rows.append((f"Predicted {view.run_word(data)} time",
+                     f"<strong>{format_duration(total)}</strong> (band {low} – {high}), latest prediction, "
+                     f"at optimizer step {latest.get('at_step', '—')}"))
         naive = number(latest.get("naive_total_s"))
         if naive is not None:
             rows.append(("Naive progress-bar estimate", f"{format_duration(naive)} at the same step"))

@@ -92,15 +92,15 @@ def render_report_page(report: Report) -> str:
 
 def _sections(data: dict[str, Any]) -> list[tuple[str, str, str, Callable[[dict[str, Any]], str], str]]:
     """Per chart: name, heading, caption, the facts table under it, and what to say when it cannot be drawn."""
-    whole = view.has_totals(data)
+    whole, word = view.has_totals(data), view.run_word(data)
     return [
         ("history", "Prediction history",
-         "Predicted whole-fit time at each optimizer step, with its band, the actual time once the fit ended, "
+         f"Predicted whole-{word} time at each optimizer step, with its band, the actual time once the {word} ended, "
          "and the naive progress-bar estimate (elapsed / fraction done)" if whole else
          "The run's length is unknown: time per optimizer step at each prediction",
          lambda _: "", "no prediction has an optimizer step"),
         ("breakdown", "Where the time goes",
-         "Left: the whole fit's predicted parts (hatched: data loading inside training). Right: one measured "
+         f"Left: the whole {word}'s predicted parts (hatched: data loading inside training). Right: one measured "
          "optimizer step.", facts.breakdown_table, "no breakdown and no measured step phases in this report"),
         ("layers", "Layers",
          "Forward and backward time per optimizer step of the slowest layers, with their FLOPs and arithmetic "

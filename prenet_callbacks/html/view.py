@@ -42,6 +42,12 @@ def band(value: float, low: Any, high: Any) -> tuple[float, float]:
     return (value if low is None else min(low, value)), (value if high is None else max(high, value))
 
 
+def run_word(data: dict[str, Any]) -> str:
+    """``fit`` for a Lightning report (a ``Trainer.fit`` call), ``run`` for the other frameworks."""
+    framework = (data.get("run") or {}).get("framework") or (data.get("current") or {}).get("framework")
+    return "fit" if framework in (None, "lightning") else "run"
+
+
 def latest_prediction(data: dict[str, Any]) -> dict[str, Any] | None:
     predictions = data.get("predictions") or []
     return predictions[-1] if predictions else None

@@ -37,7 +37,7 @@ def breakdown_chart(data: dict[str, Any]) -> Figure | None:
                 axis.legend(loc="lower right", fontsize=8, frameon=False)
             step = (prediction or {}).get("at_step")
             when = f" (predicted at step {step:,})" if isinstance(step, int) else ""
-            axis.set_title(f"Whole fit: {format_duration(total)}{when}", loc="left", fontsize=11)
+            axis.set_title(f"Whole {view.run_word(data)}: {format_duration(total)}{when}", loc="left", fontsize=11)
         else:
             step_total = number(((data.get("measured") or {}).get("step_phases") or {}).get("total_s"))
             step_total = step_total or sum(s for _, s in phases)

@@ -45,7 +45,8 @@ def _draw_totals(axis: Any, rows: list[dict[str, Any]], data: dict[str, Any]) ->
         totals = [r["predicted_total_s"] for r in points]
         bands = [view.band(t, r.get("low_s"), r.get("high_s")) for r, t in zip(points, totals)]
         lows, highs = [b[0] for b in bands], [b[1] for b in bands]
-        name = "predicted fit time" if len(fits) == 1 else f"predicted fit time, fit {fit}"
+        word = view.run_word(data)
+        name = f"predicted {word} time" if len(fits) == 1 else f"predicted {word} time, {word} {fit}"
         if len(points) > 1:
             axis.fill_between(steps, lows, highs, color=color, alpha=0.18, linewidth=0, label=once("band"))
             axis.plot(steps, totals, color=color, marker="o", markersize=3, label=name)
@@ -68,7 +69,7 @@ def _draw_totals(axis: Any, rows: list[dict[str, Any]], data: dict[str, Any]) ->
         axis.annotate(f"naive estimate at step {step:,}: {format_duration(value)} (off the chart)", (step, top),
                       textcoords="offset points", xytext=(6, -12), fontsize=8, color=GREY)
     time_axis(axis.yaxis, format_duration, 0, top or 1.0)
-    axis.set_ylabel("whole-fit time")
+    axis.set_ylabel(f"whole-{view.run_word(data)} time")
     total_steps = number((data.get("plan") or {}).get("total_steps"))
     right = max([total_steps or 0.0] + [r["at_step"] for r in rows])
     axis.set_xlim(0, right * 1.03 or 1)
@@ -107,7 +108,7 @@ def _draw_rate(axis: Any, rows: list[dict[str, Any]]) -> None:
     axis.set_ylim(0, top)
     time_axis(axis.yaxis, format_step_time, 0, top)
     axis.set_ylabel("time per optimizer step")
-    axis.set_title("Run length unknown: no whole-fit total, time per step instead", loc="left", fontsize=11)
+    axis.set_title("Run length unknown: no total, time per step instead", loc="left", fontsize=11)
 
 
 def _mark_start(axis: Any, data: dict[str, Any]) -> None:
