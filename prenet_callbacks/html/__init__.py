@@ -9,5 +9,7 @@ from __future__ import annotations
 
 from prenet_callbacks.html.page import (CHARTS, ReportPageError, plotting_available, render_report_page,
                                         write_report_page)
+from prenet_callbacks.html.publisher import PagePublisher
 
-__all__ = ["CHARTS", "ReportPageError", "plotting_available", "render_report_page", "write_report_page"]
+__all__ = ["CHARTS", "PagePublisher", "ReportPageError", "plotting_available", "render_report_page",
+           "write_report_page"]

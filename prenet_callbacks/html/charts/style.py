@@ -1,6 +1,7 @@
 """What every chart shares: size, colours, tidy axes, legend labels once, tick labels with units."""
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -20,11 +21,17 @@ ROUND_TIMES_S = ([k * 10.0 ** e for e in range(-6, 2) for k in (1, 2, 5)]
                  + [60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 432000, 864000])
 
 
+# Style contexts change matplotlib's global rcParams while they are open: one drawer at a time,
+# so that a page drawn in a background thread and a TensorBoard image drawn in the training thread
+# never restore each other's settings.
+_ONE_DRAWER = threading.RLock()
+
+
 @contextmanager
 def drawing() -> Iterator[None]:
     """Draw and save charts in matplotlib's default style whatever the user has set, with plain text
     (no mathtext: a ``$`` in a label stays a dollar, and nothing pays for the math parser)."""
-    with matplotlib.style.context("default"), rc_context({"text.parse_math": False}):
+    with _ONE_DRAWER, matplotlib.style.context("default"), rc_context({"text.parse_math": False}):
         yield
 
 
