@@ -193,3 +193,10 @@ def test_bands_that_rounding_put_on_the_wrong_side_still_hold_their_value(tmp_pa
     assert list(parts.charts) == list(CHARTS)
     t4 = next(p for p in hardware_points(data)[0] if p.label == "T4")
     assert (t4.low, t4.time, t4.high) == (2.6, 2.6, 2.6)
+
+
+def test_a_folder_as_the_page_is_refused_before_any_work(tmp_path, capsys):
+    source = tmp_path / "run.json"
+    source.write_text(json.dumps(variant("finished")))
+    rc, lines = cli(["report", str(source), "--html", str(tmp_path)], capsys)
+    assert rc == 2 and len(lines) == 1 and "is a directory" in lines[0] and "--html" in lines[0]

@@ -92,7 +92,8 @@ def time_axis(axis: Any, fmt: Any, low: float, high: float, *, log: bool = False
         axis.set_minor_formatter(FuncFormatter(lambda value, _: ""))
     else:
         span = max(high - low, 1e-9)
-        axis.set_major_locator(MultipleLocator(next((s for s in ROUND_TIMES_S if span / s <= most), ROUND_TIMES_S[-1])))
+        steps = [s for s in ROUND_TIMES_S if span <= 120 or s % 60 == 0]  # whole minutes beyond two minutes
+        axis.set_major_locator(MultipleLocator(next((s for s in steps if span / s <= most), steps[-1])))
     axis.set_major_formatter(time_tick(fmt))
 
 
