@@ -1,6 +1,9 @@
 """Timing of the vectorised prediction path: 10,000 mixed ops on 40 catalog devices (target <= 100 ms).
 
-    python -m benchmarks.predictor_speed [--ops 10000] [--devices 40] [--repeats 5]
+    python -m benchmarks.predictor_speed [--ops 10000] [--devices 40] [--repeats 5] [--predictor DIR]
+
+``--predictor`` times another predictor folder, e.g. a calibration from `prenet calibrate` (its
+device is predicted with the correction when it is among the devices).
 """
 from __future__ import annotations
 
@@ -53,11 +56,12 @@ def main(argv=None) -> int:
     parser.add_argument("--ops", type=int, default=10_000)
     parser.add_argument("--devices", type=int, default=40)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--predictor", default=None, help="a predictor folder (default: the shipped one)")
     args = parser.parse_args(argv)
     from predictor_models.hardware import list_hardware
     from predictor_models.predictor import load_predictor
 
-    predictor = load_predictor()
+    predictor = load_predictor(args.predictor)
     devices = [d for d in list_hardware() if d.memory_bandwidth_gbs][: args.devices]
     ops = mixed_ops(args.ops)
     predictor.predict_matrix(ops[:10], devices)  # warm caches (artifact load, imports)

@@ -83,12 +83,8 @@ def main(argv: list[str] | None = None) -> dict:
     measured = time.perf_counter() - start
 
     report = prenet.report
-    first = report.first_prediction
-    if first and report.actual:
-        error = first["predicted_total_s"] / report.actual["fit_s"] - 1
-        print(f"\nPreNeT predicted {format_duration(first['predicted_total_s'])} at optimizer step "
-              f"{first['at_step']}; the run took {format_duration(report.actual['fit_s'])} ({error:+.1%}). "
-              f"Loop wall time {format_duration(measured)}; final loss {loss.item():.4f}.")
+    if report.actual:  # PreNeT's own last line compared its first prediction with the time taken
+        print(f"Loop wall time {format_duration(measured)}; final loss {loss.item():.4f}.")
         print(f"Report: {args.out}/prenet_report.json  (re-render: prenet report {args.out}/prenet_report.json)")
     return report.to_dict()
 

@@ -1,40 +1,39 @@
 """`attach`: predict a raw DeepSpeed run's wall time a few optimizer steps in, and refine it.
 
     engine, *_ = deepspeed.initialize(model=model, config=config, ...)
-    prenet = attach(engine, total_steps=10_000, report_path="runs/prenet_report.json")
+    prenet = attach(engine, total_steps=10_000, eval_every=500, checkpoint_every=2000,
+                    report_path="runs/prenet_report.json")
     for batch in loader:                    # your loop, unchanged
         loss = engine(batch)
         engine.backward(loss)
         engine.step()
+        ...                                 # evaluation under torch.no_grad(), engine.save_checkpoint(...)
+    prenet.finish()
     prenet.report                           # the same `Report` as PreNeTCallback's
 
 DeepSpeed has no callback API, so `attach` wraps the engine's ``forward``, ``backward``, ``step``
 and ``save_checkpoint`` on that instance (see `integrations.deepspeed_hooks`) and feeds the shared
-`PredictionSession`, exactly as the Lightning callback does. ``predicted_total_s`` is the wall time
-from `attach()` to the end of optimizer step ``total_steps``; when that step ends the report is
-finished and every wrapper removed. Rank 0 prints the table, writes the JSON report and logs
-``prenet/*`` events to ``engine.monitor`` when one is enabled.
+`PredictionSession` through the same `LoopRun` as the plain-loop `Tracker`. ``predicted_total_s``
+is the wall time from `attach()` to the end of optimizer step ``total_steps`` (and of the
+evaluation and checkpoint save the schedule puts after it); then the report is finished and every
+wrapper removed. Rank 0 prints the table, writes the JSON report and logs ``prenet/*`` events to
+``engine.monitor`` when one is enabled.
 """
 from __future__ import annotations
 
-import numbers
+import contextlib
 import os
 import weakref
-from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
 from integrations.deepspeed_config import describe_engine, precision_of
 from integrations.deepspeed_hooks import EngineEvents
-from prenet_callbacks.config import validate_session_config
-from prenet_callbacks.plan import plan_for_steps
-from prenet_callbacks.render import print_report as render_report
+from integrations.loop_run import LoopRun, check_schedule, loop_config, module_profiler
 from prenet_callbacks.report import Report
 from prenet_callbacks.run_info import describe_run
 from prenet_callbacks.session import PredictionSession
-
-REPORT_FILENAME = "prenet_report.json"
 
 # Instance attribute naming the live handle: a second attach would double-count every event. Kept
 # on the engine (not in a module-level map) so that a dropped engine is collected with its handle.
@@ -42,27 +41,52 @@ _HANDLE_ATTR = "_prenet_handle"
 
 
 class DeepSpeedHandle:
-    """What `attach` returns: the live report, and the way to finish or detach early."""
+    """What `attach` returns: the live report, blocks to time by hand, and the way to finish or detach early."""
 
-    def __init__(self, engine: Any, session: PredictionSession) -> None:
+    def __init__(self, engine: Any, run: LoopRun) -> None:
         self._engine = weakref.ref(engine)
-        self.session = session
+        self.run = run
+        self.events: EngineEvents | None = None
+
+    @property
+    def session(self) -> PredictionSession:
+        return self.run.session
 
     @property
     def report(self) -> Report:
         """The `Report`: plan, measurements, prediction history, targets, and ``actual`` at the end."""
-        return self.session.report
+        return self.run.report
 
     @property
     def attached(self) -> bool:
-        """True while the engine's methods are wrapped (until the last step, `finish`, `detach` or a failure)."""
+        """True while the engine's methods are wrapped (until the run's end, `finish`, `detach` or a failure)."""
         engine = self._engine()
         return engine is not None and engine.__dict__.get(_HANDLE_ATTR) is self
 
+    @contextlib.contextmanager
+    def validation(self) -> Iterator[None]:
+        """``with prenet.validation():`` around an evaluation (optional: ``engine(...)`` under no_grad is found
+        anyway, but only a block tells when an evaluation after the last step is over)."""
+        with self.run.validation():
+            yield
+        self._after_last_step("eval")
+
+    @contextlib.contextmanager
+    def checkpoint(self) -> Iterator[None]:
+        """``with prenet.checkpoint():`` around a save that does not go through ``engine.save_checkpoint``."""
+        with self.run.checkpoint():
+            yield
+        self._after_last_step("ckpt")
+
+    def _after_last_step(self, event: str) -> None:
+        events = self.events
+        if events is not None:
+            events.fire(lambda: events.after_last_step(event))
+
     def finish(self) -> Report:
-        """End the run now (e.g. a loop that stops before ``total_steps``): record it, write the report, detach."""
+        """End the run now (after the loop, or a loop that stops before ``total_steps``): record it, write the report, detach."""
         if self.attached:
-            self.session.fit_end()
+            self.run.end()
         self.detach()
         return self.report
 
@@ -74,7 +98,10 @@ class DeepSpeedHandle:
 def attach(
     engine: Any,
     *,
-    total_steps: int,
+    total_steps: int | None,
+    eval_every: int | None = None,
+    eval_batches: int | None = None,
+    checkpoint_every: int | None = None,
     report_path: str | os.PathLike[str] | None = None,
     targets: Sequence[str] | None = None,
     warmup_steps: int = 3,
@@ -84,51 +111,59 @@ def attach(
     print_report: bool = True,
     profile_layers: bool = True,
     predictor: Any = None,
+    html: bool | None = None,
 ) -> DeepSpeedHandle:
     """Start predicting the run of a `deepspeed.DeepSpeedEngine`; call it just before the training loop.
 
     Args:
         engine: the engine returned by ``deepspeed.initialize`` (with an optimizer).
         total_steps: optimizer steps the whole run makes, counted like ``engine.global_steps``
-            (a resumed engine at step 1000 of 5000 takes ``total_steps=5000``).
+            (a resumed engine at step 1000 of 5000 takes ``total_steps=5000``); ``None``: the length
+            is unknown and only a rate (time per step) is given, until `finish`.
+        eval_every: the loop evaluates after every this many optimizer steps (``engine(...)`` under
+            ``torch.no_grad()``, or a ``with prenet.validation():`` block); planned and predicted.
+        eval_batches: batches in one evaluation, for its estimate until the first one is measured.
+        checkpoint_every: the loop calls ``engine.save_checkpoint`` after every this many optimizer steps.
         report_path: where rank 0 writes the JSON report; default ``./prenet_report.json``.
         targets: other hardware to project onto (``["A100", "8x H100"]``); ``None`` for the default
             set, ``[]`` for none.
         warmup_steps, profile_steps, timing_steps, log_every_n_steps, print_report, profile_layers,
-        predictor: as for `PreNeTCallback` (steps are optimizer steps).
+        predictor, html: as for `PreNeTCallback` (steps are optimizer steps).
 
     Returns:
-        A `DeepSpeedHandle` with ``.report``, ``.finish()`` and ``.detach()``.
+        A `DeepSpeedHandle` with ``.report``, ``.validation()``, ``.checkpoint()``, ``.finish()`` and ``.detach()``.
 
     Raises:
         TypeError: ``engine`` is not a `DeepSpeedEngine` (or is a pipeline engine).
         ValueError: a bad argument, or the engine is already attached or past ``total_steps``.
     """
     _check_engine(engine)
-    total_steps = _check_total_steps(total_steps, int(engine.global_steps))
-    config = validate_session_config(
+    start_step = int(engine.global_steps)
+    schedule = check_schedule(total_steps, start_step=start_step, eval_every=eval_every, eval_batches=eval_batches,
+                              checkpoint_every=checkpoint_every, step_name="the engine's global_steps")
+    config = loop_config(
         warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
         log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
-        print_report=print_report, profile_layers=profile_layers, predictor=predictor,
+        print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
     )
-    if config.report_path is None:
-        config.report_path = Path.cwd() / REPORT_FILENAME
     if engine.__dict__.get(_HANDLE_ATTR) is not None:
         raise ValueError("this engine already has PreNeT attached; call .detach() on the first handle before attaching again")
 
-    session = PredictionSession(config, is_rank_zero=int(getattr(engine, "global_rank", 0)) == 0)
-    handle = DeepSpeedHandle(engine, session)
+    run = LoopRun(config, schedule, is_rank_zero=int(getattr(engine, "global_rank", 0)) == 0, start_step=start_step)
+    handle = DeepSpeedHandle(engine, run)
+    session = run.session
     engine.__dict__[_HANDLE_ATTR] = handle
     session.add_cleanup(lambda: engine.__dict__.pop(_HANDLE_ATTR, None) if engine.__dict__.get(_HANDLE_ATTR) is handle else None)
     try:
-        session.printer = render_report  # the session prints on rank 0 only
-        session.logger_sinks = _monitor_sinks(engine)
-        session.fit_start(current=_current_run(engine))
-        session.set_plan(plan_for_steps(total_steps, accumulate=int(engine.gradient_accumulation_steps()),
-                                        start_step=int(engine.global_steps)))
-        session.profile_model(lambda: _make_profiler(engine))
+        device = torch.device(getattr(engine, "device", "cpu"))
+        run.start(_current_run(engine), framework="deepspeed", device=device,
+                  accumulate=int(engine.gradient_accumulation_steps()), sinks=_monitor_sinks(engine),
+                  make_profiler=lambda: module_profiler(engine.module, clock=session.device_clock, device=device,
+                                                        precision=precision_of(engine)),
+                  unknown_reason="attach(total_steps=None): the run's length was not given, so only a rate can be given")
         if not session.disabled:  # a session that already stepped aside must not leave wrappers behind
-            EngineEvents(engine, session, total_steps).install()
+            handle.events = EngineEvents(engine, run)
+            handle.events.install()
     except Exception as error:  # noqa: BLE001 - past validation, PreNeT problems never stop the run
         session.fail(error, where="deepspeed.attach")
     return handle
@@ -151,19 +186,6 @@ def _check_engine(engine: Any) -> None:
                         "(pass `optimizer=` or an \"optimizer\" section to deepspeed.initialize)")
 
 
-def _check_total_steps(total_steps: Any, global_steps: int) -> int:
-    if isinstance(total_steps, bool) or not isinstance(total_steps, numbers.Integral):
-        raise ValueError(f"total_steps must be a positive integer (optimizer steps in the whole run), got "
-                         f"{total_steps!r} ({type(total_steps).__name__}); pass e.g. total_steps=1000")
-    total_steps = int(total_steps)
-    if total_steps < 1:
-        raise ValueError(f"total_steps must be a positive integer, got {total_steps}; pass e.g. total_steps=1000")
-    if total_steps <= global_steps:
-        raise ValueError(f"total_steps={total_steps} is not beyond the engine's global_steps={global_steps}: "
-                         "count total_steps from the start of the run, like engine.global_steps")
-    return total_steps
-
-
 def _monitor_sinks(engine: Any) -> list[Callable[[dict[str, float], int], None]]:
     """``prenet/*`` metrics to ``engine.monitor`` (TensorBoard, W&B, CSV, Comet) when enabled."""
     monitor = getattr(engine, "monitor", None)
@@ -181,9 +203,3 @@ def _current_run(engine: Any) -> dict[str, Any]:
     return describe_run(getattr(engine, "device", "cpu"), devices=getattr(engine, "world_size", 1),
                         precision=precision_of(engine), strategy=type(engine).__name__, framework="deepspeed",
                         deepspeed=describe_engine(engine))
-
-
-def _make_profiler(engine: Any) -> Any:
-    from prenet_callbacks.profiling import ModuleProfiler
-
-    return ModuleProfiler(engine.module, device=torch.device(engine.device))

@@ -8,6 +8,10 @@ wrapped on the engine *instance* (the class is never touched). A micro-batch is
 Every wrapper calls straight through with the same arguments, returns what the original returned
 and lets its exceptions pass unchanged; an error in PreNeT's own code becomes one warning and the
 session steps aside (restoring the originals).
+
+The run ends when optimizer step ``total_steps`` ends, unless the declared schedule puts an
+evaluation or a checkpoint save after that step: then it ends once they have run (the due save
+returned, after the due evaluation), or when training goes on, or at ``finish()``.
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from prenet_callbacks.session import PredictionSession
+from integrations.loop_run import LoopRun, memory_account
 
 Restore = Callable[[], None]
 
@@ -48,15 +52,16 @@ def wrap_method(obj: Any, name: str, make_wrapper: Callable[[Callable[..., Any]]
 class EngineEvents:
     """Feeds the session from one engine; ``install()`` wraps, the session's cleanups unwrap."""
 
-    def __init__(self, engine: Any, session: PredictionSession, total_steps: int) -> None:
+    def __init__(self, engine: Any, run: LoopRun) -> None:
         self.engine = engine
-        self.session = session
-        self.total_steps = total_steps
+        self.run = run
+        self.session = run.session
         self.active = False
         self.in_batch = False           # a micro-batch has started (first forward since the last step)
         self.boundary = False           # the current step() is at an accumulation boundary
         self.evaluating = False         # the running forward is an evaluation call (no grad, between batches)
         self.last_global_steps = int(engine.global_steps)
+        self.due: dict[str, Any] | None = None  # after the last step: what is still due (see after_last_step)
 
     # -- installation ---------------------------------------------------------------------------
     def install(self) -> None:
@@ -67,7 +72,7 @@ class EngineEvents:
             ("forward", self._on_forward, self._on_forward_end),
             ("backward", self._on_backward_start, self._on_backward_end),
             ("step", self._on_step_start, self._on_step_end),
-            ("save_checkpoint", self.session.checkpoint_start, self.session.checkpoint_end),
+            ("save_checkpoint", self.session.checkpoint_start, self._on_save_end),
         ):
             if callable(getattr(self.engine, name, None)):
                 self.session.add_cleanup(wrap_method(self.engine, name, self._wrapper(before, after)))
@@ -81,17 +86,21 @@ class EngineEvents:
             @functools.wraps(original)
             def wrapped(*args: Any, **kwargs: Any) -> Any:
                 if before is not None:
-                    self._fire(before)
-                result = original(*args, **kwargs)
+                    self.fire(before)
+                try:
+                    result = original(*args, **kwargs)
+                except (KeyboardInterrupt, SystemExit) as error:
+                    self.run.end_with(error)  # Ctrl+C: the loop is over (a plain error stays the user's)
+                    raise
                 if after is not None:
-                    self._fire(after)
+                    self.fire(after)
                 return result
 
             return wrapped
 
         return make
 
-    def _fire(self, event: Callable[[], None]) -> None:
+    def fire(self, event: Callable[[], None]) -> None:
         """Run one event; PreNeT's own errors make the session step aside, never reach the run."""
         if not self.active or self.session.disabled:
             return
@@ -102,10 +111,15 @@ class EngineEvents:
 
     # -- events -----------------------------------------------------------------------------------
     def _on_forward(self) -> None:
+        if self.run.in_block:
+            return  # inside `with prenet.validation()` / `checkpoint()`: timed as that block
         if not self.in_batch and not torch.is_grad_enabled():
             # evaluation between micro-batches: timed apart, like validation, so it never inflates a step
             self.evaluating = True
             self.session.validation_start()
+            return
+        if self.due is not None:
+            self.run.end()  # training goes on past the run's last step and its due events: the run is over
             return
         self._open_batch()
 
@@ -113,6 +127,7 @@ class EngineEvents:
         if self.evaluating:
             self.evaluating = False
             self.session.validation_end()
+            self.after_last_step("eval_forward")
 
     def _open_batch(self) -> None:
         # several forwards in one micro-batch (two inputs, a teacher model) start it only once
@@ -138,6 +153,39 @@ class EngineEvents:
         stepped = global_steps != self.last_global_steps
         self.last_global_steps = global_steps
         self.in_batch = False
-        self.session.batch_end(stepped=stepped, global_step=global_steps)
-        if stepped and global_steps >= self.total_steps:
-            self.session.fit_end()  # records the actual time, writes the report, unwraps
+        session = self.session
+        if stepped and session.measurements.state_bytes is None and session.steps_seen >= 1:
+            # after the first step: the optimizer's state exists; ZeRO partitions read from metadata
+            session.set_memory_account(memory_account(self.engine, world=int(getattr(self.engine, "world_size", 1))))
+        session.batch_end(stepped=stepped, global_step=global_steps)
+        if not stepped:
+            return
+        self.run.steps = global_steps
+        if self.run.reached_end():
+            eval_due, ckpt_due = self.run.schedule.events_after(global_steps)
+            if eval_due or ckpt_due:
+                self.due = {"eval": eval_due, "ckpt": ckpt_due}
+            else:
+                self.run.end()  # records the actual time, writes the report, unwraps
+
+    def _on_save_end(self) -> None:
+        self.session.checkpoint_end()
+        self.after_last_step("ckpt")
+
+    def after_last_step(self, event: str) -> None:
+        """An evaluation (``"eval"``, a `validation()` block; ``"eval_forward"``, a no-grad forward) or a
+        save (``"ckpt"``) has run: after the last step, end the run once nothing is due any more.
+
+        No-grad forwards never tell when an evaluation is over: after them the run ends at the due
+        save, when training goes on, or at ``finish()``.
+        """
+        due = self.due
+        if due is None or not self.run.active:
+            return
+        if event == "eval_forward":
+            due["eval"] = due["eval"] and "seen"
+            return
+        due[event] = False
+        eval_over = due["eval"] in (False, "seen") if event == "ckpt" else not due["eval"]
+        if eval_over and not due["ckpt"]:
+            self.run.end()

@@ -1,101 +1,139 @@
-"""Measure single ops on this machine's CUDA GPU, in the row format `train --extra` reads.
+"""Measure single ops on this machine's CUDA GPU, in the row format `calibrate` and `train --extra` read.
 
-    python -m predictor_models.collect --out DIR [--dtypes float32 bfloat16] [--quick]
+    python -m predictor_models.collect --out DIR [--quick] [--dtypes float32 bfloat16] [--device cuda:1]
 
-GEMM, convolution, layer norm / softmax, elementwise and attention (SDPA) at a grid of shapes,
-timed with CUDA events (warm-up, then the median of repeated runs). Without CUDA it exits 2.
+GEMMs, batched GEMMs, convolutions, layer norm / softmax and pointwise ops at a fixed grid of
+sizes (`collection.cases`), each timed as device time with a cold L2 cache (`collection.timer`).
+``--quick`` measures about 110 ops (about a minute); the full grid about 500. Writes
+``<device>.csv`` (rows labelled with the catalog name of the GPU), ``<device>.json`` (what was
+measured, how, with which library versions and math flags) and, for a GPU the catalog lacks,
+``hardware.toml`` with the entry detected from the driver (usable as ``PRENET_HARDWARE``).
+Without CUDA, or for a GPU whose figures cannot be read, it exits 2 with one line.
 """
 from __future__ import annotations
 
 import argparse
-import itertools
+import datetime as _dt
+import json
+import os
+import re
 import sys
+import time
+from collections import Counter
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
-from predictor_models.op_spec import OpSpec
+from predictor_models.datasets.common import Sample
+from predictor_models.paths import check_output_path
 
-GEMM_SIDES = (64, 256, 1024, 2048, 4096)
-CONV_SHAPES = ((32, 64, 64, 56, 3, 1), (32, 128, 128, 28, 3, 1), (32, 256, 256, 14, 3, 1), (32, 64, 256, 56, 1, 1),
-               (16, 3, 64, 224, 7, 2), (64, 512, 512, 7, 3, 1))
-ROWS_COLS = ((1024, 1024), (4096, 1024), (8192, 4096), (16384, 768), (2048, 50257))
-NUMELS = (2**16, 2**20, 2**22, 2**24, 2**26)
-ATTN = ((8, 16, 512, 64), (4, 16, 1024, 64), (2, 32, 2048, 128), (1, 32, 4096, 128))
+ROWS_SOURCE = "collect"
+HARDWARE_FILE = "hardware.toml"
+TIMER = "cuda events per call, L2 flushed before each call, median (do_bench method)"
 
 
-def _time_ms(torch, fn, repeats: int) -> float:
-    for _ in range(3):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(repeats):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
+class CollectError(RuntimeError):
+    """Collection cannot run here (no CUDA, an unknown GPU whose figures cannot be read)."""
 
 
-def _cases(torch, dtype_name: str, quick: bool) -> Iterator[tuple[OpSpec, object]]:
-    from predictor_models.datasets.common import conv_op, elementwise_op, gemm_op, norm_op
-
-    dev, dt = "cuda", getattr(torch, dtype_name)
-    tf32 = dtype_name == "float32" and torch.backends.cuda.matmul.allow_tf32
-    sides = GEMM_SIDES[1::2] if quick else GEMM_SIDES
-    for m, n, k in itertools.product(sides, sides, sides):
-        a, b = torch.randn(m, k, device=dev, dtype=dt), torch.randn(k, n, device=dev, dtype=dt)
-        yield gemm_op(1, m, n, k, dtype_name, tf32=tf32, name="aten::mm"), lambda a=a, b=b: torch.mm(a, b)
-    for n_, cin, cout, size, kern, stride in CONV_SHAPES[: 3 if quick else None]:
-        x = torch.randn(n_, cin, size, size, device=dev, dtype=dt)
-        w = torch.randn(cout, cin, kern, kern, device=dev, dtype=dt)
-        op = conv_op(n_, cin, cout, size, size, kern, kern, stride, kern // 2, dtype_name, tf32=tf32, name="aten::convolution")
-        yield op, lambda x=x, w=w, s=stride, p=kern // 2: torch.nn.functional.conv2d(x, w, stride=s, padding=p)
-    for rows, cols in ROWS_COLS:
-        x = torch.randn(rows, cols, device=dev, dtype=dt)
-        yield norm_op(rows, cols, dtype_name, name="aten::native_layer_norm"), \
-            lambda x=x, c=cols: torch.nn.functional.layer_norm(x, (c,))
-        yield norm_op(rows, cols, dtype_name, name="aten::_softmax"), lambda x=x: torch.softmax(x, -1)
-    for numel in NUMELS:
-        x, y = torch.randn(numel, device=dev, dtype=dt), torch.randn(numel, device=dev, dtype=dt)
-        yield elementwise_op(numel, 2, dtype_name, name="aten::add"), lambda x=x, y=y: x + y
-        yield elementwise_op(numel, 1, dtype_name, name="aten::gelu"), lambda x=x: torch.nn.functional.gelu(x)
-    s = 2 if dtype_name != "float32" else 4
-    for b, h, seq, d in ATTN:
-        q = torch.randn(b, h, seq, d, device=dev, dtype=dt)
-        flops = 4.0 * b * h * seq * seq * d
-        op = OpSpec("attention", dtype_name, flops, 3 * q.numel() * s, q.numel() * s,
-                    {"b": b, "heads": h, "s_q": seq, "s_kv": seq, "d": d, "causal": 0, "backward": 0}, tf32,
-                    "aten::scaled_dot_product_attention")
-        yield op, lambda q=q: torch.nn.functional.scaled_dot_product_attention(q, q, q)
+def file_stem(device_name: str) -> str:
+    """A file name for a device name ("RTX 4090" -> "RTX_4090")."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", device_name).strip("_") or "gpu"
 
 
-def collect(out: str | Path, *, dtypes: Sequence[str] = ("float32", "bfloat16"), quick: bool = False,
-            repeats: int = 20, log=print) -> Path:
-    """Measure the grid on the current CUDA device and write ``<device>.csv`` into ``out``."""
+def device_entry(info) -> object:
+    """The catalog (or detected) entry rows are labelled with; a clear error when there is none."""
+    if info.kind not in ("cuda", "rocm"):
+        raise CollectError(f"collect measures a GPU through torch.cuda; this device is {info.kind} ({info.name})")
+    if info.accelerator is None:
+        raise CollectError(f"GPU {info.name!r} is not in the hardware catalog and its figures could not be read from "
+                           "the driver; describe it in a hardware file (see docs/hardware.md) and pass --catalog FILE")
+    return info.accelerator
+
+
+def write_collection(out: Path, entry, samples: list[Sample], meta: dict) -> Path:
+    """Write ``<device>.csv``, ``<device>.json`` and (detected GPU) ``hardware.toml``; returns the CSV path.
+
+    Each file is written beside its final name and renamed into place, so a failed run leaves no
+    half-written file."""
+    from predictor_models.datasets.rows import write_rows
+    from predictor_models.hardware.detected import to_toml
+
+    out.mkdir(parents=True, exist_ok=True)
+    stem = file_stem(entry.name)
+    path = out / f"{stem}.csv"
+    _atomic(path, lambda tmp: write_rows(tmp, samples))
+    _atomic(out / f"{stem}.json", lambda tmp: tmp.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n"))
+    if getattr(entry, "detected", False):
+        _atomic(out / HARDWARE_FILE, lambda tmp: tmp.write_text(to_toml(entry)))
+    return path
+
+
+def _atomic(path: Path, write) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def collect(out: str | Path, *, dtypes: Sequence[str] | None = None, quick: bool = False, device: str | None = None,
+            catalog: str | Path | None = None, budget_ms: float = 25.0, log=print) -> Path:
+    """Measure the grid on a CUDA device (default: the current one) and write the rows into ``out``."""
     import torch
 
-    from predictor_models.datasets.common import Sample, write_rows
+    from predictor_models.collection.cases import cases, default_dtypes, math_flags
+    from predictor_models.collection.timer import CudaBackend, time_op
+    from predictor_models.hardware import current_device, load_catalog
 
+    out = check_output_path(out, "--out", directory=True)
     if not torch.cuda.is_available():
-        raise RuntimeError("no CUDA device: collect measures ops on this machine's GPU")
-    device = torch.cuda.get_device_name()
-    samples = []
-    for dtype_name in dtypes:
-        for op, fn in _cases(torch, dtype_name, quick):
+        raise CollectError("no CUDA device: collect measures ops on this machine's GPU")
+    dev = torch.device(device or "cuda")
+    if dev.type != "cuda":
+        raise CollectError(f"--device {device!r} is not a CUDA device; pass e.g. --device cuda:0")
+    dev = torch.device("cuda", torch.cuda.current_device() if dev.index is None else dev.index)
+    info = current_device(load_catalog(catalog, on_error="raise") if catalog else None, dev)
+    entry = device_entry(info)
+    dtypes = list(dtypes or default_dtypes(torch))
+    flags = math_flags(torch)
+    grid = cases(dtypes, flags, quick=quick)
+    log(f"measuring {len(grid)} ops on {info.name} ({'catalog entry' if not info.detected else 'detected'}: "
+        f"{entry.name}), dtypes {', '.join(dtypes)}")
+    start = time.time()
+    samples: list[Sample] = []
+    skipped: Counter = Counter()
+    with torch.cuda.device(dev):
+        backend = CudaBackend(torch, dev)
+        for case in grid:
+            fn = None
             try:
-                ms = _time_ms(torch, fn, repeats)
-            except RuntimeError as error:  # out of memory, unsupported dtype: skip that case
-                log(f"skipped {op.name} {op.dims}: {error}")
+                fn = case.build(torch, dev)        # inputs are allocated inside the guard too
+                timing = time_op(fn, backend, budget_ms=budget_ms)
+            except torch.cuda.OutOfMemoryError:
+                skipped["out of memory"] += 1
+                del fn
                 torch.cuda.empty_cache()
                 continue
-            samples.append(Sample(op, device, ms * 1e-3, "collect"))
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / (device.replace(" ", "_").replace("/", "_") + ".csv")
-    write_rows(path, samples)
-    log(f"wrote {len(samples)} rows to {path}")
+            except RuntimeError as error:           # a dtype or shape this GPU or library refuses
+                skipped[f"{case.op.name} {case.op.dtype}: {str(error).splitlines()[0][:80]}"] += 1
+                continue
+            del fn
+            samples.append(Sample(case.op, entry.name, timing.seconds, ROWS_SOURCE))
+    if not samples:
+        raise CollectError(f"no op could be measured on {info.name}: {dict(skipped)}")
+    meta = {"schema": "prenet-rows/1", "device": entry.name, "driver_name": info.name, "detected": info.detected,
+            "device_index": dev.index, "rows": len(samples), "skipped": dict(skipped), "quick": quick,
+            "dtypes": dtypes, "math": flags, "timer": TIMER, "torch": torch.__version__,
+            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "seconds_taken": round(time.time() - start, 1)}
+    path = write_collection(Path(out), entry, samples, meta)
+    log(f"wrote {len(samples)} rows to {path} in {time.time() - start:.0f} s"
+        + (f"; skipped {sum(skipped.values())}: {dict(skipped)}" if skipped else ""))
+    if info.detected:
+        log(f"{entry.name} is not in the catalog: its detected figures are in {Path(out) / HARDWARE_FILE}")
     return path
 
 
@@ -103,15 +141,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The collect options (shared with ``prenet collect``)."""
     parser.set_defaults(prog=parser.prog)  # errors name the command as typed ("prenet collect" or "python -m ...")
     parser.add_argument("--out", required=True, help="folder to write <device>.csv into")
-    parser.add_argument("--dtypes", nargs="*", default=["float32", "bfloat16"], help="dtypes to measure")
-    parser.add_argument("--quick", action="store_true", help="a smaller grid (a minute or so)")
-    parser.add_argument("--repeats", type=int, default=20, help="timed runs per case (median kept)")
+    parser.add_argument("--dtypes", nargs="*", default=None,
+                        help="dtypes to measure (default: float32 and bfloat16, or float16 where bf16 is not native)")
+    parser.add_argument("--quick", action="store_true", help="about 110 ops, about a minute (default: about 500)")
+    parser.add_argument("--device", default=None, help="the CUDA device to measure, e.g. cuda:1 (default: the current one)")
+    parser.add_argument("--catalog", metavar="FILE", default=None,
+                        help="hardware override file describing a GPU the catalog lacks (default: $PRENET_HARDWARE)")
 
 
 def run(args) -> int:
     try:
-        collect(args.out, dtypes=args.dtypes, quick=args.quick, repeats=args.repeats)
-    except RuntimeError as error:
+        for dtype in args.dtypes or ():
+            if dtype not in ("float32", "float16", "bfloat16"):
+                raise ValueError(f"--dtypes: {dtype!r} is not one of float32, float16, bfloat16")
+        collect(args.out, dtypes=args.dtypes, quick=args.quick, device=args.device, catalog=args.catalog)
+    except (CollectError, ValueError) as error:
         print(f"{getattr(args, 'prog', 'collect')}: error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -1,6 +1,6 @@
 """Leave-one-GPU-out evaluation of the predictor beside the PreNeT-paper baseline, same folds, same run.
 
-    python -m predictor_models.evaluate --data ../shared/data --json OUT.json [--update-card predictor_models/pretrained]
+    python -m predictor_models.evaluate --json OUT.json [--update-card predictor_models/pretrained] [--data ../shared/data]
 
 For each GPU in the data, both models are trained on every other GPU and scored on that one's ops,
 per op class. Then NeuSight's per-node transformer-layer labels (forward and backward, FP32) on
@@ -128,15 +128,15 @@ def summarise(heldout: list[dict]) -> dict:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The evaluate options (shared with ``prenet evaluate``)."""
     parser.set_defaults(prog=parser.prog)  # errors name the command as typed ("prenet evaluate" or "python -m ...")
-    parser.add_argument("--data", default="../shared/data", help="folder of public measurements (default ../shared/data)")
+    from predictor_models.train import add_data_argument, add_weight_decay_argument
+
+    add_data_argument(parser)
     parser.add_argument("--json", required=True, help="where to write the results")
     parser.add_argument("--gpus", nargs="*", help="evaluate only these held-out GPUs (catalog names)")
     parser.add_argument("--sources", nargs="*", help="data sources (default: the training defaults)")
     parser.add_argument("--members", type=int, default=None, help="MLPs per class (default: as train)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the paper baseline")
     parser.add_argument("--update-card", metavar="DIR", help="write heldout_errors.json and the model card's table there")
-    from predictor_models.train import add_weight_decay_argument
-
     add_weight_decay_argument(parser)
 
 
@@ -178,7 +178,7 @@ def run(args) -> int:
             available = sorted(set(map(str, ts.gpu)))
             missing = [gpu for gpu in gpus if gpu not in available]
             if missing:
-                raise ValueError(f"--gpus: no measurements on {missing[0]!r} in {args.data}; GPUs in the data: "
+                raise ValueError(f"--gpus: no measurements on {missing[0]!r} in {args.data or 'the shipped rows'}; GPUs in the data: "
                                  f"{', '.join(available)}")
     except (TrainError, ValueError) as error:
         print(f"{getattr(args, 'prog', 'evaluate')}: error: {error}", file=sys.stderr)

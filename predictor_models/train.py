@@ -1,8 +1,10 @@
 """Train the per-op predictor from public measurements (and your own, from ``collect``).
 
-    python -m predictor_models.train --data ../shared/data --out predictor_models/pretrained [--extra DIR]
+    python -m predictor_models.train --out predictor_models/pretrained [--extra DIR] [--data ../shared/data]
 
-Deterministic (seeded, single-threaded BLAS); a few minutes on 2 cores. Writes ``predictor.json``.
+The public rows ship with the package (`datasets.shipped`); ``--data DIR`` reads the raw source
+folders instead (same rows, same predictor). Deterministic (seeded, single-threaded BLAS); about a
+minute on one core. Writes ``predictor.json``.
 """
 from __future__ import annotations
 
@@ -62,30 +64,64 @@ def check_sources(sources: Sequence[str] | None, option: str = "--sources") -> N
         raise ValueError(f"{option}: unknown data source {unknown[0]!r}; known: {', '.join(SOURCES)}")
 
 
-def load_training_set(data: str | Path, sources: Sequence[str] | None, extra: Sequence[str] | None):
-    """Samples from the data folder (and extra row CSVs) resolved against the hardware catalog."""
+def load_training_set(data: str | Path | None, sources: Sequence[str] | None, extra: Sequence[str] | None):
+    """Samples from the shipped rows (``data`` None) or a raw data folder, plus extra row files,
+    resolved against the hardware catalog."""
     from predictor_models.datasets import LoadReport, load_all, read_rows
     from predictor_models.datasets.registry import DEFAULT_SOURCES
+    from predictor_models.datasets.shipped import ShippedDataError, load_shipped
     from predictor_models.hardware import lookup_hardware
     from predictor_models.predictor.training import build_training_set
 
-    root = Path(data)
-    if not root.is_dir():
-        raise TrainError(f"data folder {root} not found (pass --data, e.g. --data ../shared/data)")
-    samples, reports = load_all(root, tuple(sources or DEFAULT_SOURCES))
+    if data is None:
+        try:
+            samples, reports = load_shipped(tuple(sources or DEFAULT_SOURCES))
+        except ShippedDataError as error:
+            raise TrainError(str(error)) from None
+        where = "the shipped rows"
+    else:
+        root = Path(data)
+        if not root.is_dir():
+            raise TrainError(f"data folder {root} not found (pass --data with the raw source folders, e.g. "
+                             "--data ../shared/data, or leave --data out to use the rows shipped with prenet)")
+        samples, reports = load_all(root, tuple(sources or DEFAULT_SOURCES))
+        where = str(root)
+    lookup = lookup_hardware
     if extra:
         report = LoadReport("extra")
-        samples = samples + read_rows(extra, report)
+        mine = read_rows(extra, report)
+        samples = samples + mine
         reports.append(report)
+        lookup = extra_lookup(extra, {s.device for s in mine})
     if not samples:
-        raise TrainError(f"no usable measurements under {root} (sources: {', '.join(sources or DEFAULT_SOURCES)})")
-    ts = build_training_set(samples, lookup_hardware)
+        raise TrainError(f"no usable measurements in {where} (sources: {', '.join(sources or DEFAULT_SOURCES)})")
+    ts = build_training_set(samples, lookup)
     if not len(ts):
         raise TrainError("no measurement is on a GPU the hardware catalog knows")
     return ts, reports
 
 
-def train(data: str | Path, out: str | Path, *, extra: Sequence[str] | None = None, sources: Sequence[str] | None = None,
+def extra_lookup(extra: Sequence[str], devices: set[str]):
+    """Name -> catalog entry, knowing the GPUs described by ``hardware.toml`` files beside the extra rows
+    (collect writes one for a GPU the catalog lacks); an extra device nobody describes is an error."""
+    from predictor_models.hardware import UnknownHardwareError, default_catalog, lookup_hardware
+    from predictor_models.hardware.catalog import apply_override
+
+    catalog = default_catalog()
+    for folder in extra:
+        path = Path(folder) / "hardware.toml"
+        if path.is_file():
+            catalog = apply_override(catalog, path)
+    for name in sorted(devices):
+        try:
+            lookup_hardware(name, catalog=catalog)
+        except UnknownHardwareError as error:
+            raise TrainError(f"--extra rows of {name!r}: {error}; put the hardware.toml that `prenet collect` wrote "
+                             "for it beside the rows, or describe it in $PRENET_HARDWARE") from None
+    return lambda name: lookup_hardware(name, catalog=catalog)
+
+
+def train(data: str | Path | None, out: str | Path, *, extra: Sequence[str] | None = None, sources: Sequence[str] | None = None,
           members: int = DEFAULT_MEMBERS, date: str | None = None, weight_decay: dict[str, float] | None = None,
           log=print) -> Path:
     """Fit every class model and write the artifact; returns its path."""
@@ -128,13 +164,19 @@ def train(data: str | Path, out: str | Path, *, extra: Sequence[str] | None = No
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The train options (shared with ``prenet train``)."""
     parser.set_defaults(prog=parser.prog)  # errors name the command as typed ("prenet train" or "python -m ...")
-    parser.add_argument("--data", default="../shared/data", help="folder of public measurements (default ../shared/data)")
+    add_data_argument(parser)
     parser.add_argument("--out", required=True, help="folder to write predictor.json into")
     parser.add_argument("--extra", nargs="*", default=None, help="folders/files of rows written by `collect`")
     parser.add_argument("--sources", nargs="*", default=None, help="data sources to use (default neusight xla vidur)")
     parser.add_argument("--members", type=int, default=DEFAULT_MEMBERS, help="MLPs per op class (ensemble)")
     parser.add_argument("--date", default=None, help="date recorded in the metadata (default: today)")
     add_weight_decay_argument(parser)
+
+
+def add_data_argument(parser: argparse.ArgumentParser) -> None:
+    """``--data DIR`` (shared with evaluate): raw source folders instead of the shipped rows."""
+    parser.add_argument("--data", default=None, metavar="DIR",
+                        help="raw public source folders (e.g. ../shared/data) instead of the rows shipped with prenet")
 
 
 def add_weight_decay_argument(parser: argparse.ArgumentParser) -> None:
@@ -157,7 +199,7 @@ def run(args) -> int:
         check_output_path(args.out, "--out", directory=True)
         train(args.data, args.out, extra=args.extra, sources=args.sources, members=args.members, date=args.date,
               weight_decay=decays)
-    except (TrainError, ValueError, FileNotFoundError) as error:
+    except (TrainError, ValueError, FileNotFoundError) as error:  # RowsError is a ValueError
         print(f"{getattr(args, 'prog', 'train')}: error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -3,9 +3,12 @@
 Public API::
 
     from prenet_callbacks import PreNeTCallback, estimate, Report, list_hardware, lookup_hardware
+    from prenet_callbacks import PreNeTTrainerCallback, Tracker
 
 Names are resolved lazily so that ``import prenet_callbacks`` stays cheap and does not import
-Lightning or DeepSpeed; `PreNeTCallback` comes from `integrations.lightning`.
+Lightning, DeepSpeed or transformers; `PreNeTCallback` comes from `integrations.lightning`,
+`PreNeTTrainerCallback` from `integrations.transformers` (the ``transformers`` extra), `Tracker`
+from `integrations.loop`.
 """
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "PreNeTCallback": "integrations.lightning",
+    "PreNeTTrainerCallback": "integrations.transformers",
+    "Tracker": "integrations.loop",
     "Report": "prenet_callbacks.report",
     "estimate": "prenet_callbacks.estimation",
     "Estimate": "prenet_callbacks.estimation",
@@ -24,7 +29,9 @@ _LAZY = {
     "current_device": "prenet_callbacks.hardware",
 }
 
-__all__ = sorted(_LAZY) + ["__version__"]
+# Needs an optional extra ([transformers]): resolvable by name, but not pulled in by `import *`.
+_OPTIONAL = {"PreNeTTrainerCallback"}
+__all__ = sorted(set(_LAZY) - _OPTIONAL) + ["__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -37,4 +44,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return __all__
+    return sorted(_LAZY) + ["__version__"]

@@ -242,13 +242,34 @@ class RunPlan:
         return cls(**data)
 
 
-def plan_for_steps(total_steps: int, *, accumulate: int = 1, start_step: int = 0) -> RunPlan:
-    """A plan with no epochs, validation or checkpoints: ``total_steps`` optimizer steps."""
-    return RunPlan(
-        total_batches=float(total_steps * accumulate),
+def plan_for_steps(total_steps: int | None, *, accumulate: int = 1, start_step: int = 0,
+                   eval_every: int | None = None, eval_batches: int | None = None,
+                   checkpoint_every: int | None = None, files_per_checkpoint: int = 1,
+                   unknown_reason: str | None = None) -> RunPlan:
+    """A plan in optimizer steps with no epochs: a loop that no framework drives (DeepSpeed, `Tracker`).
+
+    ``total_steps`` counts from the start of the run (a resumed run at ``start_step`` 1000 of 5000
+    passes 5000); ``None`` gives a run of unknown length (a rate, with ``unknown_reason``).
+    ``eval_every`` / ``checkpoint_every``: an evaluation / a checkpoint save after every this many
+    optimizer steps (after steps ``k * every``, the last step included when it falls on one).
+    ``eval_batches``: batches in one evaluation, for its estimate before one has been measured
+    (default 1).
+    """
+    known = total_steps is not None
+    plan = RunPlan(
+        total_batches=float(total_steps * accumulate) if known else INF,
         batches_per_epoch=INF,
         accumulate=accumulate,
         start_batch=start_step * accumulate,
         start_step=start_step,
         check_val_every_n_epoch=None,
+        unknown_reason=None if known else (unknown_reason or "the run's total number of steps was not given"),
     )
+    if eval_every:
+        # after step k the loop has run k * accumulate batches: a global-batch period
+        plan.val_check_batch = float(eval_every * accumulate)
+        plan.val_batches = max(1, int(eval_batches or 1))
+    if checkpoint_every:
+        plan.checkpoints.append(CheckpointRule("steps", every_n_train_steps=int(checkpoint_every),
+                                               files_per_save=files_per_checkpoint))
+    return plan

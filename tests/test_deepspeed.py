@@ -265,7 +265,7 @@ def shared_engine():
     return make_engine(0)
 
 
-@pytest.mark.parametrize("total_steps", [0, -5, 2.5, True, "100", None])
+@pytest.mark.parametrize("total_steps", [0, -5, 2.5, True, "100"])
 def test_attach_refuses_a_bad_total_steps(shared_engine, total_steps):
     with pytest.raises(ValueError, match="total_steps must be a positive integer"):
         attach(shared_engine, total_steps=total_steps)
@@ -294,9 +294,9 @@ def test_attach_refuses_a_run_already_past_total_steps(tmp_report):
     with pytest.raises(ValueError, match="global_steps=3"):
         attach(engine, total_steps=3, report_path=tmp_report)
     handle = attach(engine, total_steps=8, report_path=tmp_report, print_report=False, **_FAST)
-    assert handle.report.plan["start_step"] == 3
+    assert handle.report.plan["start_step"] == 3 and handle.report.run["start"] == "attached_late"
     train(engine, 5)
-    assert handle.report.actual["steps"] == 8
+    assert handle.report.actual["steps"] == 8 and handle.report.run["ended"]["reason"] == "completed"
 
 
 def test_projects_targets_once_the_projection_is_installed(tmp_report):
@@ -344,3 +344,114 @@ def test_evaluation_between_steps_is_timed_apart(tmp_report):
     assert measured["validation"]["runs"] >= 2
     assert measured["validation"]["mean_s"] >= 0.05
     assert measured["batch_s"] < 0.05
+
+
+# -- declared schedules (eval_every, checkpoint_every) and rate-only runs ---------------------------
+def evaluate(engine, batches: int = 2) -> None:
+    with torch.no_grad():
+        for _ in range(batches):
+            engine(torch.randn(4, 16))
+
+
+def test_schedule_is_planned_and_the_run_ends_after_the_last_steps_save(tmp_report, tmp_path):
+    engine = make_engine(1, "fp32", 2)
+    handle = attach(engine, total_steps=12, eval_every=3, eval_batches=2, checkpoint_every=4,
+                    report_path=tmp_report, print_report=False, **_FAST)
+    evaluations = saves = 0
+    for step in range(1, 13):
+        train(engine, 2, seed=step)
+        if step % 3 == 0:
+            evaluate(engine)
+            evaluations += 1
+        if step == 12:
+            assert handle.attached, "an evaluation and a save are due after the last step"
+        if step % 4 == 0:
+            engine.save_checkpoint(str(tmp_path / "ckpt"))
+            saves += 1
+    report = handle.report
+    assert report.plan["validation_runs"] == evaluations == 4
+    assert report.plan["checkpoint_saves"] == saves == 3
+    assert report.measured["checkpoint"]["files"] == 3  # the last save is inside the run
+    assert report.actual["steps"] == 12 and not handle.attached
+    assert_unwrapped(engine)
+
+
+def test_an_evaluation_due_after_the_last_step_ends_with_its_block(tmp_report):
+    engine = make_engine(0)
+    handle = attach(engine, total_steps=9, eval_every=3, report_path=tmp_report, print_report=False, **_FAST)
+    for step in range(1, 10):
+        train(engine, 1, seed=step)
+        if step % 3 == 0:
+            with handle.validation():
+                evaluate(engine)
+    assert handle.report.actual["steps"] == 9 and not handle.attached
+    assert handle.report.plan["validation_runs"] == 3
+
+
+def test_an_evaluation_found_by_its_forwards_ends_at_finish(tmp_report):
+    engine = make_engine(0)
+    handle = attach(engine, total_steps=6, eval_every=3, report_path=tmp_report, print_report=False, **_FAST)
+    for step in range(1, 7):
+        train(engine, 1, seed=step)
+        if step % 3 == 0:
+            evaluate(engine)
+    assert handle.attached and handle.report.actual is None  # no-grad forwards never say they are over
+    report = handle.finish()
+    assert report.actual["steps"] == 6 and report.run["ended"]["reason"] == "completed"
+    assert_unwrapped(engine)
+
+
+def test_training_on_after_the_last_step_ends_the_run(tmp_report):
+    engine = make_engine(0)
+    handle = attach(engine, total_steps=6, eval_every=6, report_path=tmp_report, print_report=False, **_FAST)
+    train(engine, 6)
+    evaluate(engine)
+    train(engine, 1)
+    assert handle.report.actual["steps"] == 6 and not handle.attached
+    assert engine.global_steps == 7
+
+
+def test_without_total_steps_a_rate_until_finish(tmp_report):
+    engine = make_engine(0)
+    handle = attach(engine, total_steps=None, report_path=tmp_report, print_report=False, **_FAST)
+    train(engine, 10)
+    latest = handle.report.latest_prediction
+    assert latest["predicted_total_s"] is None and latest["step_s"] > 0 and "total_steps=None" in latest["note"]
+    assert handle.attached
+    report = handle.finish()
+    assert report.actual["steps"] == 10 and report.plan["total_steps"] is None
+    assert report.run["ended"]["reason"] == "completed" and report.run["framework"] == "deepspeed"
+    assert_unwrapped(engine)
+
+
+def test_finish_before_total_steps_is_an_early_stop(tmp_report):
+    engine = make_engine(0)
+    handle = attach(engine, total_steps=50, report_path=tmp_report, print_report=False, **_FAST)
+    train(engine, 8)
+    report = handle.finish()
+    assert report.actual["steps"] == 8 and report.run["ended"]["reason"] == "stopped_early"
+    assert "finished after 8 of 50" in report.run["ended"]["detail"]
+    assert report.actual["first_prediction_error"] is None and report.actual["predicted_for_done_work_s"] > 0
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(eval_every=0), "eval_every must be a positive integer"),
+    (dict(checkpoint_every=2.5), "checkpoint_every must be a positive integer"),
+    (dict(eval_batches="3"), "eval_batches must be a positive integer"),
+])
+def test_attach_refuses_a_bad_schedule(shared_engine, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        attach(shared_engine, total_steps=10, **kwargs)
+    assert_unwrapped(shared_engine)
+
+
+def test_ctrl_c_inside_the_profiling_window_detaches(tmp_report):
+    engine = make_engine(0)
+    handle = attach(engine, total_steps=20, report_path=tmp_report, print_report=False, **_FAST)
+    train(engine, 1)  # warm-up; the next step is profiled
+    engine.module.register_forward_hook(lambda *args: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        train(engine, 1)
+    assert torch._C._len_torch_dispatch_stack() == 0
+    assert not handle.attached and handle.report.run["ended"]["reason"] == "interrupted"
+    assert_unwrapped(engine)

@@ -53,6 +53,10 @@ RESOLVE = [
     ("gh200", "GH200-96GB"),
     ("NVIDIA GH200 480GB", "GH200-96GB"),
     ("b200", "B200"),
+    ("B200 192GB SXM5", "B200"),             # a cloud's name for the catalog's 180 GB "sxm" B200: one entry fits
+    ("NVIDIA B200 SXM6", "B200"),
+    ("NVIDIA A10G", "A10G"),
+    ("NVIDIA A100 80GB PCIe", "A100-PCIe-80GB"),   # the driver name of the PCIe 80 GB part
     ("TPU v5e", "TPU v5e"),
     ("tpu-v4", "TPU v4"),
 ]
@@ -83,6 +87,18 @@ def test_unknown_name_lists_closest(text: str, first: str) -> None:
     assert len(info.value.closest) == 3
     assert info.value.closest[0].startswith(first)
     assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("text, fits", [("A100 PCIe", ["A100-PCIe-80GB", "A100-PCIe-40GB"]),
+                                        ("Tesla V100-PCIE", ["V100-PCIe-32GB", "V100-PCIe-16GB"])])
+def test_a_name_fitting_two_entries_is_an_error_listing_both(text: str, fits: list[str]) -> None:
+    from predictor_models.hardware.catalog import AmbiguousHardwareError
+
+    with pytest.raises(AmbiguousHardwareError) as info:
+        lookup_hardware(text)
+    assert str(info.value) == f"hardware {text!r} fits 2 catalog entries: {', '.join(fits)}; name one of them"
+    assert info.value.closest == fits and isinstance(info.value, UnknownHardwareError)
+    assert builtin_catalog().resolve(text).name == fits[0]     # a driver name with a memory hint still resolves
 
 
 def test_empty_name_is_rejected() -> None:

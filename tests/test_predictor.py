@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -160,8 +159,9 @@ def test_cli_registers_subcommands():
     from prenet_callbacks.cli import build_parser
 
     parser = build_parser()
-    for name in ("train", "evaluate", "collect"):
-        assert callable(parser.parse_args([name, "--out", "x"] if name != "evaluate" else [name, "--json", "x"]).func)
+    for args in (["train", "--out", "x"], ["evaluate", "--json", "x"], ["collect", "--out", "x"],
+                 ["calibrate", "--rows", "r", "--out", "x"], ["calibrate", "--from-report", "r.json", "--out", "x"]):
+        assert callable(parser.parse_args(args).func)
 
 
 def test_shipped_artifact_loads_and_is_small():
@@ -177,10 +177,12 @@ def test_shipped_artifact_loads_and_is_small():
     assert p.is_modelled(gemm_op(1, 512, 512, 512, "bfloat16"))
 
 
-def test_vectorised_path_is_fast(predictor):
+def test_vectorised_path_matches_the_per_pair_path_on_many_devices(predictor):
+    """Speed is measured by `python -m benchmarks.predictor_speed`, not here (no wall-clock assertions)."""
     devices = [d for d in list_hardware() if d.memory_bandwidth_gbs][:40]
     ops = [s.op for s in _synthetic_samples(seed=6)][:1000]
-    predictor.predict_matrix(ops[:5], devices)
-    start = time.perf_counter()
     out = predictor.predict_matrix(ops, devices)
-    assert out.shape == (1000, len(devices)) and time.perf_counter() - start < 1.0
+    assert out.shape == (1000, len(devices)) and np.all(np.isfinite(out) & (out > 0))
+    for j in (0, 17, len(devices) - 1):
+        np.testing.assert_allclose(out[::50, j], [predictor.predict_seconds([op], devices[j])[0] for op in ops[::50]],
+                                   rtol=1e-5)

@@ -5,7 +5,8 @@ docstring and counts exclusions in `LoadReport`. `load_all` gathers them for tra
 """
 from __future__ import annotations
 
-from .common import LoadReport, Sample, read_rows, write_rows
+from .common import LoadReport, Sample
 from .registry import SOURCES, load_all
+from .rows import RowsError, read_rows, write_rows
 
-__all__ = ["LoadReport", "Sample", "SOURCES", "load_all", "read_rows", "write_rows"]
+__all__ = ["LoadReport", "RowsError", "Sample", "SOURCES", "load_all", "read_rows", "write_rows"]

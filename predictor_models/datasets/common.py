@@ -1,21 +1,13 @@
-"""The sample type shared by all loaders and the canonical row CSV (what `collect` writes).
+"""The sample type shared by all loaders, and the builders of the ops they measure.
 
-Row CSV columns: ``device, source, op_class, name, dtype, tf32, flops, bytes_read, bytes_written,
-dims, seconds`` with ``dims`` a JSON object. `train --extra DIR` reads every ``*.csv`` of that form.
+The row files that store samples (what `collect` writes, what ships) are read and written by `rows`.
 """
 from __future__ import annotations
 
-import csv
-import json
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Iterable, Sequence
 
-from predictor_models.op_spec import OP_CLASSES, OpSpec
-
-ROW_COLUMNS = ("device", "source", "op_class", "name", "dtype", "tf32", "flops", "bytes_read",
-               "bytes_written", "dims", "seconds")
+from predictor_models.op_spec import OpSpec
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "float8": 1}
 
@@ -94,50 +86,3 @@ def embedding_op(indices: float, dim: float, vocab: float, dtype: str, *, name: 
     s = DTYPE_BYTES[dtype]
     return OpSpec("embedding", dtype, 0.0, indices * 8 + indices * dim * s, indices * dim * s,
                   {"indices": indices, "dim": dim, "vocab": vocab, "backward": 0}, False, name)
-
-
-def write_rows(path: str | Path, samples: Iterable[Sample]) -> int:
-    """Write samples in the canonical row CSV; returns the number written."""
-    count = 0
-    with open(path, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(ROW_COLUMNS)
-        for s in samples:
-            op = s.op
-            writer.writerow([s.device, s.source, op.op_class, op.name, op.dtype, int(op.tf32), repr(float(op.flops)),
-                             repr(float(op.bytes_read)), repr(float(op.bytes_written)),
-                             json.dumps(op.dims, sort_keys=True), repr(float(s.seconds))])
-            count += 1
-    return count
-
-
-def read_rows(paths: Sequence[str | Path], report: LoadReport | None = None) -> list[Sample]:
-    """Read canonical row CSVs (files, or folders of ``*.csv``); bad rows are counted, not fatal."""
-    files: list[Path] = []
-    for p in map(Path, paths):
-        files.extend(sorted(p.glob("*.csv")) if p.is_dir() else [p])
-    out: list[Sample] = []
-    for f in files:
-        with open(f, newline="") as handle:
-            reader = csv.DictReader(handle)
-            missing = set(ROW_COLUMNS) - set(reader.fieldnames or ())
-            if missing:
-                raise ValueError(f"{f}: not a prenet row CSV (missing columns {sorted(missing)})")
-            for row in reader:
-                try:
-                    op = OpSpec(row["op_class"], row["dtype"], float(row["flops"]), float(row["bytes_read"]),
-                                float(row["bytes_written"]), json.loads(row["dims"] or "{}"),
-                                row["tf32"] in ("1", "True", "true"), row["name"])
-                    seconds = float(row["seconds"])
-                except (ValueError, KeyError, json.JSONDecodeError):
-                    if report:
-                        report.exclude("unparseable row")
-                    continue
-                if op.op_class not in OP_CLASSES or not seconds > 0:
-                    if report:
-                        report.exclude("unknown op class or non-positive time")
-                    continue
-                out.append(Sample(op, row["device"], seconds, row["source"] or "extra"))
-    if report:
-        report.kept += len(out)
-    return out

@@ -17,6 +17,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable, Iterator
 
 from predictor_models.op_spec import OpSpec
 
@@ -147,20 +148,43 @@ def node_ops(row: dict) -> LabelNode:
     return node
 
 
-def load_labels(data_dir: str | Path, *, layer_only: bool = True) -> list[LabelSet]:
-    """Training label sets of NVIDIA GPUs; nodes of transformer layer 0 only unless ``layer_only=False``."""
+LABEL_COLUMNS = ("device", "model", "op", "target", "Name", "fw_latency", "bw_latency", "input_shapes", "output_shape")
+
+
+def label_rows(data_dir: str | Path, *, layer_only: bool = True) -> Iterator[dict]:
+    """The raw label rows (NVIDIA, training runs) with ``device`` (NeuSight's folder name, spaces for
+    underscores) and ``model`` (the file stem) added; layer-0 rows only unless ``layer_only=False``."""
     root = Path(data_dir) / "neusight" / "label"
-    out: list[LabelSet] = []
     for path in sorted(root.glob("*/*-train-*.csv")):
         device = path.parent.name.replace("_", " ")
         if device.startswith("AMD"):
             continue
-        nodes = []
         with open(path, newline="") as handle:
             for row in csv.DictReader(handle):
                 where = row["target"] if row["op"] == "call_module" else row.get("meta", "")
                 if layer_only and not _LAYER0.search(where or ""):
                     continue
-                nodes.append(node_ops(row))
-        out.append(LabelSet(device, path.stem, str(path), nodes))
+                yield {**row, "device": device, "model": path.stem}
+
+
+def label_sets(rows: Iterable[dict], where: str) -> list[LabelSet]:
+    """Rows grouped into label sets, one per (device, model), in the order they come."""
+    out: list[LabelSet] = []
+    for row in rows:
+        if not out or (out[-1].device, out[-1].model) != (row["device"], row["model"]):
+            out.append(LabelSet(row["device"], row["model"], f"{where}:{row['device']}/{row['model']}", []))
+        out[-1].nodes.append(node_ops(row))
     return out
+
+
+def load_labels(data_dir: str | Path | None = None, *, layer_only: bool = True) -> list[LabelSet]:
+    """Training label sets of NVIDIA GPUs; nodes of transformer layer 0 only unless ``layer_only=False``.
+
+    ``data_dir`` None reads the layer-0 rows shipped with the package (see `datasets.shipped`)."""
+    if data_dir is None:
+        if not layer_only:
+            raise ValueError("the shipped labels hold transformer layer 0 only; pass data_dir for whole models")
+        from .shipped import shipped_label_rows
+
+        return label_sets(shipped_label_rows(), "shipped")
+    return label_sets(label_rows(data_dir, layer_only=layer_only), str(Path(data_dir) / "neusight" / "label"))

@@ -22,6 +22,7 @@ from predictor_models.hardware.catalog import (
     price_table_date,
 )
 from predictor_models.hardware.detect import current_device as _current_device
+from predictor_models.hardware.detect import detected_entry
 from predictor_models.hardware.prices import default_price, format_price
 from predictor_models.hardware.spec import (
     Accelerator,
@@ -42,8 +43,16 @@ __all__ = [
 
 
 def lookup_hardware(name: str, *, catalog: Catalog | None = None) -> Accelerator:
-    """Forgiving lookup ("h100", "NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X"); raises UnknownHardwareError."""
-    return (catalog or default_catalog()).lookup(name)
+    """Forgiving lookup ("h100", "NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X"); raises UnknownHardwareError.
+
+    A GPU this process detected (`current_device` on a GPU the catalog lacks) resolves by its name."""
+    try:
+        return (catalog or default_catalog()).lookup(name)
+    except UnknownHardwareError:
+        found = detected_entry(name) if isinstance(name, str) else None
+        if found is None:
+            raise
+        return found
 
 
 def list_hardware(vendor: str | None = None, min_memory_gb: float | None = None, contains: str | None = None,
@@ -57,9 +66,11 @@ def parse_target(text: str, *, catalog: Catalog | None = None) -> Target:
     return (catalog or default_catalog()).parse_target(text)
 
 
-def current_device(*, catalog: Catalog | None = None, device=None) -> DeviceInfo:
-    """The device this process trains on (or ``device``), mapped to the catalog where it is in it. Never raises."""
-    return _current_device(catalog, device=device)
+def current_device(catalog: Catalog | None = None, device: Any = None) -> DeviceInfo:
+    """The device this process trains on (``device`` None: GPU 0, MPS or the CPU; ``"cuda:1"``: GPU 1;
+    ``"cpu"``: the CPU), mapped to the catalog where it is in it, else described from the driver's
+    figures (``info.detected``). Never raises."""
+    return _current_device(catalog, device)
 
 
 def __getattr__(name: str) -> Any:  # pragma: no cover - friendly error for typos

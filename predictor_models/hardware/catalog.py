@@ -40,6 +40,15 @@ class UnknownHardwareError(ValueError):
         super().__init__(f"unknown hardware {name!r}{listed}{hint}")
 
 
+class AmbiguousHardwareError(UnknownHardwareError):
+    """A name that fits several catalog entries equally; the message lists them."""
+
+    def __init__(self, name: str, fits: list[str]) -> None:
+        ValueError.__init__(self, f"hardware {name!r} fits {len(fits)} catalog entries: {', '.join(fits)}; "
+                                  "name one of them")
+        self.name, self.closest = name, fits
+
+
 class HardwareCatalogError(ValueError):
     """A catalog or override file is malformed. The message names the file, the entry and the field."""
 
@@ -286,12 +295,14 @@ class Catalog:
         _check_name(name)
         if not name.strip():
             raise UnknownHardwareError(str(name), [], " (empty name; `prenet hardware` lists the catalog)")
-        found = self._index.resolve(name)
-        if found is None:
+        found = self._index.matches(name)
+        if not found:
             if _TARGET.match(name):
                 raise UnknownHardwareError(name, [], " (a node target such as '8x H100' is read by parse_target)")
             raise UnknownHardwareError(name, self._index.closest(name))
-        return found
+        if len(found) > 1:
+            raise AmbiguousHardwareError(name, [e.name for e in found])
+        return found[0]
 
     def list(self, vendor: str | None = None, min_memory_gb: float | None = None,
              contains: str | None = None) -> list[Accelerator]:

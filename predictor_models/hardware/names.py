@@ -4,7 +4,9 @@ A name is split into a *family* ("h100", "a100", "4090", "mi300x"), a memory siz
 form-factor tags ("sxm5", "pcie", "nvl", "hbm3", "gcd"). Vendor words ("NVIDIA", "Tesla", "GeForce",
 "AMD Instinct") and case, spaces, hyphens and underscores do not matter. A name resolves to the entry
 of that family whose memory and tags match; when several match, the family's documented default
-wins, then SXM/OAM before PCIe, then the larger memory.
+wins, then SXM/OAM before PCIe. Entries that only the memory size tells apart ("A100 PCIe": 40 GB or
+80 GB) are ambiguous: `Catalog.lookup` raises an error listing them (`resolve`, for drivers' names
+with a memory hint, takes the larger).
 """
 from __future__ import annotations
 
@@ -113,32 +115,55 @@ class NameIndex:
         self._defaults = {parse_name(k).family: v for k, v in (defaults or {}).items()}
 
     def resolve(self, name: str, *, memory_hint_gb: float | None = None) -> Accelerator | None:
-        """Best entry for `name`, or None. `memory_hint_gb` (e.g. from the driver) breaks ties."""
+        """Best entry for `name`, or None. `memory_hint_gb` (e.g. from the driver) breaks ties; where
+        several entries fit equally (see `matches`) the larger memory wins."""
+        found = self.matches(name, memory_hint_gb=memory_hint_gb)
+        return found[0] if found else None
+
+    def matches(self, name: str, *, memory_hint_gb: float | None = None) -> list[Accelerator]:
+        """The entries `name` fits best: one, or several that only the memory size would tell apart
+        ("A100 PCIe": 40 GB and 80 GB), larger memory first; empty when nothing fits.
+
+        Order of preference: an exact name or alias; the family's entries whose memory (5%) and
+        tags match, the family default first, then fewest unrequested tags, then SXM/OAM before
+        PCIe. A vendor's or cloud's product string whose memory or SXM generation the catalog words
+        differently ("B200 192GB SXM5" for the 180 GB "sxm" B200) fits when exactly one entry of the
+        family is within 12% of its memory and has its form factor."""
         text = name.strip()
         exact = self._by_key.get(text.lower()) or self._by_key.get(normal_key(text))
         # A driver name can match a whole package exactly ("AMD Instinct MI250X") while the device
         # is one GCD of it: the reported memory then decides between the family's variants.
         if exact is not None and (memory_hint_gb is None or _close(exact.memory_gb, memory_hint_gb, 0.12)):
-            return exact
+            return [exact]
         parsed = parse_name(text)
-        candidates = list(self._families.get(parsed.family, ()))
-        if parsed.memory_gb is not None:
-            candidates = [e for e in candidates if _close(e.memory_gb, parsed.memory_gb, 0.05)]
-        candidates = [e for e in candidates if parsed.tags <= self._tags[e.name]]
+        family = list(self._families.get(parsed.family, ()))
+        candidates = [e for e in family if self._fits(e, parsed, 0.05)]
         if memory_hint_gb is not None and parsed.memory_gb is None:
             near = [e for e in candidates if _close(e.memory_gb, memory_hint_gb, 0.12)]
             candidates = near or candidates
         if not candidates:
-            return exact
-        default = self._defaults.get(parsed.family)
+            loose = [e for e in family if self._fits(e, parsed, 0.12, loose_tags=True)]
+            if len(loose) == 1 or (loose and exact is None):
+                return sorted(loose, key=lambda e: -e.memory_gb)
+            return [exact] if exact is not None else []
         if exact is not None and exact in candidates:
-            return exact
+            return [exact]
+        default = self._defaults.get(parsed.family)
         # Fewer unrequested tags first: "H100 PCIe" prefers H100-PCIe over the PCIe-card H100-NVL.
-        return min(
-            candidates,
-            key=lambda e: (e.name != default, len(parse_name(e.name).tags - parsed.tags), _form_rank(e),
-                           -e.memory_gb, e.name),
-        )
+        rank = {e.name: (e.name != default, len(parse_name(e.name).tags - parsed.tags), _form_rank(e))
+                for e in candidates}
+        best = min(rank.values())
+        return sorted((e for e in candidates if rank[e.name] == best), key=lambda e: (-e.memory_gb, e.name))
+
+    def _fits(self, entry: Accelerator, parsed: ParsedName, tolerance: float, *, loose_tags: bool = False) -> bool:
+        """Memory within ``tolerance`` (when the name gives one) and every tag of the name on the entry
+        (``loose_tags``: an SXM generation also fits an entry that names no generation)."""
+        if parsed.memory_gb is not None and not _close(entry.memory_gb, parsed.memory_gb, tolerance):
+            return False
+        tags = self._tags[entry.name]
+        if loose_tags and "sxm" in tags and not any(t[3:].isdigit() for t in tags if t.startswith("sxm")):
+            tags = tags | {t for t in parsed.tags if t.startswith("sxm")}
+        return parsed.tags <= tags
 
     def closest(self, name: str, n: int = 3) -> list[str]:
         """Up to `n` catalog names that look most like `name` (for error messages)."""

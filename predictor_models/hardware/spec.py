@@ -102,6 +102,7 @@ class Accelerator:
     estimated: tuple[str, ...] = ()  # precision keys whose figure is an estimate (see notes)
     price_list: tuple[Price, ...] = field(default=(), compare=False, repr=False)
     user_defined: bool = False  # came from an override file
+    detected: bool = False  # not in the catalog: built from the driver's figures (`hardware.detected`)
 
     # ---- precision -------------------------------------------------------------------------
     def _tflops(self, key: str) -> float | None:
@@ -205,7 +206,9 @@ class Target:
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    """What this process trains on. `accelerator` is the catalog entry when the device is in it."""
+    """What this process trains on. `accelerator` is the catalog entry when the device is in it, an
+    entry built from the driver's figures (``accelerator.detected``) for a GPU the catalog lacks, or
+    None (CPU, MPS, a GPU whose figures cannot be read)."""
 
     kind: str  # "cuda" | "rocm" | "cpu" | "mps"
     name: str
@@ -213,3 +216,9 @@ class DeviceInfo:
     accelerator: Accelerator | None
     memory_gb: float | None  # per device, GiB as the driver reports it (vendors' "80 GB" HBM = 80 GiB)
     cpu_cores: int
+    index: int | None = None  # the GPU's index (``cuda:1`` -> 1); None for the CPU
+
+    @property
+    def detected(self) -> bool:
+        """True when `accelerator` was built from the driver's figures, not taken from the catalog."""
+        return bool(self.accelerator is not None and self.accelerator.detected)

@@ -1,5 +1,8 @@
 """The predictor artifact: one JSON file (no code is executed on load) plus optional held-out errors.
 
+A ``predictor.json`` may also hold a calibration (format ``prenet-calibration``, see
+`predictor_models.calibration`): the shipped predictor plus one device's correction.
+
 Layout: ``{"format": "prenet-predictor", "format_version": 2, "metadata": {...},
 "default_utilisation": u, "launch_s": s, "classes": {op_class: {"features": [...], "members": [mlp...]}}}``.
 ``heldout_errors.json`` beside it (written by ``evaluate --update-card``) holds per-class MAPE.
@@ -16,11 +19,12 @@ from .mlp import from_json, to_json
 from .model import Predictor
 
 FORMAT = "prenet-predictor"
+CALIBRATION_FORMAT = "prenet-calibration"   # a base predictor plus one device's correction (`calibration`)
 FORMAT_VERSION = 2
 ARTIFACT_NAME = "predictor.json"
 HELDOUT_NAME = "heldout_errors.json"
 PRETRAINED_DIR = Path(__file__).resolve().parent.parent / "pretrained"
-RETRAIN_HINT = "python -m predictor_models.train --data ../shared/data --out {folder}"
+RETRAIN_HINT = "python -m predictor_models.train --out {folder}"
 
 
 class PredictorLoadError(RuntimeError):
@@ -76,6 +80,8 @@ def _load_cached(path_text: str, _mtime_key: float) -> Predictor:
         doc = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise _fail(path, f"unreadable or not JSON ({error})") from error
+    if isinstance(doc, dict) and doc.get("format") == CALIBRATION_FORMAT:
+        return _load_calibration(path, doc)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise _fail(path, "not a prenet predictor file")
     if doc.get("format_version") != FORMAT_VERSION:
@@ -100,6 +106,21 @@ def _load_cached(path_text: str, _mtime_key: float) -> Predictor:
         return Predictor(models, doc.get("metadata", {}), heldout, float(doc["default_utilisation"]))
     except (KeyError, TypeError, ValueError) as error:
         raise _fail(path, f"corrupt ({error})") from error
+
+
+def _load_calibration(path: Path, doc: dict) -> Predictor:
+    """A calibration (`predictor_models.calibration`) on top of the shipped predictor."""
+    from predictor_models.calibration.model import BaseMismatchError, calibrated_from_document
+
+    base_path = PRETRAINED_DIR / ARTIFACT_NAME
+    base = load_predictor()
+    try:
+        return calibrated_from_document(doc, path, base, base_path)
+    except (KeyError, TypeError, ValueError) as error:
+        text = str(error) if isinstance(error, BaseMismatchError) else f"corrupt calibration ({error})"
+        raise PredictorLoadError(f"calibration {path}: {text}"
+                                 + ("" if "recalibrate" in text else
+                                    f"; recalibrate: prenet calibrate --rows DIR --out {path.parent}")) from None
 
 
 def _read_heldout(path: Path) -> dict[str, float]:

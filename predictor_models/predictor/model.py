@@ -47,8 +47,11 @@ class Predictor:
         """False when no trained model covers the op's class (it gets bound / default utilisation)."""
         return expand(op, self._modelled) is not None
 
-    def relative_error(self, op_class: str) -> float:
-        """Held-out (unseen-GPU) MAPE of the class; proxies add a margin; unknown classes a documented default."""
+    def relative_error(self, op_class: str, device=None) -> float:
+        """Held-out (unseen-GPU) MAPE of the class; proxies add a margin; unknown classes a documented default.
+
+        ``device`` (an accelerator or its name) matters only to a calibrated predictor, whose calibrated
+        device has its own, measured, error."""
         if op_class in self.heldout:
             return float(self.heldout[op_class])
         proxy = PROXIED.get(op_class)
@@ -100,6 +103,11 @@ class Predictor:
             log_ratio = sum(predict_mlp_columns(m, feats, shape) for m in members) / len(members)
             log_ratio = log_ratio.reshape(shape)
             times[rows] = bound[rows] * np.exp(np.maximum(log_ratio, 0.0))  # utilisation <= 1
+        return self.adjust_times(cols, devs, times, bound)
+
+    def adjust_times(self, cols, devs, times: np.ndarray, bound: np.ndarray) -> np.ndarray:
+        """Hook for subclasses (a calibration): change the predicted seconds of the virtual ops ``cols``
+        on the devices ``devs`` (`DeviceColumns`), given their bounds. The base predictor keeps them."""
         return times
 
     @staticmethod

@@ -11,9 +11,8 @@ import os
 import sys
 from typing import Sequence
 
-# module name (under prenet_callbacks.cli) for each sub-command; missing ones are skipped so that a
-# half-built tree still gives a working CLI.
-_SUBCOMMAND_MODULES = ("hardware", "estimate", "report", "train", "evaluate", "collect")  # not "delegate": a helper
+# module name (under prenet_callbacks.cli) for each sub-command
+_SUBCOMMAND_MODULES = ("hardware", "estimate", "report", "train", "evaluate", "collect", "calibrate")  # not "delegate": a helper
 
 
 class UsageError(Exception):
@@ -35,13 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="prenet", description="Predict training time and cost across hardware.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"prenet_callbacks.cli.{name}")
-        except ModuleNotFoundError as error:
-            if error.name == f"prenet_callbacks.cli.{name}":
-                continue
-            raise
-        module.register(subparsers)
+        importlib.import_module(f"prenet_callbacks.cli.{name}").register(subparsers)
     return parser
 
 

@@ -4,6 +4,7 @@
     prenet hardware --vendor amd --min-memory 64
     prenet hardware --contains h100 --json
     prenet hardware "NVIDIA A100-SXM4-80GB"  # one entry in detail, with all its prices
+    prenet hardware --detect                 # this machine's GPU: its catalog entry, or what was detected
 """
 from __future__ import annotations
 
@@ -32,10 +33,20 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--catalog", metavar="FILE",
                         help="override file adding/replacing entries (default: $PRENET_HARDWARE)")
+    parser.add_argument("--detect", action="store_true",
+                        help="describe this machine's GPU (or CPU): its catalog entry, or the figures read from the "
+                             "driver for a GPU the catalog lacks")
+    parser.add_argument("--device", default=None, help="with --detect: the device to describe, e.g. cuda:1")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.device is not None and not args.detect:
+        raise ValueError("--device is read with --detect only; pass --detect --device cuda:1")
+    if args.detect:
+        if args.name is not None:
+            raise ValueError("--detect describes this machine's device; leave NAME out (or drop --detect)")
+        return _detect(load_catalog(args.catalog, on_error="raise"), args.device, as_json=args.json)
     if args.name is not None and not args.name.strip():
         raise ValueError("the accelerator NAME is empty; give a name such as 'H100', or leave NAME out to list "
                          "the whole catalog")
@@ -58,6 +69,34 @@ def run(args: argparse.Namespace) -> int:
         print("no hardware matches these filters", file=sys.stderr)
         return 0
     _print_table(entries, catalog.table_date)
+    return 0
+
+
+def _detect(catalog, device: str | None, *, as_json: bool) -> int:
+    """Print what `current_device` finds: the device, and its entry (from the catalog or detected)."""
+    from predictor_models.hardware import current_device
+    from predictor_models.hardware.detected import to_toml
+
+    info = current_device(catalog, device)
+    entry = info.accelerator
+    if as_json:
+        print(json.dumps({"kind": info.kind, "name": info.name, "index": info.index, "count": info.count,
+                          "memory_gib": info.memory_gb, "cpu_cores": info.cpu_cores, "detected": info.detected,
+                          "catalog_name": entry.name if entry is not None and not info.detected else None,
+                          "accelerator": entry.to_dict() if entry is not None else None}, indent=2))
+        return 0
+    where = f" (GPU {info.index} of {info.count})" if info.index is not None else ""
+    if entry is None:
+        print(f"{info.kind}: {info.name}{where}, {info.cpu_cores} CPU cores; no GPU entry "
+              + ("(a GPU whose figures could not be read: describe it with --catalog FILE)" if info.kind != "cpu"
+                 else "(no GPU visible to torch)"))
+        return 0
+    how = ("not in the catalog: figures detected from the driver" if info.detected else "catalog entry")
+    print(f"{info.kind}: {info.name}{where} -> {entry.name} ({how})")
+    _print_detail(entry)
+    if info.detected:
+        print("To use this entry in another process or on another machine, save it as an override file:\n")
+        print(to_toml(entry))
     return 0
 
 

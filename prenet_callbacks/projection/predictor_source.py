@@ -27,7 +27,8 @@ def default_predictor():
 
 def load_predictor_option(value: Any, name: str = "predictor"):
     """A user's predictor choice: None (the shipped one), a `Predictor`, or the path of a
-    ``predictor.json`` (or the folder holding it) written by ``prenet train``, loaded now.
+    ``predictor.json`` (or the folder holding it) written by ``prenet train`` or ``prenet calibrate``,
+    loaded now.
 
     Raises ValueError naming the file and the fix when the path does not hold a usable predictor."""
     if value is None:
@@ -41,8 +42,8 @@ def load_predictor_option(value: Any, name: str = "predictor"):
             return load_predictor(value)
         except PredictorLoadError as error:
             raise ValueError(f"{name}: {error}") from None
-    raise ValueError(f"{name} must be a Predictor or the path of a predictor.json written by `prenet train` "
-                     f"(or its folder), got {value!r}; pass e.g. {name}='my_predictor/'")
+    raise ValueError(f"{name} must be a Predictor or the path of a predictor.json written by `prenet train` or "
+                     f"`prenet calibrate` (or its folder), got {value!r}; pass e.g. {name}='my_predictor/'")
 
 
 def resolve_predictor(predictor=None):

@@ -1,0 +1,251 @@
+"""GPU acceptance run (issue 11): one command, one JSON with every figure, at most ~8 minutes on one GPU.
+
+    PYTHONPATH=. python benchmarks/gpu_acceptance.py --out benchmarks/results/gpu/<device>.json
+    PYTHONPATH=. python benchmarks/gpu_acceptance.py --smoke --out /tmp/acceptance.json   # CPU, ~1 minute
+
+Needs only what a stock CUDA PyTorch image has (torch, lightning, numpy, scikit-learn, rich; uses
+`transformers` for BERT/GPT-2 when installed). Parts:
+
+1. ``pytest -m cuda``: the tests only a GPU can run.
+2. The demo (examples/lightning_cnn.py) on the GPU: first prediction against the measured fit.
+3. Three real fits (a CNN in 32-true, a transformer in bf16-mixed, one with accumulation and step
+   checkpoints), each without and with the callback: first-prediction error, profile coverage,
+   and the callback's overhead on the whole fit.
+4. ``collect --quick`` on the GPU and the shipped predictor's per-class error on those rows
+   (a held-out check when the GPU is not in the training data: the H200 is not).
+5. ``estimate()`` from the model alone against measured step times: ResNet-50, BERT-base,
+   GPT-2-small, two batch sizes each, 32-true and bf16-mixed.
+
+Without a GPU it runs the CPU parts at a small size (``--smoke``) and lists what it skipped and why.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from benchmarks import gpu_fits, gpu_models  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="the JSON file to write")
+    parser.add_argument("--smoke", action="store_true", help="small sizes (the CPU check CI runs)")
+    parser.add_argument("--fit-seconds", type=float, default=25.0, help="length of each acceptance fit")
+    parser.add_argument("--work", default="/tmp/prenet-gpu-acceptance", help="scratch directory")
+    parser.add_argument("--skip", nargs="*", default=[], help="parts to skip: cuda_tests demo fits collect estimate")
+    args = parser.parse_args(argv)
+    cuda = torch.cuda.is_available()
+    smoke = args.smoke or not cuda
+    if not cuda:
+        torch.set_num_threads(1)  # a shared CPU: two threads make tiny steps swing with the neighbours' load
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {"benchmark": "gpu_acceptance", "command": " ".join(["python", *sys.argv]),
+                              "date": time.strftime("%Y-%m-%d %H:%M"), "smoke": smoke, "environment": _environment(),
+                              "skipped": {}, "parts": {}}
+    parts: list[tuple[str, Callable[[], Any], str | None]] = [
+        ("cuda_tests", lambda: _cuda_tests(), None),
+        ("demo", lambda: _demo(work, smoke), None if cuda else "the demo is the README's CPU run; here only on a GPU"),
+        ("fits", lambda: _fits(work, smoke, 3.0 if smoke else args.fit_seconds, "gpu" if cuda else "cpu"), None),
+        ("collect", lambda: _collect(work), None if cuda else "collect measures ops on a CUDA GPU"),
+        ("estimate", lambda: _estimate(smoke, cuda), None),
+    ]
+    for name, run, reason_to_skip in parts:
+        if name in args.skip:
+            result["skipped"][name] = "--skip"
+            continue
+        if reason_to_skip:
+            result["skipped"][name] = reason_to_skip
+            continue
+        started = time.time()
+        try:
+            result["parts"][name] = run()
+        except Exception as error:  # noqa: BLE001 - one part failing must not lose the others' figures
+            result["parts"][name] = {"error": f"{type(error).__name__}: {error}"}
+        result["parts"][name + "_seconds"] = round(time.time() - started, 1)
+        print(f"[acceptance] {name}: {time.time() - started:.0f} s", flush=True)
+    result["summary"] = _summary(result["parts"])
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1, default=str) + "\n")
+    print(json.dumps(result["summary"], indent=1))
+    failed = [name for name, part in result["parts"].items() if isinstance(part, dict) and "error" in part]
+    return 1 if failed else 0
+
+
+def _environment() -> dict[str, Any]:
+    import lightning
+
+    env: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__,
+                           "lightning": lightning.__version__, "cuda": torch.version.cuda,
+                           "cpu": platform.processor() or platform.machine()}
+    try:
+        import transformers
+
+        env["transformers"] = transformers.__version__
+    except ImportError:
+        env["transformers"] = None
+    if torch.cuda.is_available():
+        from prenet_callbacks.hardware import current_device
+
+        info = current_device(device="cuda")
+        env.update({"gpu": torch.cuda.get_device_name(), "gpus": torch.cuda.device_count(),
+                    "catalog_name": getattr(info.accelerator, "name", None),
+                    "detected": bool(getattr(info.accelerator, "detected", False))})
+    return env
+
+
+def _cuda_tests() -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-rs", "-p", "no:cacheprovider",
+                           "tests/"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    tail = proc.stdout.strip().splitlines()[-15:]
+    return {"exit_code": proc.returncode, "summary": tail[-1] if tail else "", "tail": tail}
+
+
+def _demo(work: Path, smoke: bool) -> dict[str, Any]:
+    out = work / "demo"
+    proc = subprocess.run([sys.executable, "examples/lightning_cnn.py", "--out", str(out), "--targets", "A100"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=240)
+    if proc.returncode:
+        raise RuntimeError(proc.stderr[-2000:])
+    report = json.loads((out / "prenet_report.json").read_text())
+    actual = report.get("actual") or {}
+    return {"fit_s": actual.get("fit_s"), "first_prediction_error": actual.get("first_prediction_error"),
+            "first_prediction": actual.get("first_prediction"), "coverage": report["measured"].get("coverage"),
+            "timing": report["measured"].get("timing")}
+
+
+def _fits(work: Path, smoke: bool, seconds: float, accelerator: str) -> list[dict[str, Any]]:
+    device = torch.device("cuda" if accelerator == "gpu" else "cpu")
+    rows = []
+    for i, spec in enumerate(gpu_fits.FITS):
+        batch_s = gpu_fits.probe_batch_s(spec, device, smoke)
+        epochs = gpu_fits.sized_epochs(spec, batch_s, seconds, smoke)
+        runs = {}
+        # alternate which goes first, so that a drift of the machine does not read as overhead
+        for with_callback in ((False, True) if i % 2 == 0 else (True, False)):
+            runs[with_callback] = gpu_fits.run_fit(spec, with_callback=with_callback, epochs=epochs, out=work / "fits",
+                                                   smoke=smoke, accelerator=accelerator)
+        row = dict(runs[True])
+        row.update({"fit": spec.name, "precision": spec.precision, "accumulate": spec.accumulate, "epochs": epochs,
+                    "probe_batch_s": round(batch_s, 6), "wall_without_s": runs[False]["wall_s"],
+                    "overhead": round(runs[True]["wall_s"] / runs[False]["wall_s"] - 1, 4)})
+        rows.append(row)
+    return rows
+
+
+def _collect(work: Path) -> dict[str, Any]:
+    from predictor_models.collect import collect
+    from predictor_models.datasets import read_rows
+    from predictor_models.hardware import lookup_hardware
+    from prenet_callbacks.projection.predictor_source import resolve_predictor
+
+    path = collect(work / "collect", quick=True, log=lambda line: print("[collect]", line, flush=True))
+    samples = read_rows([path])
+    predictor, _ = resolve_predictor(None)
+    by_class: dict[str, list[float]] = {}
+    for sample in samples:
+        device = lookup_hardware(sample.device)
+        predicted = float(predictor.predict_seconds([sample.op], device)[0])
+        by_class.setdefault(sample.op.op_class, []).append(abs(predicted / sample.seconds - 1))
+    result = {"rows": len(samples), "file": str(path),
+              "mape_by_class": {k: round(statistics.mean(v), 4) for k, v in sorted(by_class.items())},
+              "rows_by_class": {k: len(v) for k, v in sorted(by_class.items())}}
+    # calibrating on these rows: the error on rows held back from the fit, before and after
+    from predictor_models.calibration.api import calibrate_rows
+
+    result["calibration"] = calibrate_rows(path.parent).summary
+    return result
+
+
+def _measured_step_s(build: Callable, batch: int, precision: str, device: torch.device, steps: int) -> float:
+    """Median time of a real training step (forward, backward, AdamW) at this batch and precision."""
+    model, make_batch, loss_fn = build()
+    model = model.to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    inputs = make_batch(batch, device)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
+    times = []
+    for i in range(steps + 3):
+        gpu_fits._sync(device)
+        start = time.perf_counter()
+        with autocast:
+            out = model(**inputs) if isinstance(inputs, dict) else model(inputs)
+            loss = loss_fn(out)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        gpu_fits._sync(device)
+        if i >= 3:
+            times.append(time.perf_counter() - start)
+    del model, optimizer, inputs
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return statistics.median(times)
+
+
+def _estimate(smoke: bool, cuda: bool) -> list[dict[str, Any]]:
+    from prenet_callbacks import estimate
+
+    device = torch.device("cuda" if cuda else "cpu")
+    target = _environment().get("catalog_name") if cuda else "A100"
+    models = gpu_models.SMOKE_MODELS if smoke else gpu_models.ESTIMATE_MODELS
+    rows = []
+    for name, (build, batches) in models.items():
+        for batch in batches:
+            for precision in ("32-true", "bf16-mixed"):
+                with torch.device("meta"):
+                    model, make_batch, loss_fn = build()
+                    example = make_batch(batch, "meta")
+                est = estimate(model, example, targets=[target], precision=precision, optimizer="adamw",
+                               loss_fn=loss_fn)
+                predicted = est.step_seconds(target)
+                row = {"model": name, "batch": batch, "precision": precision, "target": target,
+                       "predicted_step_s": round(predicted, 6)}
+                if cuda:
+                    measured = _measured_step_s(build, batch, precision, device, steps=10)
+                    row.update({"measured_step_s": round(measured, 6), "error": round(predicted / measured - 1, 4)})
+                rows.append(row)
+    return rows
+
+
+def _summary(parts: dict[str, Any]) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
+    fits = parts.get("fits")
+    if isinstance(fits, list) and fits:
+        errors = [abs(f["first_prediction_error"]) for f in fits if f.get("first_prediction_error") is not None]
+        ratios = [f["coverage"]["ratio"] for f in fits if (f.get("coverage") or {}).get("ratio") is not None]
+        summary["fits"] = {
+            "first_error_median": round(statistics.median(errors), 4) if errors else None,
+            "first_error_worst": round(max(errors), 4) if errors else None,
+            "coverage_ratios": [round(r, 3) for r in ratios],
+            "overheads": [f["overhead"] for f in fits],
+            "targets_met": bool(errors) and statistics.median(errors) <= 0.03 and max(errors) <= 0.06
+                           and all(abs(r - 1) <= 0.10 for r in ratios) and all(f["overhead"] <= 0.02 for f in fits),
+        }
+    collect = parts.get("collect")
+    if isinstance(collect, dict) and "mape_by_class" in collect:
+        summary["collect_mape_by_class"] = collect["mape_by_class"]
+    estimates = parts.get("estimate")
+    if isinstance(estimates, list):
+        errors = [abs(r["error"]) for r in estimates if "error" in r]
+        summary["estimate_median_abs_error"] = round(statistics.median(errors), 4) if errors else None
+    tests = parts.get("cuda_tests")
+    if isinstance(tests, dict):
+        summary["cuda_tests"] = tests.get("summary")
+    return summary
+
+
+if __name__ == "__main__":
+    sys.exit(main())

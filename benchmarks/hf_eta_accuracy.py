@@ -1,0 +1,131 @@
+"""ETA accuracy on real CPU `transformers.Trainer` runs: PreNeT's first prediction vs the measured time.
+
+    python benchmarks/hf_eta_accuracy.py [--only NAME ...] [--scale 1.0] [--json benchmarks/results/hf_eta_accuracy.json]
+
+Each workload (see `hf_workloads.py`) runs in its own process with `PreNeTTrainerCallback`
+(torch single-threaded unless ``PRENET_BENCH_THREADS`` says otherwise). For each we report the
+error of PreNeT's first prediction of ``trainer.train()``'s wall time and, at the same optimizer
+step, the error of the ETA the Trainer's own progress bar shows then (elapsed + tqdm's remaining
+time). Targets: first prediction within the first 5% of steps, median error <= 3%, worst <= 6%.
+``--scale 0.05`` is a smoke test of the script, not a measurement.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def eta_row(name: str, description: str, result: dict[str, Any]) -> dict[str, Any]:
+    """PreNeT's first prediction and the progress bar's ETA at the same step, against the actual time."""
+    report = result["report"]
+    actual = report.actual["fit_s"]
+    first = report.first_prediction
+    total_steps = report.plan["total_steps"]
+    elapsed, remaining = result["bar"].get(first["at_step"], (None, None))
+    bar_total = elapsed + remaining if elapsed is not None and remaining is not None else None
+    return {
+        "workload": name,
+        "description": description,
+        "actual_s": round(actual, 3),
+        "wall_s": round(result["fit_s"], 3),
+        "total_steps": total_steps,
+        "first_prediction_at_step": first["at_step"],
+        "first_prediction_at_fraction": round(first["at_step"] / total_steps, 4),
+        "first_prediction_s": round(first["predicted_total_s"], 3),
+        "first_error": round(first["predicted_total_s"] / actual - 1, 4),
+        "first_band": [round(first["low_s"], 2), round(first["high_s"], 2)],
+        "actual_in_band": first["low_s"] <= actual <= first["high_s"],
+        "progress_bar_s": round(bar_total, 3) if bar_total is not None else None,
+        "progress_bar_error": round(bar_total / actual - 1, 4) if bar_total is not None else None,
+        "last_refinement_error": round(report.predictions[-1]["predicted_total_s"] / actual - 1, 4),
+        "predictions": len(report.predictions),
+    }
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    first = [abs(r["first_error"]) for r in rows]
+    bar = [abs(r["progress_bar_error"]) for r in rows if r["progress_bar_error"] is not None]
+    return {
+        "runs": len(rows),
+        "median_abs_first_error": round(statistics.median(first), 4),
+        "worst_abs_first_error": round(max(first), 4),
+        "latest_first_prediction_at_fraction": max(r["first_prediction_at_fraction"] for r in rows),
+        "median_abs_progress_bar_error": round(statistics.median(bar), 4) if bar else None,
+        "worst_abs_progress_bar_error": round(max(bar), 4) if bar else None,
+        "actual_in_band": sum(r["actual_in_band"] for r in rows),
+        "targets": "first prediction within 5% of the steps; median |error| <= 3%, worst <= 6%",
+    }
+
+
+def run_child(script: str, *args: str) -> dict[str, Any]:
+    """Run ``script --child ...`` in a fresh process and return the JSON it prints after ``RESULT ``."""
+    proc = subprocess.run([sys.executable, script, "--child", *args], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false"})
+    line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
+    if line is None:
+        print(proc.stdout[-3000:], proc.stderr[-3000:], file=sys.stderr)
+        raise SystemExit(f"{Path(script).name} --child {args[0]} failed (exit {proc.returncode})")
+    return json.loads(line[len("RESULT "):])
+
+
+def child(run: Callable[..., dict[str, Any]], workloads: dict[str, Any], name: str, out: str, scale: float) -> None:
+    """In a fresh process: train one workload and print its row."""
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("PRENET_BENCH_THREADS", "1")))
+    result = run(name, with_prenet=True, out_dir=out, scale=scale, record_bar=True)
+    print("RESULT " + json.dumps(eta_row(name, workloads[name].__doc__.strip(), result)))
+
+
+def main_for(benchmark: str, script: str, workloads: dict[str, Any], run: Callable[..., dict[str, Any]],
+             argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="*", help="workload names (default: all)")
+    parser.add_argument("--scale", type=float, default=1.0, help="run length factor (1.0: 1-2 minutes each)")
+    parser.add_argument("--json", default=str(ROOT / f"benchmarks/results/{benchmark}.json"))
+    parser.add_argument("--out", default=f"/tmp/prenet-{benchmark}", help="scratch directory for runs")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(run, workloads, args.child, args.out, args.scale)
+        return
+    rows = []
+    for name in args.only or list(workloads):
+        # a fresh process per run: no warm caches or threads carried from one run to the next
+        row = run_child(script, name, "--out", args.out, "--scale", str(args.scale))
+        rows.append(row)
+        bar = f"{row['progress_bar_error']:+.1%}" if row["progress_bar_error"] is not None else "n/a"
+        print(f"{name:36s} run {row['actual_s']:7.1f}s  first@{row['first_prediction_at_fraction']:.1%} "
+              f"err {row['first_error']:+.1%}  progress bar {bar}  in band {row['actual_in_band']}")
+    summary = summarise(rows)
+    print(json.dumps(summary, indent=1))
+    command = f"python benchmarks/{Path(script).name}" + (f" --scale {args.scale}" if args.scale != 1.0 else "")
+    result = {"benchmark": benchmark, "command": command, "date": time.strftime("%Y-%m-%d %H:%M"),
+              "machine": _machine(), "threads": int(os.environ.get("PRENET_BENCH_THREADS", "1")),
+              "summary": summary, "runs": rows}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+
+
+def _machine() -> str:
+    import platform
+
+    import torch
+
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}"
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.hf_workloads import WORKLOADS, run_trainer
+
+    main_for("hf_eta_accuracy", __file__, WORKLOADS, run_trainer)

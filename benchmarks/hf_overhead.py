@@ -1,0 +1,100 @@
+"""Overhead of PreNeTTrainerCallback and Tracker: the same run with and without, alternating in one process.
+
+    python benchmarks/hf_overhead.py [--only NAME ...] [--pairs 2] [--scale 1.0] [--json benchmarks/results/hf_overhead.json]
+
+For every workload of `hf_workloads.py` (Trainer) and `loop_workloads.py` (plain loops with a
+`Tracker`), one process runs a discarded warm-up, then ``pairs`` x (without, with), alternating so
+that slow drifts of the machine hit both sides alike; separate processes differ by a few percent
+from one another (memory layout, CPU placement), which would hide a sub-percent effect. Reported:
+the whole-run wall-time ratio (with / without) per pair and its median; target <= 1.02 for each
+workload. What the first run of a process pays once to import the projection and load the
+predictor is measured apart (``import_s``). Torch runs single-threaded unless
+``PRENET_BENCH_THREADS`` says otherwise. ``--scale 0.05 --pairs 1`` is a smoke test, not a measurement.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def runners() -> dict[str, Any]:
+    from benchmarks.hf_workloads import WORKLOADS as HF, run_trainer
+    from benchmarks.loop_workloads import WORKLOADS as LOOPS, run_loop
+
+    return {**{name: run_trainer for name in HF}, **{name: run_loop for name in LOOPS}}
+
+
+def run_sequence(name: str, pairs: int, out_dir: str, scale: float) -> dict[str, Any]:
+    """Warm-up run, then ``pairs`` x (without, with), all in this process."""
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("PRENET_BENCH_THREADS", "1")))
+    started = time.perf_counter()
+    import prenet_callbacks.projection  # noqa: F401 - what a first run pays once
+    from predictor_models.predictor import load_predictor
+
+    load_predictor()
+    import_s = time.perf_counter() - started
+    run = runners()[name]
+    run(name, with_prenet=False, out_dir=out_dir, scale=scale)  # warm-up: caches, allocator, lazy imports
+    runs = []
+    for pair in range(pairs):
+        for with_prenet in (False, True):
+            fit_s = run(name, with_prenet=with_prenet, out_dir=out_dir, scale=scale)["fit_s"]
+            runs.append({"with_prenet": with_prenet, "fit_s": fit_s})
+            print(f"{name} pair {pair} prenet={int(with_prenet)}: {fit_s:.2f}s", file=sys.stderr)
+    return {"import_s": import_s, "runs": runs}
+
+
+def summarise(name: str, result: dict[str, Any]) -> dict[str, Any]:
+    runs = result["runs"]
+    without = [r["fit_s"] for r in runs if not r["with_prenet"]]
+    with_prenet = [r["fit_s"] for r in runs if r["with_prenet"]]
+    ratios = [w / o for w, o in zip(with_prenet, without)]
+    return {"workload": name, "pairs": len(ratios), "fit_ratio_median": round(statistics.median(ratios), 4),
+            "fit_ratio_per_pair": [round(r, 4) for r in ratios],
+            "fit_s_without_median": round(statistics.median(without), 3), "import_s": round(result["import_s"], 3),
+            "within_target": statistics.median(ratios) <= 1.02}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="*", help="workload names (default: all, Trainer and loops)")
+    parser.add_argument("--pairs", type=int, default=2)
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--json", default=str(ROOT / "benchmarks/results/hf_overhead.json"))
+    parser.add_argument("--out", default="/tmp/prenet-hf-overhead")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.hf_eta_accuracy import run_child
+
+    if args.child:
+        print("RESULT " + json.dumps(run_sequence(args.child, args.pairs, args.out, args.scale)))
+        return
+    rows, raw = [], {}
+    for name in args.only or list(runners()):
+        raw[name] = run_child(__file__, name, "--pairs", str(args.pairs), "--out", args.out, "--scale", str(args.scale))
+        rows.append(summarise(name, raw[name]))
+        print(json.dumps(rows[-1]))
+    summary = {"workloads": len(rows), "worst_fit_ratio_median": max(r["fit_ratio_median"] for r in rows),
+               "all_within_target": all(r["within_target"] for r in rows), "target": "whole-run ratio <= 1.02"}
+    print(json.dumps(summary, indent=1))
+    command = "python benchmarks/hf_overhead.py" + (f" --pairs {args.pairs}" if args.pairs != 2 else "")
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps({"benchmark": "hf_overhead", "command": command,
+                                           "date": time.strftime("%Y-%m-%d %H:%M"),
+                                           "threads": int(os.environ.get("PRENET_BENCH_THREADS", "1")),
+                                           "summary": summary, "workloads": rows, "runs": raw}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Plain-loop workloads for the `Tracker` ETA-accuracy and overhead benchmarks (CPU, synthetic data).
+
+Each is a hand-written training loop sized for 1-2 minutes on one CPU thread at ``scale=1``.
+`run_loop` runs one with or without a `Tracker` and, when asked, records the ETA a tqdm progress
+bar over the optimizer steps would show after every step (tqdm's own formula, with its smoothing).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from benchmarks.hf_workloads import bar_remaining_s
+from examples.plain_loop import Regressor as EncoderRegressor  # the example's model
+
+
+class SequenceClassifier(nn.Module):
+    """A two-layer LSTM over 48 steps of 32 features, then a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(32, 96, num_layers=2, batch_first=True)
+        self.head = nn.Linear(96, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.lstm(x)[0][:, -1])
+
+
+def encoder_eval_checkpoints(scale: float) -> dict[str, Any]:
+    """Transformer-encoder regressor, 2,500 steps, evaluation (25 batches) every 500 steps, a checkpoint every 1,000."""
+    steps = max(10, int(2_500 * scale))
+    return dict(model=EncoderRegressor(), make_batch=lambda g: _regression_batch(g, 16, 32, 64), steps=steps,
+                eval_every=max(1, steps // 5), eval_batches=25, checkpoint_every=max(1, steps * 2 // 5),
+                accumulate=1, loss=lambda out, y: nn.functional.mse_loss(out, y))
+
+
+def lstm_accelerate_accumulate(scale: float) -> dict[str, Any]:
+    """LSTM classifier under accelerate, gradient accumulation 2, 2,000 steps, evaluation (20 batches) every 500."""
+    steps = max(10, int(2_000 * scale))
+    return dict(model=SequenceClassifier(), make_batch=lambda g: _class_batch(g, 16, 48, 32), steps=steps,
+                eval_every=max(1, steps // 4), eval_batches=20, checkpoint_every=None, accumulate=2,
+                loss=lambda out, y: nn.functional.cross_entropy(out, y), accelerate=True)
+
+
+def _regression_batch(generator: torch.Generator, batch: int, tokens: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.randn(batch, tokens, width, generator=generator)
+    return x, x.mean(dim=1)[:, :1] * 3
+
+
+def _class_batch(generator: torch.Generator, batch: int, steps: int, features: int) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.randn(batch, steps, features, generator=generator)
+    return x, (x[:, :, 0].sum(dim=1) > 0).long() + 2 * (x[:, :, 1].sum(dim=1) > 0).long()
+
+
+WORKLOADS: dict[str, Callable[[float], dict[str, Any]]] = {
+    "loop_encoder_eval_checkpoints": encoder_eval_checkpoints,
+    "loop_lstm_accelerate_accumulate": lstm_accelerate_accumulate,
+}
+
+
+def run_loop(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0, record_bar: bool = False) -> dict[str, Any]:
+    """Run one workload's loop; return its wall time, the report and the bar's ETAs per step."""
+    from tqdm import tqdm
+
+    from prenet_callbacks import Tracker
+
+    torch.manual_seed(0)
+    spec = WORKLOADS[name](scale)
+    out = Path(out_dir) / f"{name}-{int(with_prenet)}"
+    out.mkdir(parents=True, exist_ok=True)
+    model = spec["model"]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    accelerator = None
+    if spec.get("accelerate"):
+        from accelerate import Accelerator
+
+        accelerator = Accelerator(cpu=True, gradient_accumulation_steps=spec["accumulate"])
+        model, optimizer = accelerator.prepare(model, optimizer)
+    train, evaluation = torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)
+    steps, eval_every, checkpoint_every = spec["steps"], spec["eval_every"], spec["checkpoint_every"]
+    points: dict[int, tuple[float, float | None]] = {}
+
+    start = time.perf_counter()
+    tracker = (Tracker(total_steps=steps, model=model, optimizer=optimizer, accelerator=accelerator,
+                       eval_every=eval_every, eval_batches=spec["eval_batches"], checkpoint_every=checkpoint_every,
+                       report_path=out / "prenet_report.json", print_report=False, targets=[])
+               if with_prenet else None)
+    bar = tqdm(total=steps, file=open(os.devnull, "w")) if record_bar else None  # noqa: SIM115 - closed below
+    step = 0
+    while step < steps:
+        x, y = spec["make_batch"](train)
+        cycle = accelerator.accumulate(model) if accelerator is not None else contextlib.nullcontext()
+        with cycle:
+            loss = spec["loss"](model(x), y)
+            accelerator.backward(loss) if accelerator is not None else loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        if tracker is not None:
+            tracker.step()
+        if accelerator is not None and not accelerator.sync_gradients:
+            continue
+        step += 1
+        if bar is not None:
+            bar.update(1)
+            points[step] = (time.perf_counter() - start, bar_remaining_s(bar))
+        if step % eval_every == 0:
+            with tracker.validation() if tracker else contextlib.nullcontext(), torch.no_grad():
+                model.eval()
+                for _ in range(spec["eval_batches"]):
+                    x, y = spec["make_batch"](evaluation)
+                    spec["loss"](model(x), y).item()
+                model.train()
+        if checkpoint_every and step % checkpoint_every == 0:
+            with tracker.checkpoint() if tracker else contextlib.nullcontext():
+                torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, out / "checkpoint.pt")
+    report = tracker.close() if tracker is not None else None
+    fit_s = time.perf_counter() - start
+    if bar is not None:
+        sink = bar.fp
+        bar.close()
+        sink.close()
+    return {"fit_s": fit_s, "report": report, "bar": points, "steps": step}

@@ -1,0 +1,450 @@
+"""`PreNeTTrainerCallback`: predict a Hugging Face `Trainer` run's wall time a few steps in, and refine it.
+
+    from prenet_callbacks import PreNeTTrainerCallback
+    trainer = Trainer(model=model, args=args, train_dataset=train, eval_dataset=val,
+                      callbacks=[PreNeTTrainerCallback()])
+    trainer.train()
+
+The Trainer's callback events become `PredictionSession` events: ``on_step_begin`` opens a step's
+first micro-batch (its data is already fetched: the Trainer prefetches a whole accumulation
+cycle), ``on_substep_end`` closes a micro-batch, ``on_pre_optimizer_step`` / ``on_step_end``
+frame the optimizer step. A forward hook on the model marks where backward begins. Evaluations
+and checkpoint saves are told apart by the flags the Trainer's `DefaultFlowCallback` has set by
+the time a user callback's ``on_step_end`` / ``on_epoch_end`` runs (``should_evaluate``,
+``should_save``), and end at ``on_evaluate`` / ``on_save``.
+
+Callbacks get no handle on the Trainer; at ``on_train_begin`` this one takes it from its caller
+(the Trainer whose callback handler calls it), to read the evaluation datasets and to hand
+``prenet/*`` metrics to the reporting callbacks (``report_to``: TensorBoard, W&B, MLflow...),
+which run before user callbacks and so never see what a user callback adds to ``logs``.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import sys
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Callable, Sequence, TypeVar
+
+import torch
+
+try:
+    from transformers import TrainerCallback
+except ImportError as error:  # the optional extra: say what to install
+    raise ImportError("PreNeTTrainerCallback needs transformers and accelerate: "
+                      "pip install 'prenet-callbacks[transformers]'") from error
+
+from integrations.loop_run import REPORT_FILENAME, exception_reason, memory_account, module_profiler, torch_optimizer
+from integrations.transformers_plan import TrainerPlan, plan_from_trainer
+from prenet_callbacks.clocks import clock_for
+from prenet_callbacks.config import validate_session_config
+from prenet_callbacks.plan import RunLimits
+from prenet_callbacks.render import print_report
+from prenet_callbacks.run_info import describe_run
+from prenet_callbacks.session import PredictionSession, SessionConfig
+
+F = TypeVar("F", bound=Callable[..., Any])
+_CALLER_DEPTH = 12  # frames searched for the Trainer that calls on_train_begin
+
+
+def _hook(method: F) -> F:
+    """A Trainer event body: any error makes the session step aside, never the run fail."""
+
+    @functools.wraps(method)
+    def wrapper(self: "PreNeTTrainerCallback", args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        session = self.session
+        if session.disabled:
+            return None
+        self._event = (args, state, control)
+        try:
+            method(self, args, state, control, **kwargs)
+        except Exception as error:  # noqa: BLE001 - the callback must never break the run
+            session.fail(error, where=f"PreNeTTrainerCallback.{method.__name__}")
+        return None  # never change the Trainer's control flow
+
+    return wrapper  # type: ignore[return-value]
+
+
+class PreNeTTrainerCallback(TrainerCallback):
+    """Profile the first optimizer steps of ``Trainer.train()`` and predict its whole wall time.
+
+    Args:
+        warmup_steps: optimizer steps skipped before anything is measured.
+        profile_steps: optimizer steps profiled per module (forward/backward time, ops, features).
+        report_path: where the main process writes the JSON report; default
+            ``<args.output_dir>/prenet_report.json``.
+        log_every_n_steps: refine the prediction and log ``prenet/*`` metrics this often (optimizer steps).
+        targets: other hardware to project onto (``["A100", "8x H100"]``); ``None`` for the default set,
+            ``[]`` for none.
+        timing_steps: clean optimizer steps timed before the first prediction (fewer in short runs).
+        print_report: print the table on the main process after the first prediction.
+        profile_layers: set False to skip the per-module profile and keep only step timing.
+        predictor: the op-time predictor for the projection: None for the shipped one, or the path
+            of a ``predictor.json`` (or its folder) from ``prenet train``.
+        html: write ``prenet_report.html`` beside the JSON report; None: when the ``html`` extra is
+            installed; True without it raises at construction.
+
+    Attributes:
+        report: the `Report` (also written as JSON), with the history of predictions.
+
+    Raises:
+        ValueError: a bad argument, at construction (named in the message, with the fix).
+
+    Example::
+
+        from transformers import Trainer, TrainingArguments
+        from prenet_callbacks import PreNeTTrainerCallback
+
+        args = TrainingArguments("out", num_train_epochs=3, eval_strategy="steps", eval_steps=200)
+        trainer = Trainer(model=model, args=args, train_dataset=train, eval_dataset=val,
+                          callbacks=[PreNeTTrainerCallback(targets=["A100", "8x H100"])])
+        trainer.train()
+    """
+
+    def __init__(
+        self,
+        warmup_steps: int = 3,
+        profile_steps: int = 3,
+        report_path: str | os.PathLike[str] | None = None,
+        log_every_n_steps: int = 50,
+        targets: Sequence[str] | None = None,
+        *,
+        timing_steps: int = 20,
+        print_report: bool = True,
+        profile_layers: bool = True,
+        predictor: Any = None,
+        html: bool | None = None,
+    ) -> None:
+        self.config: SessionConfig = validate_session_config(
+            warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
+            log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
+            print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
+        )
+        self._user_report_path = self.config.report_path
+        self.session = PredictionSession(self.config)
+        self._event: tuple[Any, Any, Any] | None = None
+        self._train_called_at: float | None = None  # perf_counter when trainer.train() was called
+        self._trainer: Any = lambda: None            # weak reference to the Trainer of the running train()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._training = False          # between on_train_begin and on_train_end
+        self._model: torch.nn.Module | None = None
+        self._optimizer: Any = None
+        self._open = False              # a micro-batch's compute has started
+        self._forward_done = False      # its forward has returned
+        self._evaluations_left = 0      # on_evaluate calls still to come in this evaluation (one per dataset)
+        self._eval_datasets = 1
+        self._sanity = False            # the evaluation before training (eval_on_start)
+        self._save_after_eval = False   # save_strategy="best": a save may follow an evaluation
+
+    @property
+    def report(self):  # noqa: ANN201 - `Report`
+        return self.session.report
+
+    # -- the run --------------------------------------------------------------------------------
+    @_hook
+    def on_init_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        trainer = _calling_trainer()
+        if trainer is not None:
+            self._guard_method(trainer, "train")  # when train() is called, and how it ends if it raises
+
+    @_hook
+    def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None,
+                       train_dataloader: Any = None, **kwargs: Any) -> None:
+        self._reset()
+        session = self.session
+        trainer = _calling_trainer()
+        self._trainer = weakref.ref(trainer) if trainer is not None else (lambda: None)
+        called_at, self._train_called_at = self._train_called_at, None
+        startup = time.perf_counter() - called_at if called_at is not None else None
+        session.is_rank_zero = bool(state.is_world_process_zero)
+        session.config.report_path = self._user_report_path or Path(args.output_dir) / REPORT_FILENAME
+        session.printer = print_report
+        session.logger_sinks = _reporting_sinks(self, trainer)
+        session.use_clock(clock_for(args.device))
+        session.fit_start(current=_current_run(args, trainer, model), framework="transformers",
+                          start="resumed" if state.global_step else "fresh", limits=_limits(args, trainer),
+                          startup_s=startup)
+        if startup is None:
+            _note_once(session, "the time between trainer.train() and on_train_begin (data loaders, model wrapping, "
+                                "loading a checkpoint) is not included: pass the callback to Trainer(callbacks=...)")
+        eval_dataset = getattr(trainer, "eval_dataset", None)
+        plan = plan_from_trainer(args, state, train_dataloader, eval_dataset=eval_dataset,
+                                 has_eval=trainer is None or eval_dataset is not None)
+        session.set_plan(plan)
+        self._note_limitations(args, plan, trainer)
+        self._eval_datasets = len(eval_dataset) if isinstance(eval_dataset, dict) else 1
+        self._save_after_eval = plan.save_strategy == "best"
+        self._training = True
+        self._model, self._optimizer = model, torch_optimizer(optimizer)
+        if self._optimizer is not None:
+            session.note_run_facts(optimizer=type(self._optimizer).__name__.lower())
+        session.note_run_facts(batch_size=int(args.per_device_train_batch_size))
+        session.note_validation_batch_size(int(args.per_device_eval_batch_size))
+        if model is not None:
+            precision = session.report.current.get("precision", "32-true")
+            session.profile_model(lambda: module_profiler(model, clock=session.device_clock, device=args.device,
+                                                          precision=precision))
+            self._install_forward_hook(model)
+        if trainer is not None and "train" not in trainer.__dict__:
+            self._guard_method(trainer, "training_step")  # added after Trainer(): guard each step instead
+        if args.eval_on_start:
+            self._sanity = True
+            session.validation_start(sanity=True)
+
+    def _note_limitations(self, args: Any, plan: TrainerPlan, trainer: Any) -> None:
+        found = []
+        if plan.save_strategy == "best":
+            found.append("save_strategy='best': a save after each evaluation is planned (an upper bound: the "
+                         "Trainer saves only when the metric improves)")
+        if args.ignore_data_skip and plan.start_step:
+            found.append("ignore_data_skip=True: the resumed epoch restarts at its first batch; epoch ends are "
+                         "counted as if the data had been skipped")
+        if trainer is None:
+            found.append("the Trainer was not found from the callback: evaluation size unknown, and prenet/* "
+                         "metrics are not sent to report_to")
+        if plan.load_best_model_at_end:
+            found.append("load_best_model_at_end: loading the best checkpoint after the last step is not planned "
+                         "(it is in the measured time)")
+        for note in found:
+            _note_once(self.session, note)
+
+    @_hook
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._training:
+            self._training = False
+            self.session.fit_end(*_end_reason(args, state, self._trainer()))
+
+    # -- training steps ----------------------------------------------------------------------------
+    @_hook
+    def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._training:
+            self.session.train_epoch_start()
+
+    @_hook
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._training:
+            self._open_batch()
+
+    @_hook
+    def on_substep_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._training:
+            session = self.session
+            session.after_backward()
+            self._open = False
+            session.batch_end(stepped=False)
+            self._open_batch()  # the next micro-batch is already fetched: its compute starts now
+
+    @_hook
+    def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._training:
+            self.session.after_backward()
+            self.session.before_optimizer_step()
+
+    @_hook
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if not self._training:
+            return
+        session = self.session
+        if session.measurements.state_bytes is None and session.steps_seen >= 1:
+            # after the first step: optimizers create their state lazily; ZeRO partitions from metadata
+            trainer = self._trainer()
+            wrapped = getattr(trainer, "model_wrapped", None) if getattr(trainer, "is_deepspeed_enabled", False) else None
+            session.set_memory_account(memory_account(wrapped or self._model, [] if wrapped else [self._optimizer],
+                                                      world=int(args.world_size or 1)))
+        self._open = False
+        session.batch_end(stepped=True, global_step=int(state.global_step))
+        self._before_log_save_evaluate(control)
+
+    @_hook
+    def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._training:
+            self.session.epoch_end()
+            self._before_log_save_evaluate(control)
+
+    def _before_log_save_evaluate(self, control: Any) -> None:
+        """What the Trainer does next, as its flow callback decided: evaluate, then save."""
+        if control.should_evaluate:
+            self._evaluations_left = self._eval_datasets
+            self.session.validation_start()
+        elif control.should_save:
+            self.session.checkpoint_start()
+
+    # -- evaluation and saves ----------------------------------------------------------------------
+    @_hook
+    def on_prediction_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._sanity:
+            self.session.validation_batch_end(sanity=True)
+
+    @_hook
+    def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        session = self.session
+        if self._sanity:
+            self._sanity = False
+            session.validation_end(sanity=True)
+            return
+        if not self._training or self._evaluations_left <= 0:
+            return  # an evaluation outside training (trainer.evaluate()) is not part of the run
+        self._evaluations_left -= 1
+        if self._evaluations_left:
+            return  # more evaluation datasets to go
+        session.validation_end()
+        if control.should_save or self._save_after_eval:
+            # a dangling start (no save after all: save_strategy="best") is replaced by the next one
+            session.checkpoint_start()
+
+    @_hook
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._training:
+            self.session.checkpoint_end()
+
+    # -- an exception in the run: how it ended, and nothing left behind -------------------------------
+    def _guard_method(self, trainer: Any, name: str) -> None:
+        """Wrap ``trainer.train`` (or ``training_step``) on the instance: the Trainer has no event for an exception.
+
+        The wrapper calls the Trainer's own method with the same arguments and re-raises whatever it
+        raises, unchanged, after ending the run as "interrupted" (Ctrl+C) or "failed" and removing
+        every hook; wrapping ``train`` also tells when the call began (its set-up counts in the run).
+        The session's cleanup restores the method.
+        """
+        session, callback = self.session, self
+        original = getattr(trainer, name)
+
+        @functools.wraps(original)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if name == "train":
+                callback._train_called_at = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            except BaseException as error:
+                callback._end_with(error)
+                raise
+
+        trainer.__dict__[name] = guarded
+
+        def restore() -> None:
+            if trainer.__dict__.get(name) is guarded:
+                del trainer.__dict__[name]
+
+        session.add_cleanup(restore)
+
+    def _end_with(self, error: BaseException) -> None:
+        if self._training:
+            self._training = False
+            self.session.fit_end(*exception_reason(error))
+        self.session.close()
+
+    # -- forward hook: where backward begins ------------------------------------------------------
+    def _open_batch(self) -> None:
+        self._open = True
+        self._forward_done = False
+        self.session.batch_start()
+
+    def _install_forward_hook(self, model: torch.nn.Module) -> None:
+        handle = model.register_forward_hook(self._on_forward)
+        self.session.add_cleanup(handle.remove)
+
+    def _on_forward(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        if self._open and not self._forward_done and torch.is_grad_enabled() and not self.session.disabled:
+            self._forward_done = True
+            try:
+                self.session.before_backward()
+            except Exception as error:  # noqa: BLE001 - a hook must never raise into the model
+                self.session.fail(error, where="PreNeTTrainerCallback forward hook")
+
+
+# ------------------------------------------------------------------------------------------------
+def _calling_trainer() -> Any:
+    """The `transformers.Trainer` whose callback handler is calling us (None when there is none)."""
+    from transformers import Trainer
+
+    frame = sys._getframe(1)
+    for _ in range(_CALLER_DEPTH):
+        if frame is None:
+            return None
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, Trainer):
+            return candidate
+        frame = frame.f_back
+    return None
+
+
+def _reporting_sinks(callback: PreNeTTrainerCallback, trainer: Any) -> list[Callable[[dict[str, float], int], None]]:
+    """``prenet/*`` metrics to the Trainer's reporting callbacks (``report_to``), as its own logs reach them."""
+    if trainer is None:
+        return []
+    from transformers.integrations import INTEGRATION_TO_CALLBACK
+
+    kinds = tuple(INTEGRATION_TO_CALLBACK.values())
+    reporters = [cb for cb in trainer.callback_handler.callbacks if isinstance(cb, kinds)]
+    if not reporters:
+        return []
+
+    def sink(metrics: dict[str, float], step: int) -> None:
+        if callback._event is None:
+            return
+        args, state, control = callback._event
+        for reporter in reporters:
+            reporter.on_log(args, state, control, logs=dict(metrics), model=callback._model)
+
+    return [sink]
+
+
+def _precision(args: Any, model: Any) -> str:
+    """Lightning's spelling of the Trainer's precision (the report and the projection read it)."""
+    if args.bf16:
+        return "bf16-mixed"
+    if args.fp16:
+        return "16-mixed"
+    first = next(iter(model.parameters()), None) if model is not None else None
+    dtype = first.dtype if first is not None else torch.float32
+    return {torch.bfloat16: "bf16-true", torch.float16: "16-true", torch.float64: "64-true"}.get(dtype, "32-true")
+
+
+def _current_run(args: Any, trainer: Any, model: Any) -> dict[str, Any]:
+    """What runs where; under DeepSpeed also the ZeRO configuration."""
+    extra: dict[str, Any] = {}
+    strategy = str(getattr(args.parallel_mode, "value", args.parallel_mode))
+    if trainer is not None:
+        accelerator = getattr(trainer, "accelerator", None)
+        strategy = str(getattr(getattr(accelerator, "distributed_type", None), "value", strategy))
+        if getattr(trainer, "is_deepspeed_enabled", False):
+            from integrations.deepspeed_config import describe_engine
+
+            extra["deepspeed"] = describe_engine(trainer.model_wrapped)
+    return describe_run(args.device, devices=int(args.world_size or 1), precision=_precision(args, model),
+                        strategy=strategy, framework="transformers", **extra)
+
+
+def _note_once(session: PredictionSession, limitation: str) -> None:
+    if limitation not in session.report.limitations:
+        session.report.limitations.append(limitation)
+
+
+def _early_stopping(trainer: Any) -> Any:
+    callbacks = getattr(getattr(trainer, "callback_handler", None), "callbacks", None) or []
+    return next((cb for cb in callbacks if type(cb).__name__ == "EarlyStoppingCallback"), None)
+
+
+def _limits(args: Any, trainer: Any) -> RunLimits:
+    """What may end the run: ``max_steps`` or ``num_train_epochs``, and an early-stopping callback."""
+    by_steps = int(args.max_steps) > 0
+    return RunLimits(max_steps=int(args.max_steps) if by_steps else None,
+                     max_epochs=None if by_steps else math.ceil(float(args.num_train_epochs)),
+                     early_stopping=_early_stopping(trainer) is not None)
+
+
+def _end_reason(args: Any, state: Any, trainer: Any) -> tuple[str, str | None]:
+    """Why ``train()`` returned: the planned steps done, or a callback that stopped it (early stopping)."""
+    if not state.max_steps or state.global_step >= state.max_steps:
+        return "completed", None
+    stopper = _early_stopping(trainer)
+    if stopper is not None and stopper.early_stopping_patience_counter >= stopper.early_stopping_patience:
+        return "stopped_early", (f"EarlyStoppingCallback on {args.metric_for_best_model} "
+                                 f"(patience {stopper.early_stopping_patience})")
+    return "stopped_early", (f"a callback set control.should_training_stop at step {state.global_step:,} "
+                             f"of {state.max_steps:,}")

@@ -1,0 +1,39 @@
+"""The GPU acceptance script runs green on a machine without a GPU (its CPU part, small sizes).
+
+On a GPU it is run by hand (see benchmarks/gpu_acceptance.py); here it must keep working, say what
+it skipped and why, and produce every figure its CPU part can.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the full acceptance run is the check")
+def test_acceptance_cpu_part_runs_and_says_what_it_skipped(tmp_path):
+    out = tmp_path / "acceptance.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run([sys.executable, "benchmarks/gpu_acceptance.py", "--smoke", "--out", str(out),
+                           "--work", str(tmp_path / "work"), "--skip", "cuda_tests"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["smoke"] and set(result["skipped"]) == {"demo", "collect", "cuda_tests"}
+    assert "CUDA" in result["skipped"]["collect"]
+    fits = result["parts"]["fits"]
+    assert [f["fit"] for f in fits] == ["cnn_32_true", "transformer_bf16_mixed",
+                                        "transformer_accumulate_step_checkpoints"]
+    for fit in fits:
+        assert fit["first_prediction_error"] is not None and fit["coverage"]["modules_s"] > 0
+        assert fit["timing"]["clock"] == "cpu" and fit["wall_without_s"] > 0
+    assert {row["precision"] for row in result["parts"]["estimate"]} == {"32-true", "bf16-mixed"}
+    assert result["summary"]["fits"]["first_error_median"] is not None
