@@ -3,10 +3,12 @@
     prenet report lightning_logs/version_0/prenet_report.json
     prenet report report.json --targets "8x H100" L4 A100     # project onto these instead
     prenet report report.json --targets default --json        # the default set, as JSON
+    prenet report report.json --html report.html              # also a self-contained page with charts
 """
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print the (re-projected) report as JSON")
     parser.add_argument("--out", metavar="FILE", help="also write the re-projected report to FILE")
     parser.add_argument("--width", type=int, default=120, help="text width (default 120)")
+    parser.add_argument("--html", metavar="PAGE.html",
+                        help="also write the report as one self-contained HTML page with charts "
+                             "(needs the 'html' extra: pip install 'prenet-callbacks[html]')")
     parser.set_defaults(func=run)
 
 
@@ -43,6 +48,15 @@ def _targets(names: list[str] | None) -> list[str] | None:
         name = name.strip()
         out.extend(DEFAULT_TARGETS if name.lower() == "default" else [name])
     return out
+
+
+def _check_html_option(page: str) -> None:
+    """Fail before any work when the page cannot be made: no plotting extra, or a folder given."""
+    from prenet_callbacks.extras import require_extra
+
+    require_extra("matplotlib", "html", "--html")
+    if Path(page).is_dir():
+        raise UsageError(f"--html {page}: is a directory; pass a file such as report.html")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,9 +80,19 @@ def run(args: argparse.Namespace) -> int:
     predictor = load_predictor_option(args.predictor, "--predictor")
     if args.width < 40:
         raise UsageError("--width must be >= 40")
+    if args.html is not None:
+        _check_html_option(args.html)
     report = Report.load(Path(args.path))
     if args.targets is not None:
         project_report(report, targets, predictor=predictor, **options)
+    if args.html is not None:
+        from prenet_callbacks.html import ReportPageError, write_report_page
+
+        try:
+            page = write_report_page(report, args.html)
+        except ReportPageError as error:
+            raise UsageError(f"--html {args.html}: {error}") from None
+        print(f"HTML report: {page} ({page.stat().st_size / 1024:,.0f} KB)", file=sys.stderr)
     if args.out:
         report.save(args.out)
     if args.json:
