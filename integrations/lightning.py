@@ -153,6 +153,9 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         session.config.report_path = self._user_report_path or _default_report_path(trainer)
         session.printer = print_report
         session.logger_sinks = [_logger_sink(logger, trainer) for logger in trainer.loggers]
+        session.publishers = [p for p in session.publishers if not getattr(p, "tensorboard", False)]
+        session.publishers[:0] = [_tensorboard_publisher(logger, trainer) for logger in trainer.loggers
+                                  if type(logger).__name__ == "TensorBoardLogger"]
         startup = startup_seconds(trainer, created_at=self._created_at)
         session.use_clock(clock_for(_root_device(trainer, pl_module)))
         session.fit_start(current=_current_run(trainer, pl_module), framework="lightning",
@@ -303,6 +306,17 @@ def _logger_sink(logger: Any, trainer: Any) -> Callable[[dict[str, float], int],
         logger.log_metrics({**metrics, "epoch": float(trainer.current_epoch)}, step=step)
 
     return sink
+
+
+def _tensorboard_publisher(logger: Any, trainer: Any) -> Callable[[Any, str], None]:
+    """The panel as text and the hardware chart as an image in this TensorBoard logger."""
+    def publish(report: Any, stage: str) -> None:
+        from integrations.tensorboard import publish as tensorboard_publish
+
+        tensorboard_publish(report, logger.experiment, step=int(trainer.global_step), stage=stage)
+
+    publish.tensorboard = True  # type: ignore[attr-defined] - replaced, not added again, on the next fit
+    return publish
 
 
 def _in_fit(trainer: Any) -> bool:

@@ -218,11 +218,22 @@ class PredictionSession:
                 run["earlier_s"] = round(float(run.get("earlier_s") or 0.0) + float(earlier), 4)
         run.update({"framework": framework, "start": start, "fits": int(run.get("fits") or 0) + 1,
                     "limits": (limits or RunLimits()).to_dict(), "startup_s": startup_s, "ended": None})
+        self._add_page_publisher()
         if self._on_cuda():
             # device time: phases of the profiled window and clean steps, read without blocking
             self.gpu_phases = PhaseEvents(clock=self.device_clock)
             self.step_timer = StepTimer(self.device_clock)
         self.report.actual = None
+
+    def _add_page_publisher(self) -> None:
+        """The HTML page beside the JSON report (rank 0; once per session, also across resumes)."""
+        from prenet_callbacks.html import PagePublisher, plotting_available
+
+        wanted = self.config.html if self.config.html is not None else plotting_available()
+        path = self.config.report_path
+        if (wanted and self.is_rank_zero and path is not None
+                and not any(isinstance(p, PagePublisher) for p in self.publishers)):
+            self.publishers.append(PagePublisher(Path(path).with_suffix(".html")))
 
     def use_clock(self, clock: Any) -> None:
         """The `DeviceClock` of the device the model trains on (chosen by the integration)."""

@@ -1,40 +1,57 @@
 """`PagePublisher`: the session's hook that keeps the page beside the report up to date."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from prenet_callbacks.html import PagePublisher
-from prenet_callbacks.report import Report, ReportError
+from prenet_callbacks.html import PagePublisher, ReportPageError
+from prenet_callbacks.report import Report
 from tests.html_fixtures import variant
 
 
-def test_first_page_is_drawn_in_the_background_from_a_snapshot_and_the_end_page_in_the_caller(tmp_path):
+def test_pages_are_drawn_by_another_process_from_a_snapshot_in_order(tmp_path):
     report = Report.from_dict(variant("finished"))
     publisher = PagePublisher(tmp_path / "run.html")
     publisher(report, "first")
+    assert publisher._process is not None and publisher._process.pid != os.getpid()
     report.targets.clear()  # the session goes on changing the report while the page is drawn
     publisher.wait()
     first = (tmp_path / "run.html").read_text()
     assert 'data-chart="hardware"' in first
     publisher(report, "end")
+    publisher.wait()
     assert 'data-missing="hardware"' in (tmp_path / "run.html").read_text()
-    assert [p.name for p in tmp_path.iterdir()] == ["run.html"]
+    assert [p.name for p in tmp_path.iterdir()] == ["run.html"]  # no snapshot or error file left
 
 
-def test_a_background_failure_surfaces_at_the_next_call_once(tmp_path):
-    publisher = PagePublisher(tmp_path)  # a directory: the write fails in the thread
+def test_a_failure_in_the_drawing_process_surfaces_at_the_next_call_once(tmp_path, monkeypatch):
+    import prenet_callbacks.html.publisher as publisher_module
+
+    real_write = publisher_module.write_atomic
+    # the child gets a truncated snapshot: it fails, and says why on its stderr
+    monkeypatch.setattr(publisher_module, "write_atomic", lambda path, text, **kw: real_write(path, text[:50], **kw))
+    publisher = PagePublisher(tmp_path / "run.html")
     publisher(Report.from_dict(variant("finished")), "first")
-    with pytest.raises(ReportError, match="is a directory"):
+    with pytest.raises(ReportPageError, match="could not be drawn: ReportError: .*not valid JSON"):
         publisher(Report.from_dict(variant("finished")), "end")
     publisher.wait()  # reported once, not again
+    assert not (tmp_path / "run.html").exists()
+
+
+def test_a_directory_as_the_page_fails_in_the_caller(tmp_path):
+    with pytest.raises(ReportPageError, match="is a directory"):
+        PagePublisher(tmp_path)(Report.from_dict(variant("finished")), "first")
 
 
 def test_no_page_before_the_first_prediction_and_stages_are_checked(tmp_path):
-    publisher = PagePublisher(tmp_path / "run.html", background=False)
+    publisher = PagePublisher(tmp_path / "run.html", mode="inline")
     publisher(Report.from_dict({**variant("finished"), "predictions": []}), "end")
     assert not (tmp_path / "run.html").exists()
     with pytest.raises(ValueError, match="stage='middle'"):
         publisher(Report.from_dict(variant("finished")), "middle")
+    with pytest.raises(ValueError, match="mode='thread'"):
+        PagePublisher(tmp_path / "run.html", mode="thread")
 
 
 def test_drawing_in_two_threads_leaves_the_users_matplotlib_settings_alone():

@@ -2,60 +2,98 @@
 
     session.publishers.append(PagePublisher(report_path.with_suffix(".html")))
 
-Drawing the page takes one to two seconds of CPU. After the first prediction, training is still
-running, so that page is drawn in a background thread from a snapshot of the report; at the end
-the page is drawn in the caller's thread, after any pending one, so it is complete when the run
-returns. A failure in the background surfaces at the next call, for the session's usual handling
-(one warning, training unchanged).
+Drawing a page takes about two seconds of CPU (matplotlib), which a training run should not pay:
+by default each page is drawn by a separate, low-priority process (``python -m
+prenet_callbacks.html``) from a snapshot of the report written beside the page, so neither the
+training thread nor Python's GIL waits for it, and ``trainer.fit()`` returns without waiting for the
+last page. Pages are drawn in order (a new one starts after the previous one has finished); a
+failure surfaces at the next call or at `wait`, for the session's usual handling (one warning,
+training unchanged). ``mode="inline"`` draws in the caller's thread (tests, `prenet report`).
 """
 from __future__ import annotations
 
-import json
 import os
-import threading
+import subprocess
+import sys
 from pathlib import Path
 
-from prenet_callbacks.html.page import write_report_page
-from prenet_callbacks.report import Report
+from prenet_callbacks.html.page import ReportPageError, write_report_page
+from prenet_callbacks.report import Report, write_atomic
 
 STAGES = ("first", "end")
+MODES = ("process", "inline")
+# how long the end of a run waits for the previous page to finish before starting the last one
+_WAIT_PREVIOUS_S = 30.0
 
 
 class PagePublisher:
-    """Write the page to `path` at each stage; ``background=False`` draws the first page in the
-    caller's thread too (tests, or processes that must not start threads)."""
+    """Write the page to ``path`` after the first prediction and at the end of the run.
 
-    def __init__(self, path: str | os.PathLike[str], *, background: bool = True) -> None:
+    Args:
+        path: the page (``prenet_report.html`` beside the JSON report).
+        mode: ``"process"`` (default: a separate low-priority process draws it) or ``"inline"``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, mode: str = "process") -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode={mode!r} is not one of {', '.join(MODES)}")
         self.path = Path(path)
-        self.background = background
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
+        self.mode = mode
+        self._process: subprocess.Popen | None = None
+        self._errors: Path | None = None
 
     def __call__(self, report: Report, stage: str) -> None:
         if stage not in STAGES:
             raise ValueError(f"stage={stage!r} is not one of {', '.join(STAGES)}")
-        self.wait()
+        self.wait(timeout=_WAIT_PREVIOUS_S)
         if not report.predictions:
             return  # nothing to chart: a run that ended before its first prediction gets no page
-        snapshot = Report.from_dict(json.loads(report.to_json()))  # the session keeps changing `report`
-        if stage == "first" and self.background:
-            self._thread = threading.Thread(target=self._write, args=(snapshot,), name="prenet-html-page",
-                                            daemon=True)
-            self._thread.start()
-        else:
-            write_report_page(snapshot, self.path)
-
-    def _write(self, report: Report) -> None:
-        try:
+        if self.mode == "inline":
             write_report_page(report, self.path)
-        except BaseException as error:  # noqa: BLE001 - handed to the caller by wait()
-            self._error = error
+            return
+        self._start(report)
 
-    def wait(self) -> None:
-        """Block until a background page is written; re-raise its error, if any, once."""
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
+    def _start(self, report: Report) -> None:
+        if self.path.is_dir():
+            raise ReportPageError(f"cannot write the page {str(self.path)!r}: it is a directory (pass a file path)")
+        snapshot = self.path.with_name(f".{self.path.name}.report.json")
+        write_atomic(snapshot, report.to_json(), what="report snapshot")  # the session keeps changing `report`
+        self._errors = self.path.with_name(f".{self.path.name}.errors.txt")
+        with open(self._errors, "w", encoding="utf-8") as errors:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "prenet_callbacks.html", str(snapshot), str(self.path), "--remove-input"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors, env=_child_env(),
+                preexec_fn=_lower_priority if os.name == "posix" else None)
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait for the page being drawn (at most ``timeout`` seconds); raise its failure, once."""
+        process, errors = self._process, self._errors
+        if process is None:
+            return
+        try:
+            code = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return  # still drawing: checked again at the next call
+        self._process = self._errors = None
+        message = ""
+        if errors is not None and errors.exists():
+            message = errors.read_text(encoding="utf-8", errors="replace").strip()
+            errors.unlink(missing_ok=True)
+        if code != 0:
+            last = message.splitlines()[-1] if message else f"exit code {code}"
+            raise ReportPageError(f"the page {str(self.path)!r} could not be drawn: {last}")
+
+
+def _lower_priority() -> None:
+    try:
+        os.nice(10)
+    except OSError:
+        pass
+
+
+def _child_env() -> dict[str, str]:
+    """The child imports this very package: give it the parent's import path."""
+    env = dict(os.environ)
+    here = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
+    return env

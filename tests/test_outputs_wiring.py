@@ -1,0 +1,75 @@
+"""The callbacks hand their report to the HTML page and TensorBoard (issue 14), on real Lightning fits."""
+from __future__ import annotations
+
+import pytest
+
+import lightning.pytorch as pl
+
+from prenet_callbacks import PreNeTCallback
+from prenet_callbacks.html import PagePublisher
+from tests.lightning_helpers import TinyModule, loaders, trainer
+
+pytest.importorskip("matplotlib", reason="the html extra (matplotlib) draws the page")
+FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=5, targets=["A100"], print_report=False)
+
+
+class RecordingWriter:
+    """A SummaryWriter stand-in: keeps what is added."""
+
+    def __init__(self) -> None:
+        self.texts: list[tuple[str, int]] = []
+        self.images: list[tuple[str, int]] = []
+
+    def add_text(self, tag, text, global_step=None):
+        self.texts.append((tag, global_step))
+
+    def add_image(self, tag, image, global_step=None, dataformats="CHW"):
+        self.images.append((tag, global_step))
+
+
+class TensorBoardLogger(pl.loggers.Logger):
+    """Named like Lightning's, with a recording `experiment`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._writer = RecordingWriter()
+
+    name, version = "tb", 0
+
+    @property
+    def experiment(self):
+        return self._writer
+
+    def log_hyperparams(self, *args, **kwargs):
+        pass
+
+    def log_metrics(self, metrics, step=None):
+        pass
+
+
+def test_the_page_is_written_beside_the_report_and_tensorboard_gets_panel_and_chart(tmp_path):
+    logger = TensorBoardLogger()
+    callback = PreNeTCallback(report_path=tmp_path / "run.json", html=True, **FAST)
+    trainer(tmp_path, [callback], max_epochs=2, logger=logger).fit(TinyModule(), *loaders(train_batches=20))
+    page = next(p for p in callback.session.publishers if isinstance(p, PagePublisher))
+    page.wait()
+    html = (tmp_path / "run.html").read_text()
+    assert 'data-chart="history"' in html and "took" in html  # the end page, drawn after the run ended
+    writer = logger.experiment
+    assert [tag for tag, _ in writer.texts] == ["prenet/report", "prenet/report"]  # first prediction, end
+    assert [tag for tag, _ in writer.images] == ["prenet/hardware", "prenet/hardware"]
+
+
+def test_html_false_writes_no_page(tmp_path):
+    callback = PreNeTCallback(report_path=tmp_path / "run.json", html=False, **FAST)
+    trainer(tmp_path, [callback], max_epochs=2).fit(TinyModule(), *loaders(train_batches=20))
+    assert (tmp_path / "run.json").exists() and not (tmp_path / "run.html").exists()
+    assert not any(isinstance(p, PagePublisher) for p in callback.session.publishers)
+
+
+def test_html_true_without_the_extra_fails_at_construction(monkeypatch):
+    import prenet_callbacks.extras as extras
+
+    monkeypatch.setattr(extras, "has_module", lambda name: name != "matplotlib")
+    with pytest.raises(ValueError, match=r"prenet-callbacks\[html\]"):
+        PreNeTCallback(html=True)
