@@ -15,6 +15,7 @@ Timeline, in optimizer steps since the run (or attach) started::
 from __future__ import annotations
 
 import functools
+import json
 import math
 import time
 import warnings
@@ -651,13 +652,15 @@ class PredictionSession:
                 self.report.predictions[-1] = self._entry(prediction)
                 self._project_targets()
             self.first_entry = self.report.predictions[-1]
+        self._log_metrics(prediction)
+        # the report first: a location that cannot be written is one failure, not one per output
+        self._maybe_write_report(force=first)
+        if first:
             self._publish("first")
             # predicting, projecting and printing are not a training step
             self.last_batch_end = self.now()
             if self.step_timer is not None:
                 self.step_timer.break_run()
-        self._log_metrics(prediction)
-        self._maybe_write_report(force=first)
         return prediction
 
     def _prediction(self, fit_done: bool) -> Prediction | None:
@@ -787,8 +790,8 @@ class PredictionSession:
             line = end_line(self.report, unit=self._run_word())
             if line and self.config.print_report:
                 self.line_printer(line)
-        self._publish("end")
         self._maybe_write_report(force=True)
+        self._publish("end")
         self._run_cleanups()
 
     def _spent_breakdown(self, elapsed: float) -> dict[str, float]:
@@ -807,7 +810,8 @@ class PredictionSession:
 
     # -- resume ----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {"report": self.report.to_dict(), "measurements": self.measurements.state_dict()}
+        """Plain JSON data only: checkpoints are loaded with ``torch.load(weights_only=True)``."""
+        return {"report": json.loads(self.report.to_json(indent=None)), "measurements": self.measurements.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a checkpointed report and measurements, unless this session already has newer ones.

@@ -73,3 +73,23 @@ def test_html_true_without_the_extra_fails_at_construction(monkeypatch):
     monkeypatch.setattr(extras, "has_module", lambda name: name != "matplotlib")
     with pytest.raises(ValueError, match=r"prenet-callbacks\[html\]"):
         PreNeTCallback(html=True)
+
+
+def test_a_page_that_cannot_be_drawn_warns_once_and_the_report_is_still_written(tmp_path, monkeypatch):
+    import warnings
+
+    from prenet_callbacks.session import PreNeTWarning
+
+    def fail(self, report):
+        raise RuntimeError("no drawing today")
+
+    monkeypatch.setattr(PagePublisher, "_start", fail)
+    callback = PreNeTCallback(report_path=tmp_path / "run.json", html=True, **FAST)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer(tmp_path, [callback], max_epochs=2).fit(TinyModule(), *loaders(train_batches=20))
+    prenet = [w for w in caught if issubclass(w.category, PreNeTWarning)]
+    assert len(prenet) == 1 and "no drawing today" in str(prenet[0].message)
+    assert not callback.session.disabled and callback.report.actual is not None
+    assert any("no drawing today" in line for line in callback.report.limitations)
+    assert (tmp_path / "run.json").exists()

@@ -263,4 +263,4 @@ def measure_host_costs(repeats: int = 15) -> dict[str, Any]:
             "aten_op_s": min(per),
             "opt_step_s": min(steps[3:]),
             "fwd_ops": fwd_ops, "bwd_ops": bwd_ops,
-            "cpu": platform.processor() or platform.machine(), "torch": torch.__version__, "repeats": repeats}
+            "cpu": platform.processor() or platform.machine(), "torch": str(torch.__version__), "repeats": repeats}
