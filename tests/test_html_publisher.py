@@ -33,6 +33,7 @@ def test_a_failure_in_the_drawing_process_surfaces_at_the_next_call_once(tmp_pat
     monkeypatch.setattr(publisher_module, "write_atomic", lambda path, text, **kw: real_write(path, text[:50], **kw))
     publisher = PagePublisher(tmp_path / "run.html")
     publisher(Report.from_dict(variant("finished")), "first")
+    publisher._process.wait()  # it has failed by the time the run ends
     with pytest.raises(ReportPageError, match="could not be drawn: ReportError: .*not valid JSON"):
         publisher(Report.from_dict(variant("finished")), "end")
     publisher.wait()  # reported once, not again
@@ -80,3 +81,17 @@ def test_drawing_in_two_threads_leaves_the_users_matplotlib_settings_alone():
             time.sleep(0.4)
         thread.join()
         assert matplotlib.rcParams["lines.linewidth"] == 7.0 and matplotlib.rcParams["text.parse_math"] is True
+
+
+def test_the_end_page_supersedes_a_first_page_still_being_drawn_without_waiting(tmp_path):
+    import time
+
+    report = Report.from_dict(variant("finished"))
+    publisher = PagePublisher(tmp_path / "run.html")
+    publisher(report, "first")
+    started = time.perf_counter()
+    publisher(report, "end")          # the first page is still drawing (a process takes seconds to start)
+    assert time.perf_counter() - started < 2.0
+    publisher.wait()
+    assert 'data-chart="history"' in (tmp_path / "run.html").read_text()
+    assert [p.name for p in tmp_path.iterdir()] == ["run.html"]  # no temporary file of the stopped page

@@ -6,6 +6,7 @@ report snapshot it was given). `prenet report REPORT.json --html PAGE.html` is t
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -19,6 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("page", type=Path)
     parser.add_argument("--remove-input", action="store_true", help="delete REPORT.json once read")
     args = parser.parse_args(argv)
+    # stopped by a newer page: unwind, so that the atomic write removes its temporary file
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
     try:
         report = Report.load(args.report)
         if args.remove_input:

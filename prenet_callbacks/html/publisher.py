@@ -6,7 +6,7 @@ Drawing a page takes about two seconds of CPU (matplotlib), which a training run
 by default each page is drawn by a separate, low-priority process (``python -m
 prenet_callbacks.html``) from a snapshot of the report written beside the page, so neither the
 training thread nor Python's GIL waits for it, and ``trainer.fit()`` returns without waiting for the
-last page. Pages are drawn in order (a new one starts after the previous one has finished); a
+last page. The end page supersedes a first page still being drawn (that process is stopped); a
 failure surfaces at the next call or at `wait`, for the session's usual handling (one warning,
 training unchanged). ``mode="inline"`` draws in the caller's thread (tests, `prenet report`).
 """
@@ -45,6 +45,8 @@ class PagePublisher:
     def __call__(self, report: Report, stage: str) -> None:
         if stage not in STAGES:
             raise ValueError(f"stage={stage!r} is not one of {', '.join(STAGES)}")
+        if stage == "end":
+            self._supersede()  # the end page replaces a first page still being drawn: no waiting at the end
         self.wait(timeout=_WAIT_PREVIOUS_S)
         if not report.predictions:
             return  # nothing to chart: a run that ended before its first prediction gets no page
@@ -64,6 +66,21 @@ class PagePublisher:
                 [sys.executable, "-m", "prenet_callbacks.html", str(snapshot), str(self.path), "--remove-input"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors, env=_child_env(),
                 preexec_fn=_lower_priority if os.name == "posix" else None)
+
+    def _supersede(self) -> None:
+        """Stop a page still being drawn (it cleans up its temporary file on SIGTERM)."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            if self._errors is not None:
+                self._errors.unlink(missing_ok=True)
+            self.path.with_name(f".{self.path.name}.report.json").unlink(missing_ok=True)
+            self._process = self._errors = None
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait for the page being drawn (at most ``timeout`` seconds); raise its failure, once."""
