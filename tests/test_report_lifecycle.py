@@ -42,7 +42,7 @@ class SleepyModule(TinyModule):
         return super().training_step(batch, batch_idx)
 
 
-class WorseningModule(TinyModule):
+class WorseningModule(SleepyModule):
     """A validation loss that only rises, so EarlyStopping(patience=1) stops at the third check."""
 
     def validation_step(self, batch, batch_idx):
