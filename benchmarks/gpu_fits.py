@@ -126,7 +126,8 @@ def run_fit(spec: FitSpec, *, with_callback: bool, epochs: int, out: Path, smoke
 
     pl.seed_everything(0, verbose=False)
     module, train, val, batch = spec.build(smoke)
-    callbacks: list[Any] = []
+    pace = _Pace()
+    callbacks: list[Any] = [pace]
     prenet = None
     if with_callback:
         prenet = PreNeTCallback(report_path=out / f"{spec.name}.json", print_report=False, targets=["A100", "H100"],
@@ -142,7 +143,8 @@ def run_fit(spec: FitSpec, *, with_callback: bool, epochs: int, out: Path, smoke
     start = time.perf_counter()
     trainer.fit(module, DataLoader(train, batch_size=batch, shuffle=True), DataLoader(val, batch_size=2 * batch))
     wall = time.perf_counter() - start
-    row: dict[str, Any] = {"with_callback": with_callback, "wall_s": round(wall, 3), "steps": trainer.global_step}
+    row: dict[str, Any] = {"with_callback": with_callback, "wall_s": round(wall, 3), "steps": trainer.global_step,
+                           "pace_ms": pace.chunk_medians_ms()}
     if prenet is not None:
         report = prenet.report
         actual = report.actual or {}
@@ -163,6 +165,23 @@ def run_fit(spec: FitSpec, *, with_callback: bool, epochs: int, out: Path, smoke
                         for t in report.targets],
         })
     return row
+
+
+class _Pace(pl.Callback):
+    """Host time between consecutive training-batch ends, as medians of eight chunks of the fit: a
+    cost that grows or comes and goes during a fit shows here, with and without PreNeT alike."""
+
+    def __init__(self) -> None:
+        self.ends: list[float] = []
+
+    def on_train_batch_end(self, *args: Any) -> None:
+        self.ends.append(time.perf_counter())
+
+    def chunk_medians_ms(self, chunks: int = 8) -> list[float]:
+        gaps = [b - a for a, b in zip(self.ends, self.ends[1:])]
+        size = max(1, len(gaps) // chunks)
+        return [round(sorted(gaps[i:i + size])[len(gaps[i:i + size]) // 2] * 1e3, 3)
+                for i in range(0, size * chunks, size) if gaps[i:i + size]]
 
 
 def sized_epochs(spec: FitSpec, batch_s: float, seconds: float, smoke: bool) -> int:

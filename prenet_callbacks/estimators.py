@@ -33,6 +33,12 @@ class RobustDuration:
     def __len__(self) -> int:
         return self.count
 
+    def clear(self) -> None:
+        """Forget every sample (they stood in for a better measurement that has now arrived)."""
+        self._recent.clear()
+        self.count = 0
+        self.total = 0.0
+
     @property
     def median(self) -> float | None:
         return statistics.median(self._recent) if self._recent else None

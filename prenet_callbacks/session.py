@@ -35,6 +35,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Fewest clean steps a first prediction rests on, and the share of the run it may wait for.
 _MIN_TIMING_STEPS = 3
+# Clean forwards timed on the device per fit (two CUDA events each; their median is steady by then).
+_FORWARD_SAMPLES = 16
 _FIRST_PREDICTION_BY = 0.04
 # Reports are rewritten at most this often during the run (and always at the end).
 _REPORT_WRITE_INTERVAL_S = 30.0
@@ -150,6 +152,12 @@ class PredictionSession:
         self.profile_done = False
         self.gpu_phases: PhaseEvents | None = None
         self.step_timer: StepTimer | None = None
+        # on a GPU, warm forward passes of clean steps timed on the device (the profiled window's
+        # forwards run several times slower under the profiler): what a validation batch costs
+        self.forward_timer: StepTimer | None = None
+        self._device_forwards = 0
+        self._profiled_table: Any = None
+        self._window_step_s: float | None = None
         self.ended = False
 
     # ------------------------------------------------------------------------------------------
@@ -224,6 +232,8 @@ class PredictionSession:
             # device time: phases of the profiled window and clean steps, read without blocking
             self.gpu_phases = PhaseEvents(clock=self.device_clock)
             self.step_timer = StepTimer(self.device_clock)
+            self.forward_timer = StepTimer(self.device_clock, max_pending=_FORWARD_SAMPLES)
+            self._device_forwards = 0
         self.report.actual = None
 
     def _add_page_publisher(self) -> None:
@@ -404,6 +414,8 @@ class PredictionSession:
         clock.before_backward = clock.after_backward = clock.before_optimizer = None
         clock.in_window = self._in_profile_window
         self._gpu_mark("forward")
+        if self._timing_forward:
+            self.forward_timer.open()
         if self._in_profile_window and self.profiler is not None:
             if not self.profiling:
                 self.profiling = True
@@ -431,6 +443,8 @@ class PredictionSession:
             clock.phases["forward_s"] += forward
             if self._in_timing_phase and self.step_timer is None:  # on a GPU the host only launched it
                 self.measurements.forward_per_batch.add(forward)
+        if self.forward_timer is not None:
+            self.forward_timer.close()
         self._gpu_mark("backward")
         if self.profiling:
             self._profiler_call("begin_phase", "backward")
@@ -516,6 +530,22 @@ class PredictionSession:
         timer.batch_end(clean=clean)
         for seconds in timer.ready():
             self.measurements.batch.add(seconds)
+        if self.forward_timer is not None:
+            for seconds in self.forward_timer.ready():
+                self._add_device_forward(seconds)
+
+    @property
+    def _timing_forward(self) -> bool:
+        """Whether this batch's forward is timed on the device (a few clean steps after the window)."""
+        return (self.forward_timer is not None and self._in_timing_phase and not self.epoch_first_batch
+                and self.forward_timer.pending + self._device_forwards < _FORWARD_SAMPLES)
+
+    def _add_device_forward(self, seconds: float) -> None:
+        if self._device_forwards == 0:
+            # the profiled window's forwards were a stand-in until a clean one was measured
+            self.measurements.forward_per_batch.clear()
+        self._device_forwards += 1
+        self.measurements.forward_per_batch.add(seconds)
 
     def _close_step_phases(self, now: float) -> None:
         clock = self.step_clock
@@ -576,7 +606,8 @@ class PredictionSession:
 
             measured["host"] = measure_host_costs()
         if hasattr(table, "coverage"):
-            measured["coverage"] = _rounded_dict(table.coverage(self._window_compute_s(table)))
+            self._profiled_table, self._window_step_s = table, self._window_compute_s(table)
+            measured["coverage"] = self._coverage()
             samples = table.op_samples()
             if samples is not None:
                 measured["op_samples"] = samples
@@ -587,6 +618,22 @@ class PredictionSession:
         self.last_batch_end = self.now()
         if self.step_timer is not None:
             self.step_timer.break_run()
+
+    def _coverage(self) -> dict[str, Any] | None:
+        """The profile's per-module sum against a clean step (the profiled window's own steps run
+        slower under the profiler); the window's step until clean steps are measured."""
+        table = self._profiled_table
+        if table is None:
+            return None
+        window = self._window_step_s
+        clean = None
+        if self.measurements.batch.mean is not None and self.window_phases:
+            batches = sum(p.get("batches", 1) for p in self.window_phases) / len(self.window_phases)
+            clean = self.measurements.batch.mean * batches
+        coverage = table.coverage(clean if clean is not None else window)
+        coverage["step_source"] = "clean steps" if clean is not None else "profiled window"
+        coverage["window_step_s"] = window
+        return _rounded_dict(coverage)
 
     def _window_compute_s(self, table: Any) -> float | None:
         """A profiled step's compute time on the profile's clock: what per-module times should add up to.
@@ -628,7 +675,8 @@ class PredictionSession:
                 phases[k] for k in ("data_s", "forward_s", "backward_s", "optimizer_s")))
             # the warm forward on the device: what a validation batch will cost before one is measured
             batches = max(1, int(phases.get("batches") or 1))
-            self.measurements.forward_per_batch.add(phases["forward_s"] / batches)
+            if self._device_forwards == 0:  # a stand-in (slowed by the profiler) until clean ones arrive
+                self.measurements.forward_per_batch.add(phases["forward_s"] / batches)
         self.report.measured["phase_timing"] = "cuda_events"
 
     # -- predictions -----------------------------------------------------------------------------
@@ -712,6 +760,8 @@ class PredictionSession:
             measured["step_phases"] = {k: round(sum(p[k] for p in self.window_phases) / n, 6) for k in keys}
         measured["batch_s"] = m.batch.mean
         measured["clean_batches"] = m.batch.count
+        if self._profiled_table is not None:
+            measured["coverage"] = self._coverage()
         measured["data_wait_s"] = m.data_per_batch.mean
         measured["validation"] = {"runs": m.validation_run.count, "mean_s": m.validation_run.mean,
                                   "sanity_per_batch_s": m.sanity_val_per_batch}

@@ -45,6 +45,7 @@ class StepTimer:
         self.max_pending = max_pending
         self.dropped = 0                       # intervals dropped because the device lagged too far
         self._last: Any = None                 # the previous batch-end mark (None: no run open)
+        self._open: Any = None                 # the opening mark of an `open`/`close` interval
         self._pending: deque[tuple[Any, Any, bool, Any]] = deque()
 
     def batch_end(self, *, clean: bool = True, tag: Any = None) -> None:
@@ -58,11 +59,24 @@ class StepTimer:
         """
         mark = self.clock.mark()
         if self._last is not None:
-            self._pending.append((self._last, mark, clean, tag))
-            if len(self._pending) > self.max_pending:
-                self._pending.popleft()
-                self.dropped += 1
+            self._add(self._last, mark, clean, tag)
         self._last = mark
+
+    def open(self) -> None:
+        """Mark the start of a standalone interval (e.g. a forward pass); `close` ends it."""
+        self._open = self.clock.mark()
+
+    def close(self, *, tag: Any = None) -> None:
+        """Mark the end of the interval `open` started (nothing happens without one)."""
+        if self._open is not None:
+            self._add(self._open, self.clock.mark(), True, tag)
+            self._open = None
+
+    def _add(self, start: Any, end: Any, clean: bool, tag: Any) -> None:
+        self._pending.append((start, end, clean, tag))
+        if len(self._pending) > self.max_pending:
+            self._pending.popleft()
+            self.dropped += 1
 
     def break_run(self) -> None:
         """The next batch end starts a new run: no interval spans what happens in between."""

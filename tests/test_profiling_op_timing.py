@@ -180,7 +180,13 @@ def test_cupti_path_attributes_kernels_to_layers_and_phases(monkeypatch):
     assert table.modules_s == pytest.approx(8e-3)
     # 8 GEMMs per step (3 forward, 5 backward): their outer dispatches' fake kernels stay unlabelled
     assert timer.unlabelled_s == pytest.approx(1.0 * 8 * table.steps)
-    assert table.coverage(0.016) == pytest.approx({"step_s": 0.016, "modules_s": 8e-3, "ratio": 0.5})
+    cov = table.coverage(0.016)
+    assert {k: cov[k] for k in ("step_s", "modules_s", "ratio")} == pytest.approx(
+        {"step_s": 0.016, "modules_s": 8e-3, "ratio": 0.5})
+    # the kernels outside every op count towards the device's busy time, not towards the modules
+    assert table.outside_ops_s == pytest.approx(timer.unlabelled_s / table.steps)
+    assert cov["kernels_s"] == pytest.approx(8e-3 + table.outside_ops_s)
+    assert cov["device_busy"] == pytest.approx(cov["kernels_s"] / 0.016)
     samples = table.op_samples()
     assert samples["timing"] == "cupti" and samples["device"] == "cuda:1"
     rows = samples["rows"]

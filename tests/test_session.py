@@ -295,6 +295,34 @@ def test_session_on_cuda_times_window_phases_with_events():
     assert session.measurements.forward_per_batch.mean == pytest.approx(0.2)
 
 
+def test_on_a_gpu_the_warm_forward_is_a_clean_step_s_not_the_profiled_windows():
+    # under the profiler a forward takes 4x longer; a validation batch costs what a clean forward does
+    clock = FakeClock()
+    session = PredictionSession(SessionConfig(warmup_steps=1, profile_steps=2, timing_steps=3), clock=clock)
+    session.use_clock(FakeCudaClock(clock))
+    session.fit_start({"device": "cuda"})
+    session.set_plan(plan(checkpoints=[]))
+    session.attach_profiler(FakeProfiler())
+    session.train_epoch_start()
+    for g in range(1, 40):
+        profiled = 1 <= session.steps_seen < 3
+        session.batch_start()
+        clock.advance(0.8 if profiled else 0.2)
+        session.before_backward()
+        clock.advance(0.3)
+        session.after_backward()
+        session.before_optimizer_step()
+        clock.advance(0.1)
+        session.batch_end(stepped=True, global_step=g)
+    assert session.report.measured["step_phases"]["forward_s"] == pytest.approx(0.8)
+    assert session.measurements.forward_per_batch.mean == pytest.approx(0.2)
+    assert session.measurements.forward_per_batch.count <= 16  # a few samples, then no more events
+    first = session.report.first_prediction
+    assert first["validation_source"] == "warm"
+    # 4 validation runs of 4 batches, each a forward (x the eval factor), nothing measured yet
+    assert first["breakdown"]["validation_s"] < 4 * 4 * 0.2 * 1.01
+
+
 class LaggingGpu:
     """A GPU whose steps take 10 ms while the host launches one in 1 ms; the host blocks only when
     five steps are queued (a full launch queue), as CUDA does."""

@@ -454,6 +454,8 @@ class ModuleProfiler:
         table.layers, table.steps = records, steps
         table.unattributed_s = max(0.0, gaps) / steps
         table.overhead_s = self._overhead_s / steps
+        if self.clock.kind == "cuda":
+            table.outside_ops_s = float(getattr(timer, "unlabelled_s", 0.0)) / steps
         table.limitations = self.limitations
         return table
 

@@ -103,6 +103,9 @@ class LayerTable:
     and stays in ``unattributed_s``). Neither is a good step time: use a plain timer outside the
     profiling window for that, and `coverage` to compare the two.
 
+    ``outside_ops_s`` (CUDA) is per-step device time of kernels launched outside every timed op
+    (kernels of the framework, a fused optimizer called outside the hooks).
+
     ``clock`` is the device clock's kind ("cpu"/"cuda"), ``op_timing`` how op times were taken
     ("dispatch": host clock around each op; "cupti": GPU kernel times from torch.profiler;
     "profiler": torch.profiler CPU op times), ``catalog_name`` the accelerator CT was computed for.
@@ -112,6 +115,7 @@ class LayerTable:
     steps: int
     unattributed_s: float = 0.0
     overhead_s: float = 0.0
+    outside_ops_s: float = 0.0
     device: str = "cpu"
     limitations: list[str] = field(default_factory=list)
     clock: str = "cpu"
@@ -143,16 +147,25 @@ class LayerTable:
         return self.forward_s + self.backward_s + self.optimizer_s
 
     def coverage(self, step_s: float | None) -> dict[str, float | None]:
-        """``{step_s, modules_s, ratio}``: the per-module sum next to a measured step time.
+        """``{step_s, modules_s, ratio}`` (and on CUDA ``kernels_s``, ``device_busy``) against a step time.
 
-        `step_s` is the measured time of a profiled step on the same clock (the session's device
-        step time); ratio is modules_s / step_s (None without a step time). A ratio well below 1 is
-        time the per-layer profile does not see (host gaps, unlabelled kernels); above 1 is
-        overlap (kernels on several streams at once).
+        `step_s` is the measured time of a step on the same clock: a clean (unprofiled) step where one
+        is known, since the profiler slows the host several times over. ratio is modules_s / step_s
+        (None without a step time): well below 1 is time the per-layer profile does not see (host
+        gaps while the GPU waits for Python, data loading, unlabelled kernels); above 1 is overlap
+        (kernels on several streams at once). On CUDA, ``kernels_s`` adds the kernels launched outside
+        every op and ``device_busy`` = kernels_s / step_s is the share of the step the GPU computes:
+        a host-bound step shows a low ``device_busy``, a profile that misses kernels a low
+        ``modules_s / kernels_s``.
         """
         modules = self.modules_s
-        ratio = modules / step_s if step_s else None
-        return {"step_s": step_s, "modules_s": modules, "ratio": ratio}
+        out: dict[str, float | None] = {"step_s": step_s, "modules_s": modules,
+                                        "ratio": modules / step_s if step_s else None}
+        if self.clock == "cuda":
+            kernels = modules + self.outside_ops_s
+            out["kernels_s"] = kernels
+            out["device_busy"] = kernels / step_s if step_s else None
+        return out
 
     def op_samples(self, max_rows: int = MAX_ROWS) -> dict[str, Any] | None:
         """``{device, catalog_name, timing, rows}`` for self-calibration; None unless CUPTI-timed."""
@@ -163,7 +176,7 @@ class LayerTable:
 
     def to_dict(self) -> dict[str, Any]:
         return {"steps": self.steps, "unattributed_s": self.unattributed_s,
-                "overhead_s": self.overhead_s, "device": self.device, "clock": self.clock,
+                "overhead_s": self.overhead_s, "outside_ops_s": self.outside_ops_s, "device": self.device, "clock": self.clock,
                 "op_timing": self.op_timing, "precision": self.precision,
                 "catalog_name": self.catalog_name, "modules_s": self.modules_s,
                 "limitations": list(self.limitations),
@@ -173,7 +186,7 @@ class LayerTable:
     def from_dict(cls, d: dict[str, Any]) -> "LayerTable":
         return cls(layers=[LayerRecord.from_dict(r) for r in d.get("layers", [])],
                    steps=int(d.get("steps", 0)), unattributed_s=float(d.get("unattributed_s", 0)),
-                   overhead_s=float(d.get("overhead_s", 0)),
+                   overhead_s=float(d.get("overhead_s", 0)), outside_ops_s=float(d.get("outside_ops_s", 0)),
                    device=d.get("device", "cpu"), limitations=list(d.get("limitations", [])),
                    clock=d.get("clock", "cpu"), op_timing=d.get("op_timing"),
                    precision=d.get("precision"), catalog_name=d.get("catalog_name"))
