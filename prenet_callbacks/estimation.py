@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 from predictor_models.aten_ops import op_spec_from_call
 from predictor_models.op_spec import OpSpec
 
+from prenet_callbacks.projection.alignment import unaligned_gemm_note
 from prenet_callbacks.projection.advice import recommend
 from prenet_callbacks.projection.capture import Capture, CaptureError, capture_step
 from prenet_callbacks.projection.host import ExecutionOptions
@@ -252,6 +253,9 @@ def workload_from_capture(capture: Capture, precision: Precision, optimizer: str
     scale = activation_scale(precision) if capture.param_dtype == "float32" else 1.0
     notes = ["estimated from the model alone: eager PyTorch's host cost per kernel is modelled, data loading "
              "and the training loop's own Python are not included"]
+    alignment = unaligned_gemm_note(op for unit in units for op in unit.ops)
+    if alignment:
+        notes.append(alignment)
     _, named_impl = split_optimizer(optimizer)
     return Workload(units=units, params=float(capture.params), precision=precision,
                     optimizer=memory_optimizer_name(optimizer), batch_size=capture.batch_size,

@@ -13,6 +13,7 @@ from typing import Any
 
 from predictor_models.op_spec import OpSpec
 
+from prenet_callbacks.projection.alignment import unaligned_gemm_note
 from prenet_callbacks.projection.host import ExecutionOptions, HostCosts, default_host_costs
 from prenet_callbacks.projection.memory import StateAccount
 from prenet_callbacks.projection.parallel import ZeroConfig
@@ -85,6 +86,9 @@ def workload_from_report(report, *, options: ExecutionOptions | None = None,
     if anchor is None:
         workload.notes.append(f"measured on {current.get('name') or current.get('device', 'an unknown device')}: "
                               "target times are absolute predictions, not anchored on measurements")
+    note = unaligned_gemm_note(workload.ops())
+    if note:
+        workload.notes.append(note)
     return workload
 
 
