@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="the JSON file to write")
     parser.add_argument("--smoke", action="store_true", help="small sizes (the CPU check CI runs)")
-    parser.add_argument("--fit-seconds", type=float, default=25.0, help="length of each acceptance fit")
+    parser.add_argument("--fit-seconds", type=float, default=None,
+                        help="length of each acceptance fit (default 25 s on a GPU, 3 s with --smoke)")
     parser.add_argument("--work", default="/tmp/prenet-gpu-acceptance", help="scratch directory")
     parser.add_argument("--skip", nargs="*", default=[], help="parts to skip: cuda_tests demo fits collect estimate")
     parser.add_argument("--only", nargs="*", default=[], help="run only these parts")
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     # most telling first: a lent GPU may be taken back before the last part
     parts: list[tuple[str, Callable[[], Any], str | None]] = [
         ("cuda_tests", lambda: _cuda_tests(), None if _has_pytest() else "pytest is not installed here"),
-        ("fits", lambda: _fits(work, smoke, 3.0 if smoke else args.fit_seconds, "gpu" if cuda else "cpu"), None),
+        ("fits", lambda: _fits(work, smoke, args.fit_seconds or (3.0 if smoke else 25.0), "gpu" if cuda else "cpu"),
+         None),
         ("estimate", lambda: _estimate(smoke, cuda), None),
         ("collect", lambda: _collect(work), None if cuda else "collect measures ops on a CUDA GPU"),
         ("demo", lambda: _demo(work, smoke), None if cuda else "the demo is the README's CPU run; here only on a GPU"),

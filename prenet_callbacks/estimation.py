@@ -34,7 +34,8 @@ from prenet_callbacks.projection.optimizer_ops import (
     split_optimizer,
 )
 from prenet_callbacks.projection.parallel import ZeroConfig
-from prenet_callbacks.projection.precision import Precision, activation_scale, convert, parse_precision
+from prenet_callbacks.projection.precision import (Precision, activation_scale, convert, parse_precision,
+                                                    precision_alias_note)
 from prenet_callbacks.projection.predictor_source import resolve_predictor
 from prenet_callbacks.projection.project import RunShape, check_batch_convention, project_targets
 from prenet_callbacks.projection.targets import parse_projection_target, resolve_targets
@@ -169,6 +170,12 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
     workload = workload_from_capture(capture, prec, optimizer, zero, options)
     pred, note = resolve_predictor(predictor)
     notes = list(workload.notes) + ([note] if note else [])
+    alias = precision_alias_note(precision, prec)
+    if alias:
+        notes.append(alias)
+    if capture.loss_source == "sum of the output":
+        notes.append("no loss_fn and no output.loss: backward ran from the sum of the output (the model's "
+                     "backward is the same; a real loss's own ops are not counted); pass loss_fn= to include them")
     shape = RunShape(float(steps) if steps is not None else None)
     rows = project_targets(workload, chosen, pred, shape, batch_convention=batch_convention) if chosen else []
     return Estimate(workload, rows, shape, pred, notes, batch_convention)
@@ -248,8 +255,7 @@ def workload_from_capture(capture: Capture, precision: Precision, optimizer: str
                     spec = specs[item] = convert(raw, precision, phase)
                 merged[spec] = merged.get(spec, 0.0) + 1.0   # OpSpec equality ignores dims: merge look-alikes
             units.append(Unit(f"model.{phase}.{start // UNIT_OPS}", phase, list(merged.items())))
-    opt_dtype = precision.half if (precision.half and not precision.mixed) else "float32"
-    units.append(Unit("optimizer", "opt", optimizer_ops(optimizer, capture.param_tensors, opt_dtype)))
+    units.append(Unit("optimizer", "opt", optimizer_ops(optimizer, capture.param_tensors, precision.state_dtype)))
     scale = activation_scale(precision) if capture.param_dtype == "float32" else 1.0
     notes = ["estimated from the model alone: eager PyTorch's host cost per kernel is modelled, data loading "
              "and the training loop's own Python are not included"]

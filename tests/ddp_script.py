@@ -79,6 +79,7 @@ def main() -> None:
         "plan": session.report.plan,
         "current": session.report.current,
         "layers": bool(session.report.measured.get("layers")),
+        "measured": {"batch_s": session.report.measured.get("batch_s")},
         "prenet_metrics_logged": logger.prenet_metrics,
         "global_step": trainer.global_step,
         "weights_sha256": hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in module.parameters())).hexdigest(),

@@ -114,3 +114,23 @@ def test_bad_arguments():
         estimate(_mlp(8), torch.empty(2, 8, device="meta"), targets=["L4"], precision="fp12")
     with pytest.raises(ValueError, match="optimizer"):
         estimate(_mlp(8), torch.empty(2, 8, device="meta"), targets=["L4"], optimizer="lion9")
+
+
+def test_short_precision_names_loss_by_sum_and_fp64_are_stated_and_priced():
+    from torch import nn as _nn
+
+    with torch.device("meta"):   # shapes are all estimate needs: nothing computes
+        model = _nn.Sequential(_nn.Linear(2048, 2048), _nn.ReLU(), _nn.Linear(2048, 2048))
+        x = torch.randn(4096, 2048)
+    fp32 = estimate(model, x, targets=["A100"], precision="32-true", float32_matmul_precision="highest")
+    short = estimate(model, x, targets=["A100"], precision="bf16")
+    fp64 = estimate(model, x, targets=["A100"], precision="64")
+    assert any("'bf16' read as 'bf16-mixed'" in n for n in short.notes)
+    assert not any("read as" in n for n in fp32.notes)
+    assert any("sum of the output" in n for n in fp32.notes)
+    with_loss = estimate(model, x, targets=["A100"], loss_fn=lambda out: out.pow(2).mean())
+    assert not any("sum of the output" in n for n in with_loss.notes)
+    # fp64 moves twice the bytes at the FP64 rate: never cheaper than fp32
+    assert fp64.workload.precision.name == "64-true"
+    assert fp64.step_seconds("A100") > 1.2 * fp32.step_seconds("A100")
+    assert {spec.dtype for spec, _ in fp64.workload.ops()} == {"float64"}

@@ -23,7 +23,7 @@ def test_acceptance_cpu_part_runs_and_says_what_it_skipped(tmp_path):
     out = tmp_path / "acceptance.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
     proc = subprocess.run([sys.executable, "benchmarks/gpu_acceptance.py", "--smoke", "--out", str(out),
-                           "--work", str(tmp_path / "work"), "--skip", "cuda_tests"],
+                           "--work", str(tmp_path / "work"), "--skip", "cuda_tests", "--fit-seconds", "1"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads(out.read_text())
@@ -35,5 +35,6 @@ def test_acceptance_cpu_part_runs_and_says_what_it_skipped(tmp_path):
     for fit in fits:
         assert fit["first_prediction_error"] is not None and fit["coverage"]["modules_s"] > 0
         assert fit["timing"]["clock"] == "cpu" and fit["wall_without_s"] > 0
+        assert fit["coverage"]["step_source"] == "clean steps" and len(fit["pace_ms"]) == 8
     assert {row["precision"] for row in result["parts"]["estimate"]} == {"32-true", "bf16-mixed"}
     assert result["summary"]["fits"]["first_error_median"] is not None

@@ -214,3 +214,20 @@ def test_step_timer_never_holds_more_than_max_pending():
     assert timer.pending == 3 and timer.dropped == 7 and dev.waits == 0
     with pytest.raises(ValueError, match="max_pending"):
         StepTimer(dev, max_pending=0)
+
+
+def test_step_timer_open_close_times_a_forward_on_the_device_timeline():
+    """A forward timed between an open and a close mark is its device time once the queue is full,
+    not the host's launch time; a close without an open records nothing."""
+    dev = LaggingDevice(launch_s=0.0005, queue_depth=5)
+    timer = StepTimer(dev)
+    timer.close()                       # nothing open: nothing recorded
+    for _ in range(20):                 # fill the queue: the host runs ahead of the device
+        dev.launch(0.010)
+    timer.open()
+    dev.launch(0.004)                   # the forward: 4 ms of device work, 0.5 ms to launch
+    timer.close(tag="fwd")
+    dev.launch(0.006)                   # the backward
+    assert timer.ready() == []          # not reached yet: nothing waits
+    dev.host_sleep(1.0)
+    assert timer.ready_tagged() == [(pytest.approx(0.004), "fwd")]

@@ -47,6 +47,7 @@ class Capture:
     batch_size: int | None = None
     on_meta: bool = True
     input_bytes: float = 0.0           # bytes of the example input (one host-to-device copy per step)
+    loss_source: str = "loss_fn"       # "loss_fn", "output.loss" or "sum of the output" (no loss given)
 
 
 class _Recorder(TorchDispatchMode):
@@ -174,18 +175,19 @@ def _first_tensor(obj: Any) -> torch.Tensor | None:
     return None
 
 
-def _loss(output: Any) -> torch.Tensor:
-    """A scalar to call backward on: ``output.loss`` / ``output["loss"]``, else the sum of the first float output."""
+def _loss(output: Any) -> tuple[torch.Tensor, str]:
+    """A scalar to call backward on: ``output.loss`` / ``output["loss"]``, else the sum of the first float
+    output; and which of the two it was."""
     loss = getattr(output, "loss", None)
     if loss is None and isinstance(output, dict):
         loss = output.get("loss")
     if isinstance(loss, torch.Tensor) and loss.requires_grad:
-        return loss if loss.dim() == 0 else loss.sum()
+        return (loss if loss.dim() == 0 else loss.sum()), "output.loss"
     candidates = [output] if isinstance(output, torch.Tensor) else list(
         output.values() if isinstance(output, dict) else output if isinstance(output, (list, tuple)) else [])
     for item in candidates:
         if isinstance(item, torch.Tensor) and item.is_floating_point() and item.requires_grad:
-            return item.float().sum()
+            return item.float().sum(), "sum of the output"
     raise CaptureError("the model's output has no floating-point tensor that requires grad to call backward on; "
                        "pass loss_fn=lambda output: ... to estimate()")
 
@@ -250,7 +252,10 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
                 output = torch.func.functional_call(model, state, args, kwargs)
             else:
                 output = model(*args, **kwargs)
-            loss = loss_fn(output) if loss_fn is not None else _loss(output)
+            if loss_fn is not None:
+                loss = loss_fn(output)
+            else:
+                loss, capture.loss_source = _loss(output)
         recorder.phase = "bwd"
         with recorder:
             loss.backward()

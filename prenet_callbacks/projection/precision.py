@@ -47,6 +47,13 @@ class Precision:
         return "float64" if self.name == "64-true" else "float32"
 
     @property
+    def state_dtype(self) -> str:
+        """Dtype of the weights, gradients and optimizer updates (fp32 masters in mixed precision)."""
+        if self.half and not self.mixed:
+            return self.half
+        return "float64" if self.name == "64-true" else "float32"
+
+    @property
     def param_bytes(self) -> int:
         """Bytes per parameter of the weights kept on the device (fp32 masters in mixed)."""
         return 2 if (self.half and not self.mixed) else (8 if self.name == "64-true" else 4)
@@ -61,6 +68,14 @@ class Precision:
             conv = "TF32" if self.conv_tf32 else "FP32"
             return f"32-true ({matmul} matmuls, {conv} convolutions)"
         return self.name
+
+
+def precision_alias_note(precision: str | int | None, parsed: Precision) -> str | None:
+    """A sentence when `precision` was a short form read as a Lightning name ("bf16" -> "bf16-mixed")."""
+    text = str(precision if precision is not None else "32-true").strip().lower()
+    if text == parsed.name:
+        return None
+    return f"precision {precision!r} read as {parsed.name!r} (Lightning's name for it)"
 
 
 def parse_precision(precision: str | int | None = "32-true", float32_matmul_precision: str | None = None,
@@ -124,10 +139,14 @@ def retune(spec: OpSpec, precision: Precision) -> OpSpec:
 def convert(spec: OpSpec, precision: Precision, phase: str) -> OpSpec:
     """An fp32-captured op as it runs under `precision` (used by `estimate`, which captures in fp32).
 
-    Mixed: GEMM-like ops compute in the half dtype and move half the bytes; pointwise ops on their
+    64-true: everything in fp64 (twice the bytes). Mixed: GEMM-like ops compute in the half dtype and move half the bytes; pointwise ops on their
     half outputs move half the bytes too; norms read half and write fp32; the optimizer is untouched.
     True-half: everything, optimizer included, in the half dtype.
     """
+    if precision.name == "64-true" and spec.dtype == "float32":
+        # everything in fp64, the optimizer too: twice the bytes, the device's FP64 rate
+        return replace(spec, dtype="float64", bytes_read=spec.bytes_read * 2, bytes_written=spec.bytes_written * 2,
+                       tf32=False)
     if precision.half is None or spec.dtype != "float32":
         return retune(spec, precision)
     half = precision.half

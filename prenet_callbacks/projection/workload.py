@@ -111,7 +111,7 @@ class Workload:
 
     @property
     def opt_dtype(self) -> str:
-        return self.precision.half if (self.precision.half and not self.precision.mixed) else "float32"
+        return self.precision.state_dtype
 
     # ---- per-target variants ----------------------------------------------------------------
     def attention_specs(self) -> list[OpSpec]:
