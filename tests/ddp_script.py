@@ -1,6 +1,10 @@
 """A 2-process DDP fit on CPU (gloo) with PreNeTCallback; launched by tests/test_ddp.py.
 
-    python tests/ddp_script.py OUT_DIR [--fail-report] [--profile-layers] [--no-callback]
+    python tests/ddp_script.py OUT_DIR [--profile-layers] [--and-reference] [--and-failing-report]
+
+``--and-reference``: after the fit, the same fit again without the callback in the same processes
+(one launch instead of two), for the weights to compare with. ``--and-failing-report``: then once
+more with a callback whose report cannot be written.
 
 Lightning's DDP launcher starts the second rank by re-running this script. Each rank writes
 ``OUT_DIR/rank<N>.json`` with what its callback saw; rank 0 alone should write the report
@@ -38,23 +42,48 @@ class SleepyModule(TinyModule):
         return super().training_step(batch, batch_idx)
 
 
+def _weights_sha256(module: torch.nn.Module) -> str:
+    return hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in module.parameters())).hexdigest()
+
+
+def _trainer(out: Path, callbacks: list, logger) -> pl.Trainer:
+    return pl.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=2, callbacks=callbacks,
+                      logger=logger, enable_checkpointing=False, enable_progress_bar=False,
+                      enable_model_summary=False, default_root_dir=str(out), num_sanity_val_steps=0,
+                      limit_val_batches=2)
+
+
+def _reference_weights(out: Path) -> str:
+    """The same fit without the callback, in the processes the first one started."""
+    pl.seed_everything(0, verbose=False)
+    module = SleepyModule()
+    _trainer(out / "reference", [], RecordingLogger()).fit(module, *loaders(train_batches=60, val_batches=4))
+    return _weights_sha256(module)
+
+
+def _failing_report_fit(out: Path) -> dict:
+    """A fit whose callback cannot write its report: what each rank warned and whether it stepped aside."""
+    pl.seed_everything(0, verbose=False)
+    callback = PreNeTCallback(report_path=Path("/proc/prenet-ddp/prenet_report.json"), warmup_steps=2,
+                              profile_steps=2, timing_steps=5, log_every_n_steps=20, print_report=False)
+    trainer = _trainer(out / "failing", [callback], RecordingLogger())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit(SleepyModule(), *loaders(train_batches=60, val_batches=4))
+    return {"prenet_warnings": [str(w.message) for w in caught if issubclass(w.category, PreNeTWarning)],
+            "disabled": callback.session.disabled, "global_step": trainer.global_step}
+
+
 def main() -> None:
     out = Path(sys.argv[1])
-    fail_report = "--fail-report" in sys.argv
     profile_layers = "--profile-layers" in sys.argv
     torch.set_num_threads(1)
     pl.seed_everything(0, verbose=False)
     report_path = out / "report" / "prenet_report.json"
-    if fail_report:
-        report_path = Path("/proc/prenet-ddp/prenet_report.json")  # cannot be written
     callback = PreNeTCallback(report_path=report_path, warmup_steps=2, profile_steps=2, timing_steps=5,
                               log_every_n_steps=20, print_report=True, profile_layers=profile_layers)
-    callbacks = [] if "--no-callback" in sys.argv else [callback]
     logger = RecordingLogger()
-    trainer = pl.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=2, callbacks=callbacks,
-                         logger=logger, enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False, default_root_dir=str(out), num_sanity_val_steps=0,
-                         limit_val_batches=2)
+    trainer = _trainer(out, [callback], logger)
     module = SleepyModule()
     # 60 batches of 4 per epoch, split over 2 ranks: 30 optimizer steps per epoch each
     train, val = loaders(train_batches=60, val_batches=4)
@@ -65,6 +94,8 @@ def main() -> None:
         fit_wall_s = time.perf_counter() - started
     session = callback.session
     rank = trainer.global_rank
+    reference = _reference_weights(out) if "--and-reference" in sys.argv else None
+    failing = _failing_report_fit(out) if "--and-failing-report" in sys.argv else None
     result = {
         "rank": rank,
         "world_size": trainer.world_size,
@@ -82,7 +113,9 @@ def main() -> None:
         "measured": {"batch_s": session.report.measured.get("batch_s")},
         "prenet_metrics_logged": logger.prenet_metrics,
         "global_step": trainer.global_step,
-        "weights_sha256": hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in module.parameters())).hexdigest(),
+        "weights_sha256": _weights_sha256(module),
+        "reference_weights_sha256": reference,
+        "failing_report_fit": failing,
         "dispatch_modes": torch._C._len_torch_dispatch_stack(),
         "save_checkpoint_wrapped": "save_checkpoint" in trainer.__dict__,
     }

@@ -259,6 +259,19 @@ class FakeCudaClock:
         return 5_000
 
 
+def _train(session, clock, *, steps, forward_s) -> None:
+    """Plain steps: forward (``forward_s(in the profiled window)``), 0.3 s backward, 0.1 s optimizer."""
+    for g in range(1, steps + 1):
+        session.batch_start()
+        clock.advance(forward_s(session.step_clock.in_window))
+        session.before_backward()
+        clock.advance(0.3)
+        session.after_backward()
+        session.before_optimizer_step()
+        clock.advance(0.1)
+        session.batch_end(stepped=True, global_step=g)
+
+
 def test_session_on_cuda_times_window_phases_with_events():
     clock = FakeClock()
     session = PredictionSession(SessionConfig(warmup_steps=1, profile_steps=2, timing_steps=3), clock=clock)
@@ -271,15 +284,7 @@ def test_session_on_cuda_times_window_phases_with_events():
     session.set_plan(plan(checkpoints=[]))
     session.attach_profiler(profiler)
     session.train_epoch_start()
-    for g in range(1, 10):
-        session.batch_start()
-        clock.advance(0.2)
-        session.before_backward()
-        clock.advance(0.3)
-        session.after_backward()
-        session.before_optimizer_step()
-        clock.advance(0.1)
-        session.batch_end(stepped=True, global_step=g)
+    _train(session, clock, steps=9, forward_s=lambda profiled: 0.2)
     measured = session.report.measured
     assert measured["phase_timing"] == "cuda_events" and measured["profiled_steps"] == 2
     assert measured["step_phases"]["forward_s"] == pytest.approx(0.2)
@@ -304,16 +309,7 @@ def test_on_a_gpu_the_warm_forward_is_a_clean_step_s_not_the_profiled_windows():
     session.set_plan(plan(checkpoints=[]))
     session.attach_profiler(FakeProfiler())
     session.train_epoch_start()
-    for g in range(1, 40):
-        profiled = 1 <= session.steps_seen < 3
-        session.batch_start()
-        clock.advance(0.8 if profiled else 0.2)
-        session.before_backward()
-        clock.advance(0.3)
-        session.after_backward()
-        session.before_optimizer_step()
-        clock.advance(0.1)
-        session.batch_end(stepped=True, global_step=g)
+    _train(session, clock, steps=39, forward_s=lambda profiled: 0.8 if profiled else 0.2)
     assert session.report.measured["step_phases"]["forward_s"] == pytest.approx(0.8)
     assert session.measurements.forward_per_batch.mean == pytest.approx(0.2)
     assert session.measurements.forward_per_batch.count <= 16  # a few samples, then no more events
