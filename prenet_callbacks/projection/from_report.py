@@ -31,6 +31,22 @@ def _spec(d: dict[str, Any]) -> OpSpec:
                   dims=dict(d.get("dims") or {}), tf32=bool(d.get("tf32", False)), name=d.get("name", ""))
 
 
+def _cached_spec(op: dict[str, Any], precision, cache: dict[tuple, OpSpec]) -> OpSpec:
+    """The op's spec, one object for every identical op of the report (a model's repeated layers): the
+    projection then predicts each distinct op once."""
+    raw = op["spec"]
+    try:
+        key = (op.get("name", ""), raw.get("op_class"), raw.get("dtype"), raw.get("flops"), raw.get("bytes_read"),
+               raw.get("bytes_written"), raw.get("tf32"), tuple((raw.get("dims") or {}).items()))
+        hash(key)
+    except TypeError:  # a dims value that is not hashable: no sharing for this op
+        return retune(_spec({"name": op.get("name", ""), **raw}), precision)
+    spec = cache.get(key)
+    if spec is None:
+        spec = cache[key] = retune(_spec({"name": op.get("name", ""), **raw}), precision)
+    return spec
+
+
 def anchor_accelerator(current: dict[str, Any]):
     """The catalog entry of the measured GPU, or None (CPU, unknown GPU)."""
     if current.get("device") not in ("cuda", "rocm") or not current.get("catalog_name"):
@@ -99,6 +115,7 @@ def _units(layers: list[dict], precision):
     op_seconds = {p: 0.0 for p in PHASES}
     param_layers = 0
     compiled = False
+    specs: dict[tuple, OpSpec] = {}
     for layer in layers:
         layer_params = float(layer.get("params") or 0)
         params += layer_params
@@ -108,7 +125,7 @@ def _units(layers: list[dict], precision):
         for op in layer.get("ops") or []:
             phase = op.get("phase", "fwd")
             phase = phase if phase in by_phase else "fwd"
-            spec = retune(_spec({"name": op.get("name", ""), **op["spec"]}), precision)
+            spec = _cached_spec(op, precision, specs)
             count = float(op.get("count_per_step") or 0)
             by_phase[phase].append((spec, count))
             op_seconds[phase] += float(op.get("seconds_per_step") or 0.0)
