@@ -161,6 +161,12 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         session.fit_start(current=_current_run(trainer, pl_module), framework="lightning",
                           start="resumed" if trainer.ckpt_path else "fresh", limits=limits_from_trainer(trainer),
                           startup_s=startup)
+        if getattr(trainer, "fast_dev_run", False):
+            _note_once(session, f"fast_dev_run: Lightning runs {int(trainer.fast_dev_run)} batch(es) as a check, too "
+                                "few to predict from; remove fast_dev_run for a prediction")
+            if session.is_rank_zero and session.config.print_report:
+                print("PreNeT: fast_dev_run runs a few batches as a check: no prediction (remove fast_dev_run "
+                      "to get one)")
         if startup is None and getattr(trainer, "world_size", 1) > 1:
             _note_once(session, "process start-up before on_fit_start (launching ranks, init_process_group) "
                                 "could not be measured and is not included")

@@ -30,6 +30,7 @@ from prenet_callbacks.phase_events import PhaseEvents
 from prenet_callbacks.plan import RunLimits, RunPlan
 from prenet_callbacks.report import Report, now_iso
 from prenet_callbacks.step_timer import StepTimer
+from prenet_callbacks.units import plural
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -830,7 +831,7 @@ class PredictionSession:
         self.report.run["ended"] = {"reason": reason, "detail": detail, "at": now_iso(),
                                     "at_step": self.done_steps, "elapsed_s": round(elapsed, 4)}
         if not self.first_prediction_made:
-            note = (f"the run ended after {self.steps_seen} optimizer steps, before the first prediction "
+            note = (f"the run ended after {plural(self.steps_seen, 'optimizer step')}, before the first prediction "
                     f"(it comes after {self._first_prediction_step}: warm-up, profiling and timed steps)")
             self.report.limitations.append(note)
         self._update_measured()

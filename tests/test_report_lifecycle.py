@@ -228,3 +228,14 @@ def test_an_unfinished_report_rerendered_says_when_it_was_written(tmp_path):
     text = render_text(Report.load(path))
     assert "Written" in text and "ago" in text and "finishing about" not in text
     assert "finishing about" in render_text(report, live=True)
+
+
+def test_fast_dev_run_says_why_there_is_no_prediction(tmp_path, capsys):
+    callback = PreNeTCallback(report_path=tmp_path / "r.json", **{**FAST, "print_report": True})
+    pl.Trainer(accelerator="cpu", fast_dev_run=True, callbacks=[callback], logger=False, enable_progress_bar=False,
+               enable_model_summary=False).fit(SleepyModule(), *loaders(train_batches=20))
+    report = callback.report
+    assert report.plan["total_steps"] == 1 and report.predictions == []
+    assert any("fast_dev_run" in note for note in report.limitations)
+    assert any("after 1 optimizer step," in note for note in report.limitations)   # singular
+    assert "fast_dev_run runs a few batches as a check" in capsys.readouterr().out
