@@ -133,18 +133,23 @@ class _Rates:
 def _per_validation_run(plan: RunPlan, m: RunMeasurements, batch_s: float) -> tuple[float, str]:
     """Cost of one validation run and how it is known.
 
-    Before one has been measured, it is estimated from the warm training forward (per sample,
-    scaled to the validation batch size and batch count), not from the cold sanity check, which
-    runs while caches, allocator and loader workers are still starting; the sanity check only
-    serves as a cross-check (see `_validation_spread`).
+    Before one has been measured there are two estimates, both on the high side: the warm training
+    forward scaled per sample to the validation batch size and count (a training forward records
+    autograd and runs train-mode layers, and a larger validation batch costs less per sample), and
+    the sanity check's batches at the real size, in eval mode, but cold (caches, allocator and loader
+    workers still starting). The smaller is the better one; how far apart they are widens the band
+    (see `_validation_uncertainty`).
     """
     if len(m.validation_run):
         return m.validation_run.mean or 0.0, "measured"
     warm = _warm_validation_estimate(plan, m)
-    if warm is not None:
-        return warm, "warm"
+    sanity = None
     if m.sanity_val_per_batch is not None:
-        return (m.sanity_val_fixed or 0.0) + plan.val_batches * m.sanity_val_per_batch, "sanity"
+        sanity = (m.sanity_val_fixed or 0.0) + plan.val_batches * m.sanity_val_per_batch
+    if warm is not None and (sanity is None or warm <= sanity):
+        return warm, "warm"
+    if sanity is not None:
+        return sanity, "sanity"
     # Nothing measured: a validation batch costs about a training forward, a third of a batch.
     return plan.val_batches * batch_s / 3, "estimated"
 
@@ -164,9 +169,10 @@ def _warm_validation_estimate(plan: RunPlan, m: RunMeasurements) -> float | None
 def _validation_uncertainty(plan: RunPlan, m: RunMeasurements, per_run: float, how: str) -> float:
     """Relative uncertainty of the validation term; wider when the sanity check disagrees."""
     rel = _UNCERTAINTY[how]
-    if how == "warm" and m.sanity_val_per_batch is not None and per_run > 0:
+    warm = _warm_validation_estimate(plan, m) if how in ("warm", "sanity") else None
+    if warm is not None and m.sanity_val_per_batch is not None and per_run > 0:
         sanity = (m.sanity_val_fixed or 0.0) + plan.val_batches * m.sanity_val_per_batch
-        ratio = max(sanity, per_run) / max(min(sanity, per_run), 1e-9)
+        ratio = max(sanity, warm) / max(min(sanity, warm), 1e-9)
         if ratio > _CROSS_CHECK_RATIO:
             rel = _UNCERTAINTY["sanity"]
     return rel

@@ -99,6 +99,18 @@ def test_first_prediction_is_early_and_close():
     assert session.report.actual["first_prediction_error"] == pytest.approx(first["predicted_total_s"] / actual - 1, abs=1e-4)
 
 
+def test_a_cheap_eval_forward_takes_the_lower_sanity_estimate():
+    # eval batches cost half a training forward (no autograd, eval-mode layers): the warm estimate is
+    # twice too high, the sanity check (1.2x cold) is closer, and the smaller of the two is used
+    p = plan()
+    val_s = p.val_batches * 0.1 * 0.4 / 2
+    session, actual, _ = simulate(p, val_s=val_s, sanity_cold=1.2)
+    first = session.report.first_prediction
+    assert first["validation_source"] == "sanity"
+    assert first["breakdown"]["validation_s"] == pytest.approx(4 * 1.2 * val_s, rel=0.05)
+    assert first["predicted_total_s"] == pytest.approx(actual, rel=0.05)
+
+
 def test_breakdown_parts_add_up_to_the_total_at_every_prediction():
     session, actual, _ = simulate(plan())
     for entry in session.report.predictions:
