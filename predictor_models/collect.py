@@ -4,7 +4,7 @@
 
 GEMMs, batched GEMMs, convolutions, layer norm / softmax and pointwise ops at a fixed grid of
 sizes (`collection.cases`), each timed as device time with a cold L2 cache (`collection.timer`).
-``--quick`` measures about 110 ops (about a minute); the full grid about 500. Writes
+``--quick`` measures about 110 ops (seconds: 3 s on an H200); the full grid about 500. Writes
 ``<device>.csv`` (rows labelled with the catalog name of the GPU), ``<device>.json`` (what was
 measured, how, with which library versions and math flags) and, for a GPU the catalog lacks,
 ``hardware.toml`` with the entry detected from the driver (usable as ``PRENET_HARDWARE``).
@@ -143,7 +143,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="folder to write <device>.csv into")
     parser.add_argument("--dtypes", nargs="*", default=None,
                         help="dtypes to measure (default: float32 and bfloat16, or float16 where bf16 is not native)")
-    parser.add_argument("--quick", action="store_true", help="about 110 ops, about a minute (default: about 500)")
+    parser.add_argument("--quick", action="store_true", help="about 110 ops, seconds on a GPU (default: about 500)")
     parser.add_argument("--device", default=None, help="the CUDA device to measure, e.g. cuda:1 (default: the current one)")
     parser.add_argument("--catalog", metavar="FILE", default=None,
                         help="hardware override file describing a GPU the catalog lacks (default: $PRENET_HARDWARE)")

@@ -83,8 +83,10 @@ def test_time_limit_caps_the_work_and_every_figure_follows(tmp_path):
     assert "time limit" in first["note"]
     assert_breakdown_adds_up(report)
     assert report.run["ended"]["reason"] == "time_limit" and report.run["limits"]["max_time_s"] == 2
-    # the steps it predicted to fit are about the steps that ran (~5 ms steps under a 2 s limit)
-    assert first["steps"] == pytest.approx(report.actual["steps"], rel=0.35)
+    # the steps it predicted to fit are of the order of the steps that ran (~5 ms steps under a 2 s limit:
+    # on a shared CPU such a run varies by tens of percent; the ETA benchmarks measure the accuracy)
+    assert 0.5 * report.actual["steps"] <= first["steps"] <= 2.0 * report.actual["steps"]
+    assert first["predicted_total_s"] <= 2.0 * 1.05   # never beyond the limit
     # the projection is for the same work, not a 0.03x slow-down (the step is a 5 ms time.sleep: host
     # time an A100 does not shorten, so about 1x and "stay" are the right answers here)
     a100 = next(t for t in report.targets if not t["current"])
