@@ -103,8 +103,9 @@ def test_early_stopping_is_an_early_end_not_a_prediction_error(tmp_path):
     assert report.run["limits"]["early_stopping"] is True
     assert report.actual["first_prediction_error"] is None
     done = report.actual["predicted_for_done_work_s"]
-    # judged on the steps it ran, the first prediction is close; judged on the plan it would be +900%
-    assert done == pytest.approx(report.actual["fit_s"], rel=0.5)
+    # judged on the steps it ran, the first prediction is close (within 2x even when a neighbour slows
+    # this short fit on a shared CPU); judged on the plan it would be +900%
+    assert 0.5 * report.actual["fit_s"] <= done <= 2.0 * report.actual["fit_s"]
     assert report.first_prediction["predicted_total_s"] > 4 * report.actual["fit_s"]
     text = render_text(report)
     assert "stopped early" in text and "For the steps it ran" in text

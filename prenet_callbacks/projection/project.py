@@ -119,6 +119,7 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
     current_fwd = _current_forward(workload, hm)
     zero = sharding if sharding is not None else workload.zero
     has_conv = any(spec.op_class == "conv" for spec, _ in workload.ops())
+    one_off = _one_off_s(workload, shape, current_total_s)
     rows = []
     for t, (target, acc, r, variant) in enumerate(zip(targets, accs, scales, variants)):
         n = target.count
@@ -160,9 +161,9 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
         total = total_low = total_high = None
         if steps_t is not None:
             validation = _validation(workload, shape, host, device, kernels, fwd_mask, current_fwd, r, n)
-            total = shape.fixed_s + validation + steps_t * step
-            total_low = shape.fixed_s + validation * (1 - rel) + steps_t * low
-            total_high = shape.fixed_s + validation * (1 + rel) + steps_t * high
+            total = one_off + shape.fixed_s + validation + steps_t * step
+            total_low = one_off + shape.fixed_s + validation * (1 - rel) + steps_t * low
+            total_high = one_off + shape.fixed_s + validation * (1 + rel) + steps_t * high
         cost = run_cost(acc, n, total)
         batch_t = _target_batch(workload, r)
         memory = _memory(workload, acc, n, zero, variant, r, batch_t)
@@ -245,6 +246,17 @@ def _target_steps(steps: float | None, world: int, n: int, convention: str) -> f
     if steps is None:
         return None
     return steps * _work_factor(world, n, convention)
+
+
+def _one_off_s(workload: Workload, shape: RunShape, current_total_s: float | None) -> float:
+    """What the measured run spends once beyond its steady parts (warm-up steps, the profiling window,
+    compilation, this tool's own work): its predicted total minus steps x clean step + fixed +
+    validation. A target run pays about as much once, so every target's total carries it; without it a
+    host-bound run would look faster anywhere else by exactly that amount."""
+    if not current_total_s or shape.steps is None or not workload.measured_step_s:
+        return 0.0
+    steady = shape.fixed_s + shape.validation_s + shape.steps * workload.measured_step_s
+    return max(0.0, current_total_s - steady)
 
 
 def _work_factor(world: int, n: int, convention: str) -> float:
