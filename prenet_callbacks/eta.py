@@ -142,10 +142,7 @@ def _per_validation_run(plan: RunPlan, m: RunMeasurements, batch_s: float) -> tu
     """
     if len(m.validation_run):
         return m.validation_run.mean or 0.0, "measured"
-    warm = _warm_validation_estimate(plan, m)
-    sanity = None
-    if m.sanity_val_per_batch is not None:
-        sanity = (m.sanity_val_fixed or 0.0) + plan.val_batches * m.sanity_val_per_batch
+    warm, sanity = _warm_validation_estimate(plan, m), _sanity_validation_estimate(plan, m)
     if warm is not None and (sanity is None or warm <= sanity):
         return warm, "warm"
     if sanity is not None:
@@ -166,12 +163,18 @@ def _warm_validation_estimate(plan: RunPlan, m: RunMeasurements) -> float | None
     return fixed + plan.val_batches * (forward * _EVAL_FORWARD_FACTOR * scale + data)
 
 
+def _sanity_validation_estimate(plan: RunPlan, m: RunMeasurements) -> float | None:
+    if m.sanity_val_per_batch is None:
+        return None
+    return (m.sanity_val_fixed or 0.0) + plan.val_batches * m.sanity_val_per_batch
+
+
 def _validation_uncertainty(plan: RunPlan, m: RunMeasurements, per_run: float, how: str) -> float:
     """Relative uncertainty of the validation term; wider when the sanity check disagrees."""
     rel = _UNCERTAINTY[how]
     warm = _warm_validation_estimate(plan, m) if how in ("warm", "sanity") else None
-    if warm is not None and m.sanity_val_per_batch is not None and per_run > 0:
-        sanity = (m.sanity_val_fixed or 0.0) + plan.val_batches * m.sanity_val_per_batch
+    sanity = _sanity_validation_estimate(plan, m)
+    if warm is not None and sanity is not None and per_run > 0:
         ratio = max(sanity, warm) / max(min(sanity, warm), 1e-9)
         if ratio > _CROSS_CHECK_RATIO:
             rel = _UNCERTAINTY["sanity"]

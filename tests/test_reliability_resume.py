@@ -16,7 +16,7 @@ import lightning.pytorch as pl
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from prenet_callbacks import PreNeTCallback
-from tests.lightning_helpers import TinyModule, loaders, trainer
+from tests.lightning_helpers import TinyModule, loaders, total_at_pace, trainer
 
 FAST = dict(warmup_steps=1, profile_steps=2, timing_steps=3, log_every_n_steps=5, targets=None, print_report=False)
 BPE = 25  # batches (= optimizer steps) per epoch
@@ -76,9 +76,7 @@ def test_resume_plans_the_remaining_batches_and_predicts_them(first_fit, tmp_pat
     # that is the machine's doing, not the prediction's (the pace is the fit's own clean step time)
     first_prediction = resumed[0]
     actual = report.actual["fit_s"]
-    pace = report.measured["batch_s"] / first_prediction["step_s"]
-    remaining = first_prediction["predicted_total_s"] - first_prediction["elapsed_s"]
-    at_pace = first_prediction["elapsed_s"] + remaining * pace
+    at_pace, pace = total_at_pace(first_prediction, report.measured["batch_s"])
     assert at_pace == pytest.approx(actual, rel=0.30), (first_prediction, actual, pace)
     assert report.actual["first_prediction_error"] == pytest.approx(first_prediction["predicted_total_s"] / actual - 1,
                                                                    abs=1e-3)
