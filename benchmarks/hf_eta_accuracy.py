@@ -1,6 +1,6 @@
 """ETA accuracy on real CPU `transformers.Trainer` runs: PreNeT's first prediction vs the measured time.
 
-    python benchmarks/hf_eta_accuracy.py [--only NAME ...] [--scale 1.0] [--json benchmarks/results/hf_eta_accuracy.json]
+    python benchmarks/hf_eta_accuracy.py [--only NAME ...] [--repeats 1] [--scale 1.0] [--json benchmarks/results/hf_eta_accuracy.json]
 
 Each workload (see `hf_workloads.py`) runs in its own process with `PreNeTTrainerCallback`
 (torch single-threaded unless ``PRENET_BENCH_THREADS`` says otherwise). For each we report the
@@ -8,6 +8,12 @@ error of PreNeT's first prediction of ``trainer.train()``'s wall time and, at th
 step, the error of the ETA the Trainer's own progress bar shows then (elapsed + tqdm's remaining
 time). Targets: first prediction within the first 5% of steps, median error <= 3%, worst <= 6%.
 ``--scale 0.05`` is a smoke test of the script, not a measurement.
+
+On a shared machine the step rate drifts within a run (+-10% and more), which no prediction made at
+1-5% of the run can know. Each row therefore also reports the *pace*: the run's mean clean step time
+over the one the first prediction used, and the first prediction redone at that pace (the error left
+is the plan's, validation's, checkpoints' and start-up's, not the machine's). ``--repeats N`` runs the
+workloads N times, interleaved, and reports each workload's median error with its range.
 """
 from __future__ import annotations
 
@@ -32,6 +38,9 @@ def eta_row(name: str, description: str, result: dict[str, Any]) -> dict[str, An
     total_steps = report.plan["total_steps"]
     elapsed, remaining = result["bar"].get(first["at_step"], (None, None))
     bar_total = elapsed + remaining if elapsed is not None and remaining is not None else None
+    first_batch_s = (first.get("rates") or {}).get("batch_s")
+    pace = (report.measured or {}).get("batch_s", 0.0) / first_batch_s if first_batch_s else None
+    at_pace = first["elapsed_s"] + (first["predicted_total_s"] - first["elapsed_s"]) * pace if pace else None
     return {
         "workload": name,
         "description": description,
@@ -44,6 +53,8 @@ def eta_row(name: str, description: str, result: dict[str, Any]) -> dict[str, An
         "first_error": round(first["predicted_total_s"] / actual - 1, 4),
         "first_band": [round(first["low_s"], 2), round(first["high_s"], 2)],
         "actual_in_band": first["low_s"] <= actual <= first["high_s"],
+        "pace": round(pace, 4) if pace else None,
+        "first_error_at_pace": round(at_pace / actual - 1, 4) if at_pace else None,
         "progress_bar_s": round(bar_total, 3) if bar_total is not None else None,
         "progress_bar_error": round(bar_total / actual - 1, 4) if bar_total is not None else None,
         "last_refinement_error": round(report.predictions[-1]["predicted_total_s"] / actual - 1, 4),
@@ -51,13 +62,33 @@ def eta_row(name: str, description: str, result: dict[str, Any]) -> dict[str, An
     }
 
 
+def _median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One workload's repeats: its median-error run, with the range of errors over the repeats."""
+    ordered = sorted(rows, key=lambda r: r["first_error"])
+    row = dict(ordered[(len(ordered) - 1) // 2]) if len(ordered) % 2 else dict(ordered[len(ordered) // 2 - 1])
+    row["first_error"] = round(statistics.median(r["first_error"] for r in rows), 4)
+    row["repeats"] = len(rows)
+    row["first_errors"] = [r["first_error"] for r in rows]
+    row["first_errors_at_pace"] = [r.get("first_error_at_pace") for r in rows]
+    row["paces"] = [r.get("pace") for r in rows]
+    row["progress_bar_errors"] = [r["progress_bar_error"] for r in rows]
+    paced = [r["first_error_at_pace"] for r in rows if r.get("first_error_at_pace") is not None]
+    row["first_error_at_pace"] = round(statistics.median(paced), 4) if paced else None
+    bars = [r["progress_bar_error"] for r in rows if r["progress_bar_error"] is not None]
+    row["progress_bar_error"] = round(statistics.median(bars), 4) if bars else None
+    return row
+
+
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     first = [abs(r["first_error"]) for r in rows]
     bar = [abs(r["progress_bar_error"]) for r in rows if r["progress_bar_error"] is not None]
+    paced = [abs(r["first_error_at_pace"]) for r in rows if r.get("first_error_at_pace") is not None]
     return {
         "runs": len(rows),
         "median_abs_first_error": round(statistics.median(first), 4),
         "worst_abs_first_error": round(max(first), 4),
+        "median_abs_first_error_at_pace": round(statistics.median(paced), 4) if paced else None,
+        "worst_abs_first_error_at_pace": round(max(paced), 4) if paced else None,
         "latest_first_prediction_at_fraction": max(r["first_prediction_at_fraction"] for r in rows),
         "median_abs_progress_bar_error": round(statistics.median(bar), 4) if bar else None,
         "worst_abs_progress_bar_error": round(max(bar), 4) if bar else None,
@@ -91,6 +122,7 @@ def main_for(benchmark: str, script: str, workloads: dict[str, Any], run: Callab
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="*", help="workload names (default: all)")
     parser.add_argument("--scale", type=float, default=1.0, help="run length factor (1.0: 1-2 minutes each)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per workload, interleaved (median reported)")
     parser.add_argument("--json", default=str(ROOT / f"benchmarks/results/{benchmark}.json"))
     parser.add_argument("--out", default=f"/tmp/prenet-{benchmark}", help="scratch directory for runs")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -98,17 +130,25 @@ def main_for(benchmark: str, script: str, workloads: dict[str, Any], run: Callab
     if args.child:
         child(run, workloads, args.child, args.out, args.scale)
         return
-    rows = []
-    for name in args.only or list(workloads):
-        # a fresh process per run: no warm caches or threads carried from one run to the next
-        row = run_child(script, name, "--out", args.out, "--scale", str(args.scale))
-        rows.append(row)
-        bar = f"{row['progress_bar_error']:+.1%}" if row["progress_bar_error"] is not None else "n/a"
-        print(f"{name:36s} run {row['actual_s']:7.1f}s  first@{row['first_prediction_at_fraction']:.1%} "
-              f"err {row['first_error']:+.1%}  progress bar {bar}  in band {row['actual_in_band']}")
+    if args.repeats < 1:
+        raise SystemExit(f"--repeats must be >= 1, got {args.repeats}")
+    names = args.only or list(workloads)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for _ in range(args.repeats):
+        for name in names:  # interleaved, so a slow spell of the machine touches every workload alike
+            # a fresh process per run: no warm caches or threads carried from one run to the next
+            row = run_child(script, name, "--out", args.out, "--scale", str(args.scale))
+            runs[name].append(row)
+            bar = f"{row['progress_bar_error']:+.1%}" if row["progress_bar_error"] is not None else "n/a"
+            paced = f"{row['first_error_at_pace']:+.1%}" if row.get("first_error_at_pace") is not None else "n/a"
+            print(f"{name:36s} run {row['actual_s']:7.1f}s  first@{row['first_prediction_at_fraction']:.1%} "
+                  f"err {row['first_error']:+.1%}  progress bar {bar}  pace x{row.get('pace') or 0:.3f} "
+                  f"(err at pace {paced})  in band {row['actual_in_band']}", flush=True)
+    rows = [runs[name][0] if args.repeats == 1 else _median_row(runs[name]) for name in names]
     summary = summarise(rows)
     print(json.dumps(summary, indent=1))
-    command = f"python benchmarks/{Path(script).name}" + (f" --scale {args.scale}" if args.scale != 1.0 else "")
+    command = (f"python benchmarks/{Path(script).name}" + (f" --scale {args.scale}" if args.scale != 1.0 else "")
+               + (f" --repeats {args.repeats}" if args.repeats != 1 else ""))
     result = {"benchmark": benchmark, "command": command, "date": time.strftime("%Y-%m-%d %H:%M"),
               "machine": _machine(), "threads": int(os.environ.get("PRENET_BENCH_THREADS", "1")),
               "summary": summary, "runs": rows}

@@ -73,6 +73,10 @@ def targets(n: int) -> list[str]:
     out = list(gpus)
     for name in ("H100-SXM5", "A100-SXM4-80GB", "H200-SXM", "B200", "L4", "L40S"):
         out += [f"8x {name}", f"4x8 {name}"]
+    for name in ("H100-SXM5", "A100-SXM4-80GB", "H200-SXM", "B200", "L4", "L40S", "A10G", "T4", "V100-SXM2-32GB"):
+        out += [f"2x {name}", f"4x {name}", f"16x8 {name}"]
+    if len(out) < n:
+        raise SystemExit(f"only {len(out)} targets are defined, {n} asked for")
     return out[:n]
 
 

@@ -123,5 +123,5 @@ def total_at_pace(prediction: dict, batch_s: float) -> tuple[float, float]:
     """A prediction's total redone at the pace the machine kept afterwards (the fit's own clean step
     time against the prediction's): ``(seconds, pace)``. On a shared CPU a neighbour can slow every
     later step; that is the machine's doing, not the prediction's."""
-    pace = batch_s / prediction["step_s"]
+    pace = batch_s / ((prediction.get("rates") or {}).get("batch_s") or prediction["step_s"])
     return prediction["elapsed_s"] + (prediction["predicted_total_s"] - prediction["elapsed_s"]) * pace, pace

@@ -8,6 +8,7 @@ per-GPU-hour price among them; ties go to the newest date. A price from a user o
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Iterable
 
 from predictor_models.hardware.spec import Price
@@ -35,6 +36,12 @@ def default_price(prices: Iterable[Price]) -> Price | None:
         return max(user, key=lambda p: p.price_date)
     full_machine = [p for p in listings if not p.gpu_only] or listings
     return min(full_machine, key=lambda p: (p.usd_per_gpu_hour, _neg_date(p.price_date)))
+
+
+@lru_cache(maxsize=512)
+def cached_default_price(prices: tuple[Price, ...]) -> Price | None:
+    """`default_price` of an accelerator's (immutable) price list, computed once per list."""
+    return default_price(prices)
 
 
 def _neg_date(date: str) -> tuple[int, ...]:

@@ -160,9 +160,9 @@ class Accelerator:
     @property
     def default_price(self) -> Price | None:
         """The price used for costs; rule in `predictor_models.hardware.prices.default_price`."""
-        from predictor_models.hardware.prices import default_price
+        from predictor_models.hardware.prices import cached_default_price
 
-        return default_price(self.price_list)
+        return cached_default_price(self.price_list)
 
     @property
     def usd_per_hour(self) -> float | None:

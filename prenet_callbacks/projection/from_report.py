@@ -35,13 +35,13 @@ def _cached_spec(op: dict[str, Any], precision, cache: dict[tuple, OpSpec]) -> O
     """The op's spec, one object for every identical op of the report (a model's repeated layers): the
     projection then predicts each distinct op once."""
     raw = op["spec"]
+    dims = raw.get("dims")
+    key = (op.get("name", ""), raw.get("op_class"), raw.get("dtype"), raw.get("flops"), raw.get("bytes_read"),
+           raw.get("bytes_written"), raw.get("tf32"), tuple(dims.items()) if dims else ())
     try:
-        key = (op.get("name", ""), raw.get("op_class"), raw.get("dtype"), raw.get("flops"), raw.get("bytes_read"),
-               raw.get("bytes_written"), raw.get("tf32"), tuple((raw.get("dims") or {}).items()))
-        hash(key)
+        spec = cache.get(key)
     except TypeError:  # a dims value that is not hashable: no sharing for this op
         return retune(_spec({"name": op.get("name", ""), **raw}), precision)
-    spec = cache.get(key)
     if spec is None:
         spec = cache[key] = retune(_spec({"name": op.get("name", ""), **raw}), precision)
     return spec
@@ -102,7 +102,7 @@ def workload_from_report(report, *, options: ExecutionOptions | None = None,
     if anchor is None:
         workload.notes.append(f"measured on {current.get('name') or current.get('device', 'an unknown device')}: "
                               "target times are absolute predictions, not anchored on measurements")
-    note = unaligned_gemm_note(workload.ops())
+    note = unaligned_gemm_note(workload.flat().distinct_counts())
     if note:
         workload.notes.append(note)
     return workload
@@ -122,16 +122,19 @@ def _units(layers: list[dict], precision):
         param_layers += 1 if layer_params > 0 and layer.get("name") != "optimizer" else 0
         compiled = compiled or str(layer.get("module_type", "")).endswith("(compiled)")
         by_phase: dict[str, list[tuple[OpSpec, float]]] = {"fwd": [], "bwd": [], "opt": []}
-        for op in layer.get("ops") or []:
+        for op in layer.get("ops") or ():
             phase = op.get("phase", "fwd")
-            phase = phase if phase in by_phase else "fwd"
+            ops = by_phase.get(phase)
+            if ops is None:
+                phase, ops = "fwd", by_phase["fwd"]
             spec = _cached_spec(op, precision, specs)
             count = float(op.get("count_per_step") or 0)
-            by_phase[phase].append((spec, count))
+            ops.append((spec, count))
             op_seconds[phase] += float(op.get("seconds_per_step") or 0.0)
-            if phase == "fwd" and spec.op_class not in ("other", "optimizer"):
+            op_class = spec.op_class
+            if phase == "fwd" and op_class != "other" and op_class != "optimizer":
                 fwd_written += spec.bytes_written * count
-            if spec.op_class == "optimizer" and "kind" in spec.dims:
+            elif op_class == "optimizer" and "kind" in spec.dims:
                 opt_kind = max(opt_kind or 0, int(spec.dims["kind"]))
         for phase, ops in by_phase.items():
             seconds = layer.get(_PHASE_FIELDS[phase])
@@ -176,7 +179,8 @@ def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, da
     python = max(0.0, step_s - data_s - other - sum(op_seconds.values()))
     table = measured.get("layers") or {}
     overhead = float(table.get("overhead_s") or 0.0)
-    kernels = {p: sum(u.kernels for u in workload.units if u.phase == p) for p in PHASES}
+    per_unit = workload.unit_kernels()
+    kernels = {p: sum(k for u, k in zip(workload.units, per_unit) if u.phase == p) for p in PHASES}
     all_kernels = sum(kernels.values()) or 1.0
     raw = {}
     for p, field in _PHASE_FIELDS.items():
@@ -184,8 +188,8 @@ def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, da
         raw[p] = max(0.0, window - op_seconds[p] - overhead * kernels[p] / all_kernels)
     total_raw = sum(raw.values())
     weights = {p: (raw[p] / total_raw if total_raw > 0 else kernels[p] / all_kernels) for p in PHASES}
-    for unit in workload.units:
-        share = weights[unit.phase] * unit.kernels / kernels[unit.phase] if kernels[unit.phase] else 0.0
+    for unit, unit_kernels in zip(workload.units, per_unit.tolist()):
+        share = weights[unit.phase] * unit_kernels / kernels[unit.phase] if kernels[unit.phase] else 0.0
         unit.python_s = python * share
 
 

@@ -118,28 +118,31 @@ class ExecutionOptions:
 
 def unit_host_seconds(kernels: np.ndarray, phases: np.ndarray, costs: HostCosts, options: ExecutionOptions,
                       python_s: np.ndarray | None = None) -> np.ndarray:
-    """Host seconds per unit. `phases`: 0 fwd, 1 bwd, 2 opt. `python_s`: measured Python time per unit
-    (NaN where unknown); where known it replaces the generic per-op cost, plus aten dispatch per kernel."""
+    """Host seconds per unit, ``kernels``' shape: ``(U,)`` or ``(U, targets)``. `phases` ``(U,)``: 0 fwd,
+    1 bwd, 2 opt. `python_s`: measured Python time per unit (NaN where unknown); where known it replaces
+    the generic per-op cost, plus aten dispatch per kernel."""
     kernels = np.asarray(kernels, dtype=float)
     if options.graphs:
         return np.zeros_like(kernels)
     if options.compiled:
         return kernels * (COMPILED_KERNEL_S + costs.launch_s)
-    per_op = np.where(phases == 0, costs.fwd_op_s, costs.bwd_op_s)
+    column = (slice(None),) + (None,) * (kernels.ndim - 1)   # (U,) -> (U, 1) for a 2-D `kernels`
+    per_op = np.where(phases == 0, costs.fwd_op_s, costs.bwd_op_s)[column]
     host = kernels * (per_op + costs.launch_s)
     opt = np.flatnonzero(phases == 2)
     if opt.size:
         host[opt[0]] += costs.opt_step_s
     if python_s is not None:
         known = ~np.isnan(python_s)
-        host = np.where(known, np.nan_to_num(python_s) + kernels * (costs.aten_op_s + costs.launch_s), host)
+        host = np.where(known[column], np.nan_to_num(python_s)[column] + kernels * (costs.aten_op_s + costs.launch_s),
+                        host)
     return host
 
 
 def simulate(host: np.ndarray, device: np.ndarray, kernels: np.ndarray) -> np.ndarray:
     """Step time per target of units issued by the host in order and run by the GPU.
 
-    host: (U,) or (U, T) seconds; device: (U,) or (U, T) seconds; kernels: (U,). Returns (T,)."""
+    host: (U,) or (U, T) seconds; device: (U,) or (U, T) seconds; kernels: (U,) or (U, T). Returns (T,)."""
     host = np.asarray(host, dtype=float)
     device = np.asarray(device, dtype=float)
     if device.ndim == 1:
@@ -148,7 +151,9 @@ def simulate(host: np.ndarray, device: np.ndarray, kernels: np.ndarray) -> np.nd
         host = host[:, None]
     if host.shape[0] == 0:
         return np.zeros(max(device.shape[1], host.shape[1]))
-    k = np.maximum(np.asarray(kernels, dtype=float), 1.0)[:, None]
+    k = np.maximum(np.asarray(kernels, dtype=float), 1.0)
+    if k.ndim == 1:
+        k = k[:, None]
     h_end = np.cumsum(host, axis=0)
     h_start = h_end - host
     ready = np.maximum(h_start + host / k + device, h_end + device / k)
@@ -166,15 +171,16 @@ def calibrate_host_scale(host: np.ndarray, device: np.ndarray, kernels: np.ndarr
     device = np.asarray(device, dtype=float).reshape(-1, 1)
     if target_s <= float(simulate(host, device, kernels)[0]) or not np.sum(host) > 0:
         return 1.0
-    scales = np.linspace(1.0, max_scale, 257)
-    steps = simulate(host[:, None] * scales[None, :], device, kernels)   # monotone in the scale
-    above = np.flatnonzero(steps >= target_s)
-    if not above.size:
+    if float(simulate(host * max_scale, device, kernels)[0]) < target_s:
         return max_scale
-    i = int(above[0])
-    lo, hi = scales[i - 1], scales[i]
-    t_lo, t_hi = steps[i - 1], steps[i]
-    return float(lo + (hi - lo) * (target_s - t_lo) / (t_hi - t_lo)) if t_hi > t_lo else float(hi)
+    lo, hi = 1.0, max_scale   # the step is monotone in the scale: bisect to 1e-4 of the scale
+    while hi - lo > 1e-4:
+        mid = 0.5 * (lo + hi)
+        if float(simulate(host * mid, device, kernels)[0]) >= target_s:
+            hi = mid
+        else:
+            lo = mid
+    return 0.5 * (lo + hi)
 
 
 def fuse_for_compile(spec, count: float):

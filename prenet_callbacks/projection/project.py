@@ -89,7 +89,7 @@ def host_model(workload: Workload) -> _HostModel:
     if workload.anchor is None or workload.measured_step_s is None:
         return _HostModel(1.0, 0.0)
     phases = _phase_index(workload)
-    kernels = np.array([u.kernels for u in workload.units])
+    kernels = workload.unit_kernels()
     host = unit_host_seconds(kernels, phases, workload.host_costs, workload.options_ran())
     device = np.array([u.measured_s or 0.0 for u in workload.units])
     target = workload.measured_step_s - workload.data_s - workload.fixed_host_s
@@ -107,6 +107,8 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
     """One row per target (see `docs/projection.md` for the keys)."""
     check_batch_convention(batch_convention)
     targets = [as_projection_target(t) for t in targets]
+    if not targets:
+        return []
     accs = [t.accelerator for t in targets]
     scales = [_batch_scale(workload, t.count, batch_convention) for t in targets]
     variants = [replace_scale(workload.variant_for(acc, default_implementation(acc)), r)
@@ -114,30 +116,39 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
     times = device_times(workload, accs, variants, predictor)
     hm = host_model(workload)
     phases = times.phase_of
-    python = _python(workload)
-    fwd_mask = phases == 0
     current_fwd = _current_forward(workload, hm)
     zero = sharding if sharding is not None else workload.zero
-    has_conv = any(spec.op_class == "conv" for spec, _ in workload.ops())
+    has_conv = any(spec.op_class == "conv" for spec in workload.flat().specs)
     one_off = _one_off_s(workload, shape, current_total_s)
+    # every target at once: (units, targets) host and device seconds, simulated in one pass
+    kernels = times.kernels
+    host = unit_host_seconds(kernels, phases, workload.host_costs, workload.options, _python(workload)) * hm.scale
+    device = times.per_unit.copy()
+    fwd_s, bwd_s, opt_s = (device[phases == i].sum(axis=0) for i in range(3))
+    if zero.stage >= 1:   # each GPU updates its shard of the optimizer state
+        share = 1.0 / np.maximum([t.count for t in targets], 1)
+        device[phases == 2] *= share
+        opt_s = opt_s * share
+    if zero.offload_optimizer:
+        device[phases == 2] = 0.0
+        opt_s = np.zeros_like(opt_s)
+    rel_all = times.relative_error
+    bands = np.stack([np.ones_like(rel_all), 1.0 - rel_all, 1.0 + rel_all], axis=1)          # (targets, 3)
+    host_band = np.array([1.0, 1.0 - HOST_ERROR, 1.0 + HOST_ERROR])
+    units, n_targets = device.shape
+    simulated = simulate((host[:, :, None] * host_band).reshape(units, -1),
+                         (device[:, :, None] * bands[None]).reshape(units, -1),
+                         np.repeat(kernels, 3, axis=1)).reshape(n_targets, 3)
+    fwd_mask = phases == 0
+    target_fwd = simulate(host[fwd_mask], device[fwd_mask], kernels[fwd_mask])
     rows = []
     for t, (target, acc, r, variant) in enumerate(zip(targets, accs, scales, variants)):
         n = target.count
-        device = times.per_unit[:, t]
-        kernels = times.kernels[:, t]
-        host = unit_host_seconds(kernels, phases, workload.host_costs, workload.options, python) * hm.scale
         overhead = (workload.data_s * r + workload.fixed_host_s + hm.extra_fixed_s
                     + workload.input_bytes * r / host_link_bytes_per_s(acc))
         if workload.options.graphs:
             overhead += GRAPH_REPLAY_S
-        fwd, bwd, opt = (float(device[phases == i].sum()) for i in range(3))
-        if zero.stage >= 1:
-            opt_share = 1.0 / max(n, 1)
-            device = np.where(phases == 2, device * opt_share, device)
-            opt *= opt_share
-        if zero.offload_optimizer:
-            device = np.where(phases == 2, 0.0, device)
-            opt = 0.0
+        fwd, bwd, opt = float(fwd_s[t]), float(bwd_s[t]), float(opt_s[t])
         fabric = target_fabric(acc, target.nodes, target.gpus_per_node, target.network_gbps)
         comm_total = comm_exposed = 0.0
         comm_note = ""
@@ -150,17 +161,15 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
         elif n > 1:
             comm_total, comm_exposed = ddp_exposed_seconds(grad_bytes, fabric, bwd, DDP_BUCKET_BYTES)
             comm_note = f"DDP all-reduce, {fabric.describe()}"
-        rel = float(times.relative_error[t])
-        spread = np.array([1.0, 1.0 - rel, 1.0 + rel])
-        host_spread = np.array([1.0, 1.0 - HOST_ERROR, 1.0 + HOST_ERROR])
-        compute, low_c, high_c = simulate(host[:, None] * host_spread, device[:, None] * spread, kernels)
+        rel = float(rel_all[t])
+        compute, low_c, high_c = simulated[t]
         step = overhead + compute + comm_exposed
         low = overhead + low_c + comm_exposed * (1 - COMM_ERROR)
         high = overhead + high_c + comm_exposed * (1 + COMM_ERROR)
         steps_t = _target_steps(shape.steps, workload.world, n, batch_convention)
         total = total_low = total_high = None
         if steps_t is not None:
-            validation = _validation(workload, shape, host, device, kernels, fwd_mask, current_fwd, r, n)
+            validation = _validation(workload, shape, float(target_fwd[t]), current_fwd, r, n)
             total = one_off + shape.fixed_s + validation + steps_t * step
             total_low = one_off + shape.fixed_s + validation * (1 - rel) + steps_t * low
             total_high = one_off + shape.fixed_s + validation * (1 + rel) + steps_t * high
@@ -171,10 +180,11 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
         notes = [note] if note else []
         if target.note:
             notes.append(target.note)
-        host_total, device_total = float(host.sum()), float(device.sum())
+        host_total, device_total = float(host[:, t].sum()), float(device[:, t].sum())
         host_bound = host_total > device_total
         if host_bound:
-            notes.append(_host_note(kernels.sum(), host_total, device_total, overhead, comm_exposed, memory, batch_t))
+            notes.append(_host_note(kernels[:, t].sum(), host_total, device_total, overhead, comm_exposed, memory,
+                                    batch_t))
         if memory is not None and not memory.fits:
             notes.append(f"does not fit at batch {batch_t or '?'} per device"
                          + (f"; largest that fits: {memory.max_batch}" if memory.max_batch is not None else ""))
@@ -272,21 +282,20 @@ def _current_forward(workload: Workload, hm: _HostModel) -> float | None:
         return None
     if workload.anchor is None:
         return sum((u.measured_s or 0.0) + (u.python_s or 0.0) for u in fwd)
-    kernels = np.array([u.kernels for u in fwd])
+    kernels = workload.unit_kernels()[_phase_index(workload) == 0]
     host = unit_host_seconds(kernels, np.zeros(len(fwd), dtype=int), workload.host_costs,
                              workload.options_ran()) * hm.scale
     return float(simulate(host, np.array([u.measured_s or 0.0 for u in fwd]), kernels)[0])
 
 
-def _validation(workload: Workload, shape: RunShape, host, device, kernels, fwd_mask, current_fwd: float | None,
+def _validation(workload: Workload, shape: RunShape, target_fwd: float, current_fwd: float | None,
                 scale: float, n: int) -> float:
     """All validation of the run on the target: the measured validation time x the target's forward
-    time per sample / the measured one's, split over the target's GPUs."""
+    time per sample (`target_fwd`, at its batch) / the measured one's, split over the target's GPUs."""
     if not shape.validation_s:
         return 0.0
     if not current_fwd:
         return shape.validation_s * workload.world / n
-    target_fwd = float(simulate(host[fwd_mask], device[fwd_mask], kernels[fwd_mask])[0])
     per_sample = (target_fwd / scale) / current_fwd
     return shape.validation_s * per_sample * workload.world / n
 

@@ -15,8 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from predictor_models.op_spec import OpSpec
-
+from prenet_callbacks.projection.flat import Flat, flatten
 from prenet_callbacks.projection.workload import PHASES, Unit, Variant, Workload
 
 
@@ -35,58 +34,24 @@ class DeviceTimes:
         return {p: float(self.per_unit[self.phase_of == i, t].sum()) for i, p in enumerate(PHASES)}
 
 
-def _key(spec: OpSpec) -> tuple:
-    return (spec.op_class, spec.dtype, spec.flops, spec.bytes_read, spec.bytes_written, spec.tf32,
-            tuple(sorted(spec.dims.items())))
-
-
-@dataclass(frozen=True)
-class _Flat:
-    """The (unit, op, count) entries of a list of units, with their distinct op specs."""
-
-    specs: list
-    unit_of: np.ndarray
-    op_of: np.ndarray
-    counts: np.ndarray
-    class_masks: dict
-
-
-def _flatten(units: list[Unit]) -> _Flat:
-    unique: dict[tuple, int] = {}
-    by_object: dict[int, int] = {}
-    specs: list[OpSpec] = []
-    unit_of, op_of, counts = [], [], []
-    for u, unit in enumerate(units):
-        for spec, count in unit.ops:
-            index = by_object.get(id(spec))
-            if index is None:
-                key = _key(spec)
-                index = unique.get(key)
-                if index is None:
-                    index = unique[key] = len(specs)
-                    specs.append(spec)
-                by_object[id(spec)] = index
-            unit_of.append(u)
-            op_of.append(index)
-            counts.append(count)
-    classes = np.array([specs[i].op_class for i in op_of], dtype=object)
-    masks = {name: classes == name for name in set(classes.tolist())}
-    return _Flat(specs, np.asarray(unit_of, dtype=int), np.asarray(op_of, dtype=int),
-                 np.asarray(counts, dtype=float), masks)
-
-
-def unit_matrix(units: list[Unit], devices: Sequence, predictor, flat: _Flat | None = None,
-                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def unit_matrix(units: list[Unit] | Flat, devices: Sequence, predictor) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Predicted seconds per unit and device, ``(units, devices)``, and per op class ``{class: (devices,)}``."""
-    flat = flat or _flatten(units)
-    n_units, n_dev = len(units), len(devices)
-    per_unit = np.zeros((n_units, n_dev))
+    flat = units if isinstance(units, Flat) else flatten(units)
+    n_dev = len(devices)
     if not flat.specs or not n_dev:
-        return per_unit, {}
-    times = predictor.predict_matrix(flat.specs, list(devices))  # (ops, devices)
-    rows = times[flat.op_of] * flat.counts[:, None]
-    np.add.at(per_unit, flat.unit_of, rows)
-    return per_unit, {name: rows[mask].sum(axis=0) for name, mask in flat.class_masks.items()}
+        return np.zeros((flat.n_units, n_dev)), {}
+    # "8x H100" and "H100" are one device to the predictor: predict each distinct device once
+    column: dict[int, int] = {}
+    distinct = []
+    for device in devices:
+        if id(device) not in column:
+            column[id(device)] = len(distinct)
+            distinct.append(device)
+    times = predictor.predict_matrix(flat.specs, distinct)  # (ops, distinct devices)
+    if len(distinct) < n_dev:
+        times = times[:, [column[id(d)] for d in devices]]
+    per_spec = times * flat.spec_counts[:, None]
+    return flat.per_unit(times), {name: per_spec[mask].sum(axis=0) for name, mask in flat.class_masks.items()}
 
 
 def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[Variant], predictor) -> DeviceTimes:
@@ -98,30 +63,33 @@ def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[
     kernels = np.zeros((n_units, n))
     rel = np.full(n, 0.3)
     unmodelled = np.zeros(n)
-    groups: dict[int, tuple[list[Unit], list[int]]] = {}
+    groups: dict[int, tuple[Flat, list[int]]] = {}
     for t, variant in enumerate(variants):
-        units = workload.units_for(variant)
-        groups.setdefault(id(units), (units, []))[1].append(t)
-    if anchored and id(workload.units) not in groups:
-        groups[id(workload.units)] = (workload.units, [])
+        flat = workload.flat_for(variant)
+        groups.setdefault(id(flat), (flat, []))[1].append(t)
+    base = workload.flat()
+    if anchored and id(base) not in groups:
+        groups[id(base)] = (base, [])
     pred_anchor = None
-    for units, members in groups.values():
-        with_anchor = anchored and units is workload.units
+    for flat, members in groups.values():
+        with_anchor = anchored and flat is base
         devices = [accelerators[t] for t in members] + ([anchor] if with_anchor else [])
-        pred, by_class = unit_matrix(units, devices, predictor)
+        pred, by_class = unit_matrix(flat, devices, predictor)
         if with_anchor:
             pred_anchor = pred[:, -1]
-        counts = np.array([u.kernels for u in units])
-        classes = sorted(by_class)
-        errors = np.array([predictor.relative_error(c) for c in classes]) if classes else np.zeros(0)
-        for j, t in enumerate(members):
-            per_unit[:, t] = pred[:, j]
-            kernels[:, t] = counts
-            shares = np.array([by_class[c][j] for c in classes])
-            if shares.sum() > 0:
-                rel[t] = float((shares * errors).sum() / shares.sum())
-                unmodelled[t] = float(sum(by_class[c][j] for c in classes if not _modelled_class(predictor, c))
-                                      / shares.sum())
+        m = len(members)
+        per_unit[:, members] = pred[:, :m]
+        kernels[:, members] = flat.kernels[:, None]
+        if by_class and m:
+            classes = sorted(by_class)
+            errors = np.array([predictor.relative_error(c) for c in classes])
+            modelled = np.array([_modelled_class(predictor, c) for c in classes])
+            shares = np.array([by_class[c][:m] for c in classes])   # (classes, members)
+            total = shares.sum(axis=0)
+            some = total > 0
+            safe = np.where(some, total, 1.0)
+            rel[members] = np.where(some, (shares * errors[:, None]).sum(axis=0) / safe, rel[members])
+            unmodelled[members] = np.where(some, shares[~modelled].sum(axis=0) / safe, 0.0)
     if anchored:
         measured = np.array([u.measured_s if u.measured_s is not None else np.nan for u in workload.units])
         known = ~np.isnan(measured)

@@ -5,16 +5,19 @@ on the ``meta`` device. Ops are grouped in `Unit`s (one module in one phase, in 
 unit may carry the time measured for it on the current device, which anchors its projection.
 
 What runs differs per target (`Variant`): the SDPA kernel each attention call gets, the optimizer
-implementation, and ``torch.compile``'s fusion. `Workload.units_for` rewrites the units for one
-variant; everything else about the step stays the same.
+implementation, and ``torch.compile``'s fusion. `Workload.flat_for` rewrites the step's ops (as flat
+arrays, see `flat.py`) for one variant; everything else about the step stays the same.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from predictor_models.op_spec import OpSpec
 
 from prenet_callbacks.projection import attention
+from prenet_callbacks.projection.flat import Flat, flatten
 from prenet_callbacks.projection.host import ExecutionOptions, HostCosts, default_host_costs, fuse_for_compile
 from prenet_callbacks.projection.memory import StateAccount
 from prenet_callbacks.projection.optimizer_ops import optimizer_ops
@@ -42,13 +45,6 @@ class Unit:
         if value is None:
             value = self.__dict__["_kernels"] = sum(count for spec, count in self.ops
                                                     if spec.bytes_moved > 0 or spec.flops > 0)
-        return value
-
-    @property
-    def has_attention(self) -> bool:
-        value = self.__dict__.get("_attention")
-        if value is None:
-            value = self.__dict__["_attention"] = any(spec.op_class == "attention" for spec, _ in self.ops)
         return value
 
 
@@ -107,7 +103,7 @@ class Workload:
 
     @property
     def kernels(self) -> float:
-        return sum(u.kernels for u in self.units)
+        return float(self.unit_kernels().sum())
 
     @property
     def opt_dtype(self) -> str:
@@ -119,10 +115,9 @@ class Workload:
         cached = self._variants.get("attention_specs")
         if cached is None:
             seen: dict[OpSpec, None] = {}
-            for unit in self.units:
-                for spec, _ in unit.ops:
-                    if spec.op_class == "attention" and spec not in seen and attention.shape_from_spec(spec):
-                        seen[spec] = None
+            for spec in self.flat().specs:   # distinct, in order of appearance
+                if spec.op_class == "attention" and spec not in seen and attention.shape_from_spec(spec):
+                    seen[spec] = None
             cached = self._variants["attention_specs"] = list(seen)
         return cached
 
@@ -135,46 +130,53 @@ class Workload:
             impl = None   # as measured: the same implementation, or an optimizer whose kernels are not synthesised
         return Variant(backends, impl, self.options.compiled and not self.ran_compiled)
 
-    def units_for(self, variant: Variant) -> list[Unit]:
-        """The units as they run under `variant` (cached; the measured units themselves when nothing changes)."""
-        cached = self._variants.get(variant)
+    def flat(self) -> Flat:
+        """The measured/captured units' ops as flat arrays (cached: units' ops do not change)."""
+        cached = self._variants.get("flat")
+        if cached is None:
+            cached = self._variants["flat"] = flatten(self.units)
+        return cached
+
+    def unit_kernels(self) -> np.ndarray:
+        """Kernel launches per unit, in unit order."""
+        return self.flat().kernels
+
+    def flat_for(self, variant: Variant) -> Flat:
+        """The ops as they run under `variant` (cached; the measured ones themselves when nothing changes)."""
+        key = ("flat", variant)
+        cached = self._variants.get(key)
         if cached is not None:
             return cached
+        base = self.flat()
         math = {spec for spec, backend in variant.attention if backend == "math"}
-        if not math and variant.optimizer_impl is None and not variant.compiled and variant.batch_scale == 1.0:
-            self._variants[variant] = self.units
-            return self.units
-        replaced: dict[OpSpec, list[tuple[OpSpec, float]]] = {}
-        rewritten: dict[int, OpSpec] = {}
         scale = variant.batch_scale
-        units = []
-        for unit in self.units:
-            if unit.phase == "opt" and variant.optimizer_impl is not None:
-                ops = optimizer_ops(self.optimizer, self.param_tensors or [int(self.params)], self.opt_dtype,
-                                    variant.optimizer_impl) if self.params > 0 else []
-                units.append(Unit(unit.name, unit.phase, ops, unit.measured_s, unit.python_s))
-                continue
-            if scale == 1.0 and not variant.compiled and not unit.has_attention:
-                units.append(unit)
-                continue
-            ops = []
-            for spec, count in unit.ops:
-                parts = None
-                if spec.op_class == "attention" and spec in math:
-                    # fused kernels are kept as recorded/captured; the math path is expanded
-                    parts = replaced.get(spec)
-                    if parts is None:
-                        parts = replaced[spec] = attention.ops_for(spec, "math") or [(spec, 1.0)]
-                for new, mult in (parts or ((spec, 1.0),)):
-                    if scale != 1.0 and unit.phase != "opt":
-                        new = rewritten.get(id(new)) or rewritten.setdefault(id(new), _scaled(new, scale))
-                    if variant.compiled and unit.phase != "opt":
-                        ops.append(fuse_for_compile(new, count * mult))
-                    else:
-                        ops.append((new, count * mult))
-            units.append(Unit(unit.name, unit.phase, ops, unit.measured_s, unit.python_s))
-        self._variants[variant] = units
-        return units
+        if not math and variant.optimizer_impl is None and not variant.compiled and scale == 1.0:
+            self._variants[key] = base
+            return base
+        scaled: dict[int, tuple[OpSpec, OpSpec]] = {}   # id -> (the op, kept alive so its id stays its own; scaled)
+
+        def parts_of(spec: OpSpec, in_opt: bool) -> list[tuple[OpSpec, float]]:
+            parts = [(spec, 1.0)]
+            if spec.op_class == "attention" and spec in math:
+                # fused kernels are kept as recorded/captured; the math path is expanded
+                parts = attention.ops_for(spec, "math") or parts
+            if in_opt or (scale == 1.0 and not variant.compiled):
+                return parts
+            out = []
+            for new, mult in parts:
+                if scale != 1.0:
+                    new = scaled.setdefault(id(new), (new, _scaled(new, scale)))[1]
+                out.append(fuse_for_compile(new, mult) if variant.compiled else (new, mult))
+            return out
+
+        in_opt = np.array([u.phase == "opt" for u in self.units], dtype=bool)
+        replace_opt = None
+        if variant.optimizer_impl is not None:
+            replace_opt = (optimizer_ops(self.optimizer, self.param_tensors or [int(self.params)], self.opt_dtype,
+                                         variant.optimizer_impl) if self.params > 0 else [])
+        flat = base.rewritten(parts_of, in_opt, replace_opt)
+        self._variants[key] = flat
+        return flat
 
     def activation_delta(self, variant: Variant, base_accelerator) -> float:
         """Activation bytes per device the variant's attention kernels save beyond the measured ones."""
@@ -187,11 +189,12 @@ class Workload:
 
     def _activation_delta(self, variant: Variant, base_accelerator) -> float:
         counts: dict[OpSpec, float] = {}
-        for unit in self.units:
-            if unit.phase == "fwd":
-                for spec, count in unit.ops:
-                    if spec.op_class == "attention":
-                        counts[spec] = counts.get(spec, 0.0) + count
+        flat = self.flat()
+        forward = np.array([u.phase == "fwd" for u in self.units], dtype=bool)[flat.unit_of]
+        per_spec = np.bincount(flat.op_of, weights=flat.counts * forward, minlength=len(flat.specs))
+        for spec, count in zip(flat.specs, per_spec.tolist()):
+            if spec.op_class == "attention" and count:
+                counts[spec] = counts.get(spec, 0.0) + count
         delta = 0.0
         for spec, backend in variant.attention:
             shape = attention.shape_from_spec(spec)

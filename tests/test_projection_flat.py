@@ -1,0 +1,135 @@
+"""The flat view of a step's ops (`projection/flat.py`) and the per-target rewrites built on it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from predictor_models.hardware import lookup_hardware
+from predictor_models.op_spec import OpSpec
+from prenet_callbacks.projection.flat import flatten
+from prenet_callbacks.projection.precision import parse_precision
+from prenet_callbacks.projection.scaling import unit_matrix
+from prenet_callbacks.projection.workload import Unit, Variant, Workload
+
+
+def _gemm(m: int, flops: float = 1e9) -> OpSpec:
+    return OpSpec("gemm", "bfloat16", flops, 1e6 * m, 1e6, {"b": 1, "m": m, "n": 64, "k": 64}, False, "aten::mm")
+
+
+def _attention() -> OpSpec:
+    return OpSpec("attention", "bfloat16", 4e9, 3e7, 1e7,
+                  {"b": 8, "heads": 4, "s_q": 256, "s_kv": 256, "d": 64, "causal": 1, "sdpa": 1, "backward": 0},
+                  False, "aten::_flash_attention_forward")
+
+
+def _units() -> list[Unit]:
+    shared = _gemm(512)            # one object in every layer, as a report's repeated layers give
+    free = OpSpec("data_movement", "bfloat16", 0.0, 0.0, 0.0, {"numel": 0}, False, "aten::view")
+    units = []
+    for i in range(4):
+        units.append(Unit(f"block.{i}", "fwd", [(shared, 1.0), (_gemm(512 + 64 * (i % 2)), 2.0), (_attention(), 1.0),
+                                                 (free, 3.0)], measured_s=1e-3))
+        units.append(Unit(f"block.{i}", "bwd", [(shared, 2.0), (_gemm(512), 1.0)], measured_s=2e-3))
+    units.append(Unit("optimizer", "opt", [(OpSpec("optimizer", "float32", 1e6, 8e6, 4e6, {"numel": 1e6}), 1.0)]))
+    return units
+
+
+def _naive(units: list[Unit], value) -> np.ndarray:
+    return np.array([sum(value(spec) * count for spec, count in u.ops) for u in units])
+
+
+def test_flatten_keeps_every_unit_s_sums_and_lists_each_distinct_op_once():
+    units = _units()
+    flat = flatten(units)
+    assert flat.n_units == len(units)
+    # the shared object, the two other GEMM shapes (equal content shares a row), attention, view, optimizer
+    assert len(flat.specs) == 5
+    flops = flat.per_unit(np.array([[s.flops] for s in flat.specs]))[:, 0]
+    np.testing.assert_allclose(flops, _naive(units, lambda s: s.flops))
+    # free ops (no bytes, no FLOPs) launch no kernel
+    np.testing.assert_allclose(flat.kernels, [sum(c for s, c in u.ops if s.flops or s.bytes_moved) for u in units])
+    totals = {s.name: c for s, c in flat.distinct_counts() if s.op_class != "gemm"}
+    assert totals["aten::view"] == 12.0 and totals["aten::_flash_attention_forward"] == 4.0
+
+
+def test_rewritten_expands_replaces_and_keeps_unit_order():
+    units = _units()
+    flat = flatten(units)
+    in_opt = np.array([u.phase == "opt" for u in units])
+    sgd = [(OpSpec("optimizer", "float32", 5.0, 5.0, 5.0, {"numel": 1}), 2.0)]
+
+    def parts_of(spec, in_opt_unit):
+        if spec.op_class == "gemm":   # each GEMM becomes two half-size ones (new objects every call)
+            half = OpSpec("gemm", spec.dtype, spec.flops / 2, spec.bytes_read, spec.bytes_written, dict(spec.dims))
+            return [(half, 2.0), (OpSpec("elementwise", spec.dtype, 1.0, 8.0, 8.0, {"numel": 1}), 1.0)]
+        return [(spec, 1.0)]
+
+    out = flat.rewritten(parts_of, in_opt, replace_opt=sgd)
+    flops = out.per_unit(np.array([[s.flops] for s in out.specs]))[:, 0]
+    expected = _naive(units, lambda s: s.flops + (1.0 if s.op_class == "gemm" else 0.0))
+    expected[-1] = 10.0   # the optimizer unit: only the replacement ops
+    np.testing.assert_allclose(flops, expected)
+
+
+def test_rewritten_tells_apart_new_objects_that_reuse_a_freed_id():
+    """Specs made inside `parts_of` die after each call unless kept; CPython reuses their addresses.
+    Each must still be interned by its own content, not by a dead object's id."""
+    units = [Unit(f"u{i}", "fwd", [(_gemm(64 * (i + 1), flops=float(i + 1)), 1.0)]) for i in range(8)]
+    flat = flatten(units)
+
+    def parts_of(spec, _):
+        unique = OpSpec("gemm", spec.dtype, spec.flops * 10, 1.0, 1.0, {"m": spec.dims["m"]})
+        shared = OpSpec("elementwise", spec.dtype, 0.5, 4.0, 4.0, {"numel": 1})   # equal content every call
+        return [(unique, 1.0), (shared, 1.0)]
+
+    out = flat.rewritten(parts_of, np.zeros(len(units), dtype=bool))
+    flops = out.per_unit(np.array([[s.flops] for s in out.specs]))[:, 0]
+    np.testing.assert_allclose(flops, [10.0 * (i + 1) + 0.5 for i in range(8)])
+
+
+def test_workload_variants_scale_the_batch_and_expand_math_attention():
+    units = _units()
+    workload = Workload(units=units, params=1e6, precision=parse_precision("bf16-mixed"))
+    attention = workload.attention_specs()
+    assert len(attention) == 1
+    assert workload.flat_for(Variant()) is workload.flat()
+    scaled = workload.flat_for(Variant(batch_scale=0.5))
+    flops = scaled.per_unit(np.array([[s.flops] for s in scaled.specs]))[:, 0]
+    base = _naive(units, lambda s: s.flops)
+    np.testing.assert_allclose(flops[:-1], base[:-1] * 0.5)   # the optimizer does not scale with the batch
+    assert flops[-1] == base[-1]
+    math = workload.flat_for(Variant(attention=((attention[0], "math"),)))
+    assert not any(s.op_class == "attention" for s in math.specs)   # the math path: GEMMs, softmax, ...
+    assert math.kernels[0] > workload.flat().kernels[0]
+    assert workload.flat_for(Variant(attention=((attention[0], "math"),))) is math   # cached
+
+
+def test_unit_matrix_predicts_a_device_named_twice_once_and_alike(monkeypatch):
+    from prenet_callbacks.projection.predictor_source import default_predictor
+
+    predictor, _ = default_predictor()
+    calls = []
+    original = predictor.predict_matrix
+
+    def spy(ops, devices):
+        calls.append(len(devices))
+        return original(ops, devices)
+
+    monkeypatch.setattr(predictor, "predict_matrix", spy)
+    a100, h100 = lookup_hardware("A100-SXM4-80GB"), lookup_hardware("H100-SXM5")
+    both, _ = unit_matrix(_units(), [a100, h100, a100], predictor)
+    alone, _ = unit_matrix(_units(), [a100], predictor)
+    assert calls == [2, 1]
+    np.testing.assert_allclose(both[:, 0], both[:, 2])
+    np.testing.assert_allclose(both[:, 0], alone[:, 0])
+    assert not np.allclose(both[:, 0], both[:, 1])
+
+
+def test_the_predictor_runs_numpy_s_blas_on_one_thread():
+    """Inside a training process every core is busy; a multi-threaded BLAS would wait for them."""
+    threadpoolctl = pytest.importorskip("threadpoolctl", reason="scikit-learn's dependency, absent here")
+    from predictor_models.predictor.model import one_blas_thread
+
+    with one_blas_thread():
+        blas = [lib for lib in threadpoolctl.threadpool_info() if lib.get("user_api") == "blas"]
+        assert blas and all(lib["num_threads"] == 1 for lib in blas)
