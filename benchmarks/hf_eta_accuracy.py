@@ -10,8 +10,8 @@ time). Targets: first prediction within the first 5% of steps, median error <= 3
 ``--scale 0.05`` is a smoke test of the script, not a measurement.
 
 On a shared machine the step rate drifts within a run (+-10% and more), which no prediction made at
-1-5% of the run can know. Each row therefore also reports the *pace*: the run's mean clean step time
-over the one the first prediction used, and the first prediction redone at that pace (the error left
+1-5% of the run can know. Each row therefore also reports the *pace*: the mean clean batch time of the
+whole run over the one the first prediction used, and the first prediction redone at that pace (the error left
 is the plan's, validation's, checkpoints' and start-up's, not the machine's). ``--repeats N`` runs the
 workloads N times, interleaved, and reports each workload's median error with its range.
 """
@@ -39,7 +39,9 @@ def eta_row(name: str, description: str, result: dict[str, Any]) -> dict[str, An
     elapsed, remaining = result["bar"].get(first["at_step"], (None, None))
     bar_total = elapsed + remaining if elapsed is not None and remaining is not None else None
     first_batch_s = (first.get("rates") or {}).get("batch_s")
-    pace = (report.measured or {}).get("batch_s", 0.0) / first_batch_s if first_batch_s else None
+    measured = report.measured or {}
+    run_batch_s = measured.get("batch_run_mean_s") or measured.get("batch_s") or 0.0
+    pace = run_batch_s / first_batch_s if first_batch_s else None
     at_pace = first["elapsed_s"] + (first["predicted_total_s"] - first["elapsed_s"]) * pace if pace else None
     return {
         "workload": name,

@@ -761,6 +761,8 @@ class PredictionSession:
             measured["step_phases"] = {k: round(sum(p[k] for p in self.window_phases) / n, 6) for k in keys}
         measured["batch_s"] = m.batch.mean
         measured["clean_batches"] = m.batch.count
+        # the whole run's mean clean batch (``batch_s`` is the recent window's, what predictions use)
+        measured["batch_run_mean_s"] = m.batch.total / m.batch.count if m.batch.count else None
         if self._profiled_table is not None:
             measured["coverage"] = self._coverage()
         measured["data_wait_s"] = m.data_per_batch.mean

@@ -119,9 +119,10 @@ class RecordingLogger(pl.loggers.Logger):
         return sum(any(k.startswith("prenet/") for k in m) for _, m in self.metrics)
 
 
-def total_at_pace(prediction: dict, batch_s: float) -> tuple[float, float]:
-    """A prediction's total redone at the pace the machine kept afterwards (the fit's own clean step
-    time against the prediction's): ``(seconds, pace)``. On a shared CPU a neighbour can slow every
+def total_at_pace(prediction: dict, measured: dict) -> tuple[float, float]:
+    """A prediction's total redone at the pace the machine kept over the run (the run's mean clean batch
+    against the one the prediction used): ``(seconds, pace)``. On a shared CPU a neighbour can slow every
     later step; that is the machine's doing, not the prediction's."""
+    batch_s = measured.get("batch_run_mean_s") or measured["batch_s"]
     pace = batch_s / ((prediction.get("rates") or {}).get("batch_s") or prediction["step_s"])
     return prediction["elapsed_s"] + (prediction["predicted_total_s"] - prediction["elapsed_s"]) * pace, pace

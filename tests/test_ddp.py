@@ -67,7 +67,7 @@ def test_ddp_plan_and_eta_are_per_rank_and_correct(ddp_runs):
         assert first["at_step"] <= 10
         # within 30% at the pace the machine kept after the prediction (a neighbour on a shared CPU can
         # slow every later step; that is not the prediction's error)
-        at_pace, pace = total_at_pace(first, r["measured"]["batch_s"])
+        at_pace, pace = total_at_pace(first, r["measured"])
         assert at_pace == pytest.approx(r["actual"]["fit_s"], rel=0.30), (first, r["actual"], pace)
         if abs(pace - 1) < 0.1:   # a steady machine: the band holds the actual time as well
             assert first["low_s"] <= r["actual"]["fit_s"] * 1.1 and r["actual"]["fit_s"] <= first["high_s"] * 1.1

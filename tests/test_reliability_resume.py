@@ -76,7 +76,7 @@ def test_resume_plans_the_remaining_batches_and_predicts_them(first_fit, tmp_pat
     # that is the machine's doing, not the prediction's (the pace is the fit's own clean step time)
     first_prediction = resumed[0]
     actual = report.actual["fit_s"]
-    at_pace, pace = total_at_pace(first_prediction, report.measured["batch_s"])
+    at_pace, pace = total_at_pace(first_prediction, report.measured)
     assert at_pace == pytest.approx(actual, rel=0.30), (first_prediction, actual, pace)
     assert report.actual["first_prediction_error"] == pytest.approx(first_prediction["predicted_total_s"] / actual - 1,
                                                                    abs=1e-3)
