@@ -58,7 +58,7 @@ class Flat:
         """Kernel launches per unit (ops that move no byte and do no FLOP launch nothing)."""
         if "kernels" not in self._cache:
             works = np.array([s.bytes_moved > 0 or s.flops > 0 for s in self.specs], dtype=float)
-            weights = self.counts * works[self.op_of] if self.specs else self.counts
+            weights = self.counts * works[self.op_of]
             self._cache["kernels"] = np.bincount(self.unit_of, weights=weights, minlength=self.n_units)
         return self._cache["kernels"]
 
@@ -113,9 +113,9 @@ class Flat:
         offset = np.arange(per_entry.sum()) - np.repeat(np.cumsum(per_entry) - per_entry, per_entry)
         position = np.repeat(starts[inverse], per_entry) + offset
         unit_of = self.unit_of[keep][source]
-        op_of = np.asarray(new_ops, dtype=int)[position] if new_ops else np.zeros(0, dtype=int)
-        counts = self.counts[keep][source] * np.asarray(mults, dtype=float)[position] if new_ops else np.zeros(0)
-        if replace_opt is not None and replace_opt:
+        op_of = np.asarray(new_ops, dtype=int)[position]
+        counts = self.counts[keep][source] * np.asarray(mults, dtype=float)[position]
+        if replace_opt:
             opt_units = np.flatnonzero(in_opt_unit)
             extra_ops = np.array([interner.index(spec) for spec, _ in replace_opt], dtype=int)
             extra_counts = np.array([count for _, count in replace_opt], dtype=float)
@@ -127,18 +127,9 @@ class Flat:
 
 def flatten(units: Sequence) -> Flat:
     """The flat view of `units` (each with ``ops``: a list of ``(OpSpec, count)``)."""
-    lengths = [len(u.ops) for u in units]
     objects = [spec for u in units for spec, _ in u.ops]
     counts = np.fromiter((count for u in units for _, count in u.ops), dtype=float, count=len(objects))
-    unit_of = np.repeat(np.arange(len(units)), lengths)
-    interner = _Interner()
-    # one lookup per distinct object, not per entry: repeated layers share their spec objects
-    ids = np.fromiter(map(id, objects), dtype=np.int64, count=len(objects))
-    distinct, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-    index = np.array([interner.index(objects[i]) for i in sorted(first.tolist())], dtype=int)
-    # `index` follows first appearance; map each distinct id (sorted order) to its interned index
-    order = np.argsort(first, kind="stable")
-    by_sorted = np.empty(len(distinct), dtype=int)
-    by_sorted[order] = index
-    op_of = by_sorted[inverse] if len(objects) else np.zeros(0, dtype=int)
-    return Flat(interner.specs, unit_of.astype(int), np.asarray(op_of, dtype=int).reshape(-1), counts, len(units))
+    unit_of = np.repeat(np.arange(len(units)), [len(u.ops) for u in units])
+    interner = _Interner()   # repeated layers share spec objects: mostly a lookup by id
+    op_of = np.fromiter(map(interner.index, objects), dtype=int, count=len(objects))
+    return Flat(interner.specs, unit_of.astype(int), op_of, counts, len(units))

@@ -34,7 +34,7 @@ from prenet_callbacks.projection.parallel import DDP_BUCKET_BYTES, ZeroConfig, d
 from prenet_callbacks.projection.precision import precision_note
 from prenet_callbacks.projection.scaling import device_times
 from prenet_callbacks.projection.targets import as_projection_target
-from prenet_callbacks.projection.workload import PHASES, Variant, Workload
+from prenet_callbacks.projection.workload import Variant, Workload
 
 BATCH_CONVENTIONS = ("per_device", "global")
 COMM_ERROR = 0.15   # band of communication: the collective model's error on public measurements
@@ -67,10 +67,6 @@ def _round(value: float | None, digits: int = 6) -> float | None:
     return None if value is None else round(float(value), digits)
 
 
-def _phase_index(workload: Workload) -> np.ndarray:
-    return np.array([PHASES.index(u.phase) if u.phase in PHASES else 0 for u in workload.units], dtype=int)
-
-
 def _python(workload: Workload) -> np.ndarray | None:
     """Measured Python time per unit (NaN where the generic per-op costs apply)."""
     if all(u.python_s is None for u in workload.units):
@@ -88,7 +84,7 @@ def host_model(workload: Workload) -> _HostModel:
     """Calibrate the host side on the run itself when it ran on a catalog GPU (see `host.py`)."""
     if workload.anchor is None or workload.measured_step_s is None:
         return _HostModel(1.0, 0.0)
-    phases = _phase_index(workload)
+    phases = workload.phase_index()
     kernels = workload.unit_kernels()
     host = unit_host_seconds(kernels, phases, workload.host_costs, workload.options_ran())
     device = np.array([u.measured_s or 0.0 for u in workload.units])
@@ -282,7 +278,7 @@ def _current_forward(workload: Workload, hm: _HostModel) -> float | None:
         return None
     if workload.anchor is None:
         return sum((u.measured_s or 0.0) + (u.python_s or 0.0) for u in fwd)
-    kernels = workload.unit_kernels()[_phase_index(workload) == 0]
+    kernels = workload.unit_kernels()[workload.phase_index() == 0]
     host = unit_host_seconds(kernels, np.zeros(len(fwd), dtype=int), workload.host_costs,
                              workload.options_ran()) * hm.scale
     return float(simulate(host, np.array([u.measured_s or 0.0 for u in fwd]), kernels)[0])

@@ -99,8 +99,7 @@ def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(pred_anchor[:, None] > 0, per_unit / pred_anchor[:, None], global_ratio[None, :])
         per_unit = np.where(known[:, None], np.nan_to_num(measured)[:, None] * ratio, per_unit * calibration)
-    phase_of = np.array([PHASES.index(u.phase) if u.phase in PHASES else 0 for u in workload.units], dtype=int)
-    return DeviceTimes(per_unit, kernels, phase_of, "anchored" if anchored else "absolute", rel, unmodelled)
+    return DeviceTimes(per_unit, kernels, workload.phase_index(), "anchored" if anchored else "absolute", rel, unmodelled)
 
 
 def _modelled_class(predictor, op_class: str) -> bool:

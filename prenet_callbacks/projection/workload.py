@@ -38,15 +38,6 @@ class Unit:
     measured_s: float | None = None
     python_s: float | None = None
 
-    @property
-    def kernels(self) -> float:
-        """Kernel launches per step (free ops launch nothing); computed once (ops do not change)."""
-        value = self.__dict__.get("_kernels")
-        if value is None:
-            value = self.__dict__["_kernels"] = sum(count for spec, count in self.ops
-                                                    if spec.bytes_moved > 0 or spec.flops > 0)
-        return value
-
 
 @dataclass(frozen=True)
 class Variant:
@@ -137,6 +128,14 @@ class Workload:
             cached = self._variants["flat"] = flatten(self.units)
         return cached
 
+    def phase_index(self) -> np.ndarray:
+        """Each unit's phase as an index into `PHASES` (cached)."""
+        cached = self._variants.get("phases")
+        if cached is None:
+            cached = self._variants["phases"] = np.array(
+                [PHASES.index(u.phase) if u.phase in PHASES else 0 for u in self.units], dtype=int)
+        return cached
+
     def unit_kernels(self) -> np.ndarray:
         """Kernel launches per unit, in unit order."""
         return self.flat().kernels
@@ -153,7 +152,6 @@ class Workload:
         if not math and variant.optimizer_impl is None and not variant.compiled and scale == 1.0:
             self._variants[key] = base
             return base
-        scaled: dict[int, tuple[OpSpec, OpSpec]] = {}   # id -> (the op, kept alive so its id stays its own; scaled)
 
         def parts_of(spec: OpSpec, in_opt: bool) -> list[tuple[OpSpec, float]]:
             parts = [(spec, 1.0)]
@@ -165,7 +163,7 @@ class Workload:
             out = []
             for new, mult in parts:
                 if scale != 1.0:
-                    new = scaled.setdefault(id(new), (new, _scaled(new, scale)))[1]
+                    new = _scaled(new, scale)   # equal results are merged into one row by the flat view
                 out.append(fuse_for_compile(new, mult) if variant.compiled else (new, mult))
             return out
 
