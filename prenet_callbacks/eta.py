@@ -49,6 +49,7 @@ class RunMeasurements:
     epoch_boundary: RobustDuration = field(default_factory=lambda: RobustDuration(64))
     sanity_val_per_batch: float | None = None
     sanity_val_fixed: float | None = None
+    sanity_page_faults_s: float | None = None    # cold first-touch page faults taken off the sanity check
     first_epoch_start_s: float | None = None     # on_train_epoch_start -> first batch start, epoch 0
     setup_s: float | None = None                 # fit start -> first training batch start
     state_bytes: float | None = None             # parameters + optimizer state, for unsaved checkpoints
@@ -137,7 +138,8 @@ def _per_validation_run(plan: RunPlan, m: RunMeasurements, batch_s: float) -> tu
     forward scaled per sample to the validation batch size and count (a training forward records
     autograd and runs train-mode layers, and a larger validation batch costs less per sample), and
     the sanity check's batches at the real size, in eval mode, but cold (caches, allocator and loader
-    workers still starting). The smaller is the better one; how far apart they are widens the band
+    workers still starting; on a CPU the page faults' part of that is already taken off, see
+    `prenet_callbacks.sanity`). The smaller is the better one; how far apart they are widens the band
     (see `_validation_uncertainty`).
     """
     if len(m.validation_run):

@@ -29,6 +29,7 @@ from prenet_callbacks.memory_account import memory_summary
 from prenet_callbacks.phase_events import PhaseEvents
 from prenet_callbacks.plan import RunLimits, RunPlan
 from prenet_callbacks.report import Report, now_iso
+from prenet_callbacks.sanity import SanityTimer, minor_faults, seconds_per_fault
 from prenet_callbacks.step_timer import StepTimer
 from prenet_callbacks.units import plural
 
@@ -114,6 +115,9 @@ class PredictionSession:
             self.use_clock(clock)
         elif callable(clock):
             self.now = clock
+        # the process's page faults, to time the sanity check warm (a fake clock has none to match)
+        self.count_faults: Callable[[], int | None] | None = minor_faults if self.now is time.perf_counter else None
+        self.fault_cost: Callable[[], float | None] = seconds_per_fault
         self.disabled = False
         self.failure: str | None = None
         self.report = Report()
@@ -141,7 +145,7 @@ class PredictionSession:
         self.epoch_start_time: float | None = None
         self.epoch_first_batch = True
         self.val_start: float | None = None
-        self.sanity_batch_ends: list[float] = []
+        self.sanity = SanityTimer()
         self.ckpt_start: float | None = None
         self.step_clock = _StepClock()
         self.window_phases: list[dict[str, float]] = []
@@ -347,12 +351,15 @@ class PredictionSession:
     @guarded
     def validation_start(self, sanity: bool = False) -> None:
         self.val_start = self.now()
-        self.sanity_batch_ends = []
+        if sanity:
+            # on a GPU the host's page faults overlap device work: nothing to take off there
+            self.sanity = SanityTimer(faults=None if self._on_cuda() else self.count_faults, fault_cost=self.fault_cost)
+            self.sanity.start(self.val_start)
 
     @guarded
     def validation_batch_end(self, sanity: bool = False) -> None:
         if sanity:
-            self.sanity_batch_ends.append(self.now())
+            self.sanity.batch_end(self.now())
 
     @guarded
     def validation_end(self, sanity: bool = False) -> None:
@@ -362,14 +369,10 @@ class PredictionSession:
         duration = end - self.val_start
         self.val_start = None
         if sanity:
-            ends = self.sanity_batch_ends
-            if len(ends) >= 2:
-                per_batch = (ends[-1] - ends[0]) / (len(ends) - 1)
-                self.measurements.sanity_val_per_batch = per_batch
-                self.measurements.sanity_val_fixed = max(0.0, duration - per_batch * len(ends))
-            elif len(ends) == 1:
-                self.measurements.sanity_val_per_batch = duration
-                self.measurements.sanity_val_fixed = 0.0
+            warm = self.sanity.result(end)
+            if warm is not None:
+                m = self.measurements
+                m.sanity_val_per_batch, m.sanity_val_fixed, m.sanity_page_faults_s = warm
             return
         self.accounted_s += duration
         self.validation_in_interval += duration
@@ -767,7 +770,8 @@ class PredictionSession:
             measured["coverage"] = self._coverage()
         measured["data_wait_s"] = m.data_per_batch.mean
         measured["validation"] = {"runs": m.validation_run.count, "mean_s": m.validation_run.mean,
-                                  "sanity_per_batch_s": m.sanity_val_per_batch}
+                                  "sanity_per_batch_s": m.sanity_val_per_batch,
+                                  "sanity_page_faults_s": m.sanity_page_faults_s}
         measured["checkpoint"] = {"files": m.checkpoint_file.count, "mean_s": m.checkpoint_file.mean}
         measured["epoch_boundary"] = {"count": m.epoch_boundary.count, "mean_s": m.epoch_boundary.mean,
                                       "first_epoch_start_s": m.first_epoch_start_s}

@@ -5,7 +5,9 @@ import warnings
 
 import pytest
 
+from prenet_callbacks.eta import _per_validation_run
 from prenet_callbacks.plan import CheckpointRule, RunPlan
+from prenet_callbacks.sanity import minor_faults
 from prenet_callbacks.session import PredictionSession, PreNeTWarning, SessionConfig
 
 
@@ -389,3 +391,33 @@ def test_on_a_gpu_launch_rate_steps_after_a_sync_are_not_counted_as_step_time():
     first = session.report.first_prediction
     assert first["step_s"] == pytest.approx(0.010, rel=0.01)
     assert session.report.measured["timing"]["step_timing"].startswith("device marks")
+
+
+def test_the_sanity_checks_page_faults_come_off_its_validation_estimate():
+    # the sanity batches run 2x slow, all of it first-touch page faults (1e5 faults at 1 us per batch):
+    # with them taken off, the sanity check gives the true cost and is the one used
+    p = plan()
+    val_s = p.val_batches * 0.1 * 0.4 / 2           # eval batches cost half a training forward
+    extra_per_batch = val_s / p.val_batches         # the cold part of each sanity batch
+    clock, faults = FakeClock(), [0]
+    session = PredictionSession(SessionConfig(warmup_steps=2, profile_steps=2, timing_steps=5,
+                                              log_every_n_steps=10, profile_layers=False), clock=clock)
+    session.count_faults, session.fault_cost = (lambda: faults[0]), (lambda: extra_per_batch / 1e5)
+    session.fit_start({"device": "cpu"})
+    session.validation_start(sanity=True)
+    for _ in range(2):
+        clock.advance(2 * val_s / p.val_batches)
+        faults[0] += 100_000
+        session.validation_batch_end(sanity=True)
+    session.validation_end(sanity=True)
+    m = session.measurements
+    assert m.sanity_val_per_batch == pytest.approx(val_s / p.val_batches)
+    assert m.sanity_page_faults_s == pytest.approx(2 * extra_per_batch)
+    assert m.sanity_val_fixed == pytest.approx(0.0, abs=1e-9)
+    m.forward_per_batch.add(0.04)                   # the warm training forward: twice the eval cost
+    assert _per_validation_run(p, m, 0.1) == (pytest.approx(val_s), "sanity")
+
+
+def test_a_fake_clock_never_mixes_in_the_real_page_faults():
+    assert PredictionSession(SessionConfig(), clock=FakeClock()).count_faults is None
+    assert PredictionSession(SessionConfig()).count_faults is minor_faults
