@@ -28,8 +28,6 @@ _ASSUMED_WRITE_BYTES_PER_S = 400e6
 _ASSUMED_SAVE_OVERHEAD_S = 0.02
 # Drift allowance of the training term (thermal, other tenants, data cache warming).
 _TRAIN_DRIFT = 0.015
-# A validation batch against a training forward of the same size: no autograd graph is recorded.
-_EVAL_FORWARD_FACTOR = 1.0
 # When the sanity check and the warm estimate of a validation run disagree by more than this
 # factor, the estimate is less sure than usual.
 _CROSS_CHECK_RATIO = 2.0
@@ -55,6 +53,7 @@ class RunMeasurements:
     state_bytes: float | None = None             # parameters + optimizer state, for unsaved checkpoints
     train_batch_size: int | None = None
     val_batch_size: int | None = None
+    eval_forward_share: float | None = None     # of the profiled forward, what eval mode still runs
 
     def state_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -135,8 +134,9 @@ def _per_validation_run(plan: RunPlan, m: RunMeasurements, batch_s: float) -> tu
     """Cost of one validation run and how it is known.
 
     Before one has been measured there are two estimates, both on the high side: the warm training
-    forward scaled per sample to the validation batch size and count (a training forward records
-    autograd and runs train-mode layers, and a larger validation batch costs less per sample), and
+    forward without its dropout (the profile's share that eval mode still runs), scaled per sample to
+    the validation batch size and count (a training forward also records autograd, and a larger
+    validation batch costs less per sample), and
     the sanity check's batches at the real size, in eval mode, but cold (caches, allocator and loader
     workers still starting; on a CPU the page faults' part of that is already taken off, see
     `prenet_callbacks.sanity`). The smaller is the better one; how far apart they are widens the band
@@ -162,7 +162,8 @@ def _warm_validation_estimate(plan: RunPlan, m: RunMeasurements) -> float | None
         scale = m.val_batch_size / m.train_batch_size
     data = (m.data_per_batch.mean or 0.0) * scale
     fixed = m.sanity_val_fixed or 0.0
-    return fixed + plan.val_batches * (forward * _EVAL_FORWARD_FACTOR * scale + data)
+    eval_share = 1.0 if m.eval_forward_share is None else m.eval_forward_share
+    return fixed + plan.val_batches * (forward * eval_share * scale + data)
 
 
 def _sanity_validation_estimate(plan: RunPlan, m: RunMeasurements) -> float | None:

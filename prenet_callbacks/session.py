@@ -611,6 +611,7 @@ class PredictionSession:
             measured["host"] = measure_host_costs()
         if hasattr(table, "coverage"):
             self._profiled_table, self._window_step_s = table, self._window_compute_s(table)
+            self.measurements.eval_forward_share = table.eval_forward_share()
             measured["coverage"] = self._coverage()
             samples = table.op_samples()
             if samples is not None:
@@ -771,7 +772,8 @@ class PredictionSession:
         measured["data_wait_s"] = m.data_per_batch.mean
         measured["validation"] = {"runs": m.validation_run.count, "mean_s": m.validation_run.mean,
                                   "sanity_per_batch_s": m.sanity_val_per_batch,
-                                  "sanity_page_faults_s": m.sanity_page_faults_s}
+                                  "sanity_page_faults_s": m.sanity_page_faults_s,
+                                  "eval_forward_share": m.eval_forward_share}
         measured["checkpoint"] = {"files": m.checkpoint_file.count, "mean_s": m.checkpoint_file.mean}
         measured["epoch_boundary"] = {"count": m.epoch_boundary.count, "mean_s": m.epoch_boundary.mean,
                                       "first_epoch_start_s": m.first_epoch_start_s}

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from model_zoo import ZOO, train_steps
 from predictor_models.op_spec import OpSpec
@@ -97,3 +98,32 @@ def test_coverage_and_new_fields_survive_the_json_roundtrip():
     assert table.modules_s == pytest.approx(table.forward_s + table.backward_s + table.optimizer_s)
     again = LayerTable.from_dict(json.loads(json.dumps(table.to_dict())))
     assert again.to_dict() == table.to_dict() and again.op_timing == "dispatch"
+
+
+class DropoutNet(torch.nn.Module):
+    """Dropout as a layer and as a functional call inside another layer's forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden = torch.nn.Linear(256, 256)
+        self.drop = torch.nn.Dropout(0.5)
+        self.head = torch.nn.Linear(256, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.drop(torch.relu(self.hidden(x)))
+        return self.head(torch.nn.functional.dropout(x, 0.5, self.training))
+
+
+def test_eval_forward_share_leaves_out_dropout_layers_and_masks():
+    torch.manual_seed(0)
+    table = _profile(DropoutNet(), lambda: ((torch.randn(256, 256),), torch.randint(0, 10, (256,))))
+    share = table.eval_forward_share()
+    drop_layer = table.layer("drop").forward_s
+    masks = sum(o.seconds_per_step for r in table.layers if r.name != "drop" for o in r.ops
+                if o.phase == "fwd" and o.name in ("aten::bernoulli_", "aten::native_dropout"))
+    assert drop_layer > 0 and masks > 0
+    assert share == pytest.approx(1 - (drop_layer + masks) / table.forward_s)
+    assert 0 < share < 1
+    # without dropout an evaluation forward runs everything the training forward ran
+    model, batch = ZOO["mlp"]()
+    assert _profile(model, batch).eval_forward_share() == 1.0

@@ -15,6 +15,11 @@ from prenet_callbacks.profiling.op_samples import MAX_ROWS, op_sample_rows
 
 ROOT_NAME = "(root)"
 OPTIMIZER_NAME = "optimizer"
+# What evaluation does not run: dropout layers, and dropout's random masks inside other layers
+# (attention dropout in a functional call).
+_DROPOUT_MODULES = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"})
+_DROPOUT_OPS = frozenset({"aten::bernoulli_", "aten::bernoulli", "aten::native_dropout", "aten::dropout",
+                          "aten::feature_dropout", "aten::alpha_dropout", "aten::_fused_dropout"})
 
 
 def spec_to_dict(spec: OpSpec) -> dict[str, Any]:
@@ -140,6 +145,21 @@ class LayerTable:
     @property
     def optimizer_s(self) -> float:
         return sum(r.optimizer_s for r in self.layers)
+
+    def eval_forward_share(self) -> float | None:
+        """The share of the forward's time that an evaluation forward still runs (None: no forward seen).
+
+        In eval mode dropout is the identity: its layers' time, and its random-mask ops inside other
+        layers, are not spent. In an encoder with dropout 0.1 on a CPU the masks alone are ~40% of the
+        forward.
+        """
+        forward = self.forward_s
+        if forward <= 0:
+            return None
+        dropout = sum(r.forward_s if r.module_type.removesuffix(" (compiled)") in _DROPOUT_MODULES
+                      else sum(o.seconds_per_step for o in r.ops if o.phase == "fwd" and o.name in _DROPOUT_OPS)
+                      for r in self.layers)
+        return max(0.0, 1.0 - dropout / forward)
 
     @property
     def modules_s(self) -> float:
