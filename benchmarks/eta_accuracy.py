@@ -8,7 +8,10 @@ of a validation run made before the first one is measured (issue 16, item 13).
 Each workload (see `workloads.py`) runs in its own process with `PreNeTCallback`. For each we
 report the error of PreNeT's first prediction (made within the first 5% of optimizer steps) and,
 from the same run, of the naive estimate progress bars make: the first epoch's training-batch rate
-times the remaining batches, validation and everything else ignored.
+times the remaining batches, validation and everything else ignored. Beside the raw error: the run's
+*pace* and the first prediction redone at it (`benchmarks/pace.py`: what the prediction got wrong
+besides the shared machine's drift), and the validation term's own error at that pace as a share of the
+total.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
     torch.set_num_threads(int(os.environ.get("PRENET_BENCH_THREADS", "1")))
     import lightning.pytorch as pl
 
+    from benchmarks.pace import total_at_pace
     from benchmarks.workloads import WORKLOADS, build_trainer
     from prenet_callbacks import PreNeTCallback
 
@@ -77,6 +81,8 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
     rate = clock.epoch0_batches / (clock.epoch0_last_end - clock.epoch0_first_start)
     elapsed_epoch0 = clock.epoch0_last_end - clock.fit_start
     naive_total = elapsed_epoch0 + (clock.total_batches - clock.epoch0_batches) / rate
+    at_pace, pace = total_at_pace(first, report.measured)
+    validation_actual = report.actual["breakdown"]["validation_s"]
     return {
         "workload": name,
         "description": WORKLOADS[name].__doc__.strip(),
@@ -89,13 +95,19 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
         "first_error": round(first["predicted_total_s"] / actual - 1, 4),
         "first_band": [round(first["low_s"], 2), round(first["high_s"], 2)],
         "actual_in_band": first["low_s"] <= actual <= first["high_s"],
+        "pace": round(pace, 4),
+        "first_error_at_pace": round(at_pace / actual - 1, 4),
         "naive_progress_bar_s": round(naive_total, 3),
         "naive_error": round(naive_total / actual - 1, 4),
         "last_refinement_error": round(report.predictions[-1]["predicted_total_s"] / actual - 1, 4),
-        "validation_share": round(report.actual["breakdown"]["validation_s"] / actual, 4),
+        "validation_share": round(validation_actual / actual, 4),
         "first_validation_source": first.get("validation_source"),
         "first_validation_predicted_s": first["breakdown"].get("validation_s"),
-        "validation_actual_s": report.actual["breakdown"]["validation_s"],
+        "validation_actual_s": validation_actual,
+        # the validation term's part of the first prediction's error at the run's pace, as a share of the
+        # actual time (a neighbour slows validation batches as much as training ones)
+        "first_validation_error_of_total": round(
+            (first["breakdown"]["validation_s"] * pace - validation_actual) / actual, 4),
         "predictions": len(report.predictions),
     }
 
@@ -132,14 +144,21 @@ def main() -> None:
         row = json.loads(line[len("RESULT "):])
         rows.append(row)
         print(f"{name:36s} fit {row['actual_fit_s']:7.1f}s  first@{row['first_prediction_at_fraction']:.1%} "
-              f"err {row['first_error']:+.1%}  naive {row['naive_error']:+.1%}  in band {row['actual_in_band']}  "
-              f"validation {row['validation_share']:.0%} ({row['first_validation_source']})")
+              f"err {row['first_error']:+.1%}  pace x{row['pace']:.3f} (err at pace {row['first_error_at_pace']:+.1%})  "
+              f"naive {row['naive_error']:+.1%}  in band {row['actual_in_band']}  "
+              f"validation {row['validation_share']:.0%} ({row['first_validation_source']}, "
+              f"{row['first_validation_error_of_total']:+.1%} of the total at pace)")
     first = [abs(r["first_error"]) for r in rows]
+    paced = [abs(r["first_error_at_pace"]) for r in rows]
+    validation = [abs(r["first_validation_error_of_total"]) for r in rows]
     naive = [abs(r["naive_error"]) for r in rows]
     summary = {
         "runs": len(rows),
         "median_abs_first_error": round(statistics.median(first), 4),
         "worst_abs_first_error": round(max(first), 4),
+        "median_abs_first_error_at_pace": round(statistics.median(paced), 4),
+        "worst_abs_first_error_at_pace": round(max(paced), 4),
+        "median_abs_first_validation_error_of_total": round(statistics.median(validation), 4),
         "median_abs_naive_error": round(statistics.median(naive), 4),
         "worst_abs_naive_error": round(max(naive), 4),
         "actual_in_band": sum(r["actual_in_band"] for r in rows),

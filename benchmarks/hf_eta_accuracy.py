@@ -32,17 +32,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def eta_row(name: str, description: str, result: dict[str, Any]) -> dict[str, Any]:
     """PreNeT's first prediction and the progress bar's ETA at the same step, against the actual time."""
+    from benchmarks.pace import total_at_pace
+
     report = result["report"]
     actual = report.actual["fit_s"]
     first = report.first_prediction
     total_steps = report.plan["total_steps"]
     elapsed, remaining = result["bar"].get(first["at_step"], (None, None))
     bar_total = elapsed + remaining if elapsed is not None and remaining is not None else None
-    first_batch_s = (first.get("rates") or {}).get("batch_s")
-    measured = report.measured or {}
-    run_batch_s = measured.get("batch_run_mean_s") or measured.get("batch_s") or 0.0
-    pace = run_batch_s / first_batch_s if first_batch_s else None
-    at_pace = first["elapsed_s"] + (first["predicted_total_s"] - first["elapsed_s"]) * pace if pace else None
+    at_pace, pace = total_at_pace(first, report.measured)
     return {
         "workload": name,
         "description": description,

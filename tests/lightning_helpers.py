@@ -117,12 +117,3 @@ class RecordingLogger(pl.loggers.Logger):
     @property
     def prenet_metrics(self) -> int:
         return sum(any(k.startswith("prenet/") for k in m) for _, m in self.metrics)
-
-
-def total_at_pace(prediction: dict, measured: dict) -> tuple[float, float]:
-    """A prediction's total redone at the pace the machine kept over the run (the run's mean clean batch
-    against the one the prediction used): ``(seconds, pace)``. On a shared CPU a neighbour can slow every
-    later step; that is the machine's doing, not the prediction's."""
-    batch_s = measured.get("batch_run_mean_s") or measured["batch_s"]
-    pace = batch_s / ((prediction.get("rates") or {}).get("batch_s") or prediction["step_s"])
-    return prediction["elapsed_s"] + (prediction["predicted_total_s"] - prediction["elapsed_s"]) * pace, pace

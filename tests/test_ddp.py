@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lightning_helpers import total_at_pace
+from benchmarks.pace import total_at_pace
 
 SCRIPT = Path(__file__).with_name("ddp_script.py")
 ROOT = SCRIPT.parents[1]

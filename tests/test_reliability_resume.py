@@ -16,7 +16,8 @@ import lightning.pytorch as pl
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from prenet_callbacks import PreNeTCallback
-from tests.lightning_helpers import TinyModule, loaders, total_at_pace, trainer
+from benchmarks.pace import total_at_pace
+from tests.lightning_helpers import TinyModule, loaders, trainer
 
 FAST = dict(warmup_steps=1, profile_steps=2, timing_steps=3, log_every_n_steps=5, targets=None, print_report=False)
 BPE = 25  # batches (= optimizer steps) per epoch
