@@ -78,7 +78,8 @@ def test_resume_plans_the_remaining_batches_and_predicts_them(first_fit, tmp_pat
     first_prediction = resumed[0]
     actual = report.actual["fit_s"]
     at_pace, pace = total_at_pace(first_prediction, report.measured)
-    assert at_pace == pytest.approx(actual, rel=0.30), (first_prediction, actual, pace)
+    assert at_pace == pytest.approx(actual, rel=0.30), (first_prediction["breakdown"], report.actual["breakdown"],
+                                                        first_prediction.get("validation_source"), actual, pace)
     assert report.actual["first_prediction_error"] == pytest.approx(first_prediction["predicted_total_s"] / actual - 1,
                                                                    abs=1e-3)
 
