@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import mmap
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 try:
@@ -65,7 +65,7 @@ def seconds_per_fault() -> float | None:
 
 @dataclass
 class SanityTimer:
-    """Batch ends of one sanity check, with the page faults seen by each.
+    """The first and last batch ends of one sanity check, with the page-fault count at each.
 
     ``faults`` counts the process's minor page faults (None: not counted); ``fault_cost`` gives
     seconds per fault, asked only when faults happened.
@@ -75,13 +75,19 @@ class SanityTimer:
     fault_cost: Callable[[], float | None] = seconds_per_fault
     start_s: float | None = None
     start_faults: int | None = None
-    ends: list[tuple[float, int | None]] = field(default_factory=list)
+    first_end: tuple[float, int | None] | None = None
+    last_end: tuple[float, int | None] | None = None
+    batches: int = 0
 
     def start(self, now: float) -> None:
-        self.start_s, self.start_faults, self.ends = now, self._count(), []
+        self.start_s, self.start_faults = now, self._count()
+        self.first_end = self.last_end = None
+        self.batches = 0
 
     def batch_end(self, now: float) -> None:
-        self.ends.append((now, self._count()))
+        self.last_end = (now, self._count())
+        self.first_end = self.first_end or self.last_end
+        self.batches += 1
 
     def _count(self) -> int | None:
         return self.faults() if self.faults is not None else None
@@ -102,12 +108,12 @@ class SanityTimer:
         Per batch: from the first batch's end to the last's (the first batch also carries one-off
         start-up work); the fixed part is what the run took beyond its batches.
         """
-        if self.start_s is None or not self.ends:
+        if self.start_s is None or self.first_end is None or self.last_end is None:
             return None
         duration, removed_total = self._warm(end_s - self.start_s, self.start_faults, self._count())
-        if len(self.ends) == 1:
+        if self.batches == 1:
             return duration, 0.0, removed_total
-        (first_s, first_faults), (last_s, last_faults) = self.ends[0], self.ends[-1]
+        (first_s, first_faults), (last_s, last_faults) = self.first_end, self.last_end
         between, _ = self._warm(last_s - first_s, first_faults, last_faults)
-        per_batch = between / (len(self.ends) - 1)
-        return per_batch, max(0.0, duration - per_batch * len(self.ends)), removed_total
+        per_batch = between / (self.batches - 1)
+        return per_batch, max(0.0, duration - per_batch * self.batches), removed_total

@@ -71,7 +71,7 @@ def _deep_size(obj, seen=None) -> int:
 
 def _session_size(session: PredictionSession) -> int:
     parts = [session.report.to_dict(), session.measurements.state_dict(), session.window_phases,
-             session.sanity.ends, session._cleanups, session.logger_sinks]
+             session.sanity.__dict__, session._cleanups, session.logger_sinks]
     return sum(_deep_size(p) for p in parts)
 
 
