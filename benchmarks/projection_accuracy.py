@@ -211,13 +211,16 @@ def label_consistency(data: Path) -> list[dict]:
 
     out = []
     for label in load_labels(data):
-        summary = json.loads(Path(label.path).with_suffix(".json").read_text())
+        # a label set's path is "<label root>:<device>/<model>"; NeuSight's folder spells the device with underscores
+        root, _, key = label.path.rpartition(":")
+        folder = Path(root) / key.rpartition("/")[0].replace(" ", "_")
+        summary = json.loads((folder / f"{label.model}.json").read_text())
         layer_fw = sum(node.fw_ms for node in label.nodes)
         layer_bw = sum(node.bw_ms for node in label.nodes)
         if layer_fw <= 0 or layer_bw <= 0:
             continue
         layers = summary["num_layer"]
-        out.append({"gpu": NEUSIGHT_DEVICES.get(Path(label.path).parent.name, label.device), "label": label.model,
+        out.append({"gpu": NEUSIGHT_DEVICES.get(folder.name, label.device), "label": label.model,
                     "forward": round(summary["fw_latency"] / (layers * layer_fw), 3),
                     "backward": round(summary["bwall_latency"] / (layers * layer_bw), 3)})
     return out

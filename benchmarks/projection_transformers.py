@@ -7,7 +7,10 @@ built from its configuration on ``meta`` (Hugging Face ``LlamaForCausalLM``, ran
 attention) and projected with `estimate`'s machinery: fused attention on the target, PyTorch's
 default optimizer implementation, eager host costs; FSDP runs as ``sharding="fsdp"`` over the
 measured node layout. A GPU run with its clock locked below boost is projected on the catalog entry
-with its TFLOPS scaled by locked / boost clock (memory bandwidth unchanged). Nothing is fitted here.
+with its TFLOPS scaled by locked / boost clock (memory bandwidth unchanged); a source that states its
+part's memory bandwidth gets it. A source's activation checkpointing is reproduced in the capture
+(torchtitan's selective "op" policy: the backward then holds the recomputed forward ops, as on the
+GPU). Nothing is fitted here.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from predictor_models.op_spec import OpSpec  # noqa: E402
 from prenet_callbacks.estimation import workload_from_capture  # noqa: E402
 from prenet_callbacks.projection.capture import capture_step  # noqa: E402
 from prenet_callbacks.projection.host import ExecutionOptions  # noqa: E402
@@ -55,6 +59,45 @@ def _model(config: dict, true_half: bool):
     return model.to(torch.bfloat16) if true_half else model
 
 
+class _LayerSpans:
+    """The forward sequence's span of each decoder layer, read from the capture's own recorder while it runs."""
+
+    def __init__(self, model) -> None:
+        self.spans: list[list[int]] = []
+        for layer in model.model.layers:
+            layer.register_forward_pre_hook(lambda *_: self.spans.append([self._position()]))
+            layer.register_forward_hook(lambda *_: self.spans[-1].append(self._position()))
+
+    @staticmethod
+    def _position() -> int:
+        from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+        recorder = next(m for m in _get_current_dispatch_mode_stack() if hasattr(m, "capture"))
+        return len(recorder.capture.sequence["fwd"])
+
+
+def add_selective_op_recompute(capture, spans: list[list[int]]) -> int:
+    """torchtitan's selective "op" activation checkpointing (see the data's sources), applied to a capture
+    made without it: per decoder layer, backward first re-runs the layer's forward except its attention and
+    every second matmul, whose outputs were kept. Returns the number of recomputed ops."""
+    recomputed = []
+    for start, end in spans:
+        mm_count = 0
+        for item in capture.sequence["fwd"][start:end]:
+            name = getattr(item, "name", "")
+            if name == "aten::mm":
+                mm_count += 1
+                if mm_count % 2:        # the 1st, 3rd, ... matmul of the layer is saved
+                    continue
+            elif isinstance(item, OpSpec) or name == "aten::max":   # fused SDPA (one spec) and max are saved
+                continue
+            recomputed.append(item)
+    capture.sequence["bwd"][:0] = recomputed
+    for item in recomputed:
+        capture.ops["bwd"][item] += 1
+    return len(recomputed)
+
+
 def _target(point: dict) -> ProjectionTarget:
     gpus = point["gpus"]
     target = parse_projection_target(point["gpu"] if gpus == "1" else f"{gpus}{'x' if 'x' not in gpus else ''} {point['gpu']}")
@@ -65,6 +108,9 @@ def _target(point: dict) -> ProjectionTarget:
         scaled = {f: getattr(acc, f) * s for f in ("fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops",
                                                     "fp8_tflops", "fp64_tflops") if getattr(acc, f)}
         acc = dataclasses.replace(acc, name=f"{acc.name} @ {clock} MHz", boost_clock_mhz=float(clock), **scaled)
+    if point.get("memory_bandwidth_gbs"):
+        acc = dataclasses.replace(acc, name=f"{acc.name} @ {point['memory_bandwidth_gbs']} GB/s",
+                                  memory_bandwidth_gbs=float(point["memory_bandwidth_gbs"]))
     return dataclasses.replace(target, accelerator=acc)
 
 
@@ -74,6 +120,7 @@ def transformer_rows(predictor) -> list[dict]:
     for point in points:
         config, precision, optimizer, sharding, true_half = MODELS[point["model"]]
         model = _model(config, true_half)
+        spans = _LayerSpans(model)
         b, s = point["batch"], point["seq"]
         vocab = config["vocab_size"]
         if point["model"] == "llama-3.2-1b":   # the source feeds inputs_embeds (no embedding lookup)
@@ -83,12 +130,15 @@ def transformer_rows(predictor) -> list[dict]:
         labels = torch.empty(b * s, dtype=torch.long, device="meta")
         capture = capture_step(model, inputs, batch_size=b,
                                loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, vocab), labels))
+        if point.get("activation_checkpointing") == "selective-op":
+            add_selective_op_recompute(capture, spans.spans)
         workload = workload_from_capture(capture, parse_precision(precision, "highest", conv_tf32=True), optimizer,
                                          ZeroConfig.from_sharding(sharding), ExecutionOptions())
         row = project_targets(workload, [_target(point)], predictor, RunShape())[0]
         rows.append({"model": point["model"], "gpu": point["gpu"], "gpus": point["gpus"], "batch": b, "seq": s,
                      "measured_s": point["step_s"], "predicted_s": row["step_s"],
                      "ape": round(abs(row["step_s"] / point["step_s"] - 1), 4), "attention": row["assumed"]["attention"],
+                     "activation_checkpointing": point.get("activation_checkpointing", "none"),
                      "host_bound": row["host_bound"]})
     return rows
 

@@ -1,0 +1,68 @@
+"""`benchmarks/projection_transformers.py` reproduces a source's selective activation checkpointing in a capture."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers", reason="the transformer benchmark builds Hugging Face Llama models")
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("projection_transformers", BENCH / "projection_transformers.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _capture(bench, layers: int):
+    from prenet_callbacks.projection.capture import capture_step
+
+    config = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=layers, num_attention_heads=4,
+                  num_key_value_heads=2, vocab_size=256, tie_word_embeddings=False)
+    model = bench._model(config, true_half=True)
+    spans = bench._LayerSpans(model)
+    labels = torch.empty(2 * 16, dtype=torch.long, device="meta")
+    capture = capture_step(model, {"input_ids": torch.empty(2, 16, dtype=torch.long, device="meta")}, batch_size=2,
+                           loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, 256), labels))
+    return capture, spans.spans
+
+
+def test_each_layer_recomputes_its_forward_but_attention_and_every_other_matmul(bench):
+    capture, spans = _capture(bench, layers=3)
+    assert len(spans) == 3 and all(end > start for start, end in spans)
+    layer_ops = capture.sequence["fwd"][spans[0][0]:spans[0][1]]
+    mms = [op for op in layer_ops if getattr(op, "name", "") == "aten::mm"]
+    assert len(mms) == 7          # q, k, v, o, gate, up, down
+    attention = [op for op in layer_ops if isinstance(op, bench.OpSpec)]
+    assert len(attention) == 1    # the fused SDPA call
+    bwd_before = len(capture.sequence["bwd"])
+
+    added = bench.add_selective_op_recompute(capture, spans)
+
+    per_layer = len(layer_ops) - len(attention) - 4   # the 1st, 3rd, 5th and 7th matmul are kept
+    assert added == 3 * per_layer
+    assert len(capture.sequence["bwd"]) == bwd_before + added
+    recomputed_mms = [op for op in capture.sequence["bwd"][:added] if getattr(op, "name", "") == "aten::mm"]
+    assert len(recomputed_mms) == 3 * 3
+    assert sum(capture.ops["bwd"].values()) == len(capture.sequence["bwd"])
+
+
+def test_the_checkpointed_points_project_slower_than_without_recompute(bench):
+    from prenet_callbacks.estimation import workload_from_capture
+    from prenet_callbacks.projection.host import ExecutionOptions
+    from prenet_callbacks.projection.parallel import ZeroConfig
+    from prenet_callbacks.projection.precision import parse_precision
+
+    capture, spans = _capture(bench, layers=2)
+    precision = parse_precision("bf16-true", "highest", conv_tf32=True)
+    plain = workload_from_capture(capture, precision, "sgd", ZeroConfig(), ExecutionOptions())
+    bench.add_selective_op_recompute(capture, spans)
+    checkpointed = workload_from_capture(capture, precision, "sgd", ZeroConfig(), ExecutionOptions())
+    flops = [sum(op.flops * n for unit in w.units if unit.phase == "bwd" for op, n in unit.ops)
+             for w in (plain, checkpointed)]
+    assert flops[1] > flops[0]
