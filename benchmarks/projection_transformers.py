@@ -3,14 +3,15 @@
     python benchmarks/projection_transformers.py
 
 Sources and their configurations: ``benchmarks/data/transformer_steps_public.json``. Each model is
-built from its configuration on ``meta`` (Hugging Face ``LlamaForCausalLM``, random weights, SDPA
-attention) and projected with `estimate`'s machinery: fused attention on the target, PyTorch's
+built from its configuration on ``meta`` (Hugging Face ``LlamaForCausalLM``, or ``GPT2LMHeadModel`` for
+MPT, random weights, SDPA attention) and projected with `estimate`'s machinery: fused attention on the target, PyTorch's
 default optimizer implementation, eager host costs; FSDP runs as ``sharding="fsdp"`` over the
 measured node layout. A GPU run with its clock locked below boost is projected on the catalog entry
 with its TFLOPS scaled by locked / boost clock (memory bandwidth unchanged); a source that states its
 part's memory bandwidth gets it. A source's activation checkpointing is reproduced in the capture
-(torchtitan's selective "op" policy: the backward then holds the recomputed forward ops, as on the
-GPU). Nothing is fitted here.
+(full per block, or torchtitan's selective "op" policy: the backward then holds the recomputed forward
+ops, as on the GPU), and its gradient accumulation repeats the micro-batch's forward, backward and FSDP
+collectives. Nothing is fitted here.
 """
 from __future__ import annotations
 
@@ -35,8 +36,8 @@ from prenet_callbacks.projection.project import RunShape, project_targets  # noq
 from prenet_callbacks.projection.targets import ProjectionTarget, parse_projection_target  # noqa: E402
 
 DATA = HERE / "data/transformer_steps_public.json"
-# name -> (LlamaConfig keywords, precision, optimizer, sharding)
-MODELS = {
+# name -> (LlamaConfig keywords, precision, optimizer, sharding, model held in bf16)
+LLAMAS = {
     "llama-3.2-1b": (dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
                           num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=True), "bf16-true", "sgd",
                      None, True),
@@ -47,6 +48,10 @@ MODELS = {
                          num_key_value_heads=40, vocab_size=32000, tie_word_embeddings=False), "bf16-mixed", "adamw",
                     "fsdp", False),
 }
+# MPT sizes (llm-foundry yamls): d_model, n_heads, n_layers; vocab 50368, MLP 4x, learned positions, tied head
+MPTS = {"mpt-125m": (768, 12, 12), "mpt-350m": (1024, 16, 24), "mpt-760m": (1536, 12, 24), "mpt-1b": (2048, 16, 24),
+        "mpt-3b": (2560, 20, 32), "mpt-7b": (4096, 32, 32), "mpt-13b": (5120, 40, 40)}
+MPT_VOCAB = 50368
 
 
 def _model(config: dict, true_half: bool):
@@ -59,12 +64,42 @@ def _model(config: dict, true_half: bool):
     return model.to(torch.bfloat16) if true_half else model
 
 
+def _mpt(name: str, seq: int):
+    """MPT as a GPT-2-style decoder (pre-norm, GELU MLP 4x, biases, learned positions, tied head): the same
+    parameter count as the source's table for every row."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    d_model, heads, layers = MPTS[name]
+    cfg = GPT2Config(n_embd=d_model, n_head=heads, n_layer=layers, n_positions=seq, vocab_size=MPT_VOCAB,
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    cfg._attn_implementation = "sdpa"
+    with torch.device("meta"):
+        return GPT2LMHeadModel(cfg)
+
+
+def _build(point: dict):
+    """(model, decoder layers, vocabulary, precision, optimizer, sharding, inputs) for one measured point."""
+    b, s = point["batch"], point["seq"]
+    if point["model"] in MPTS:
+        model = _mpt(point["model"], s)
+        # amp_bf16 (autocast) and Composer's PURE bf16 both compute in bf16 with fp32 master weights
+        return (model, model.transformer.h, MPT_VOCAB, "bf16-mixed", "adamw", "fsdp",
+                {"input_ids": torch.empty(b, s, dtype=torch.long, device="meta")})
+    config, precision, optimizer, sharding, true_half = LLAMAS[point["model"]]
+    model = _model(config, true_half)
+    if point["model"] == "llama-3.2-1b":   # the source feeds inputs_embeds (no embedding lookup)
+        inputs = {"inputs_embeds": torch.empty(b, s, config["hidden_size"], dtype=torch.bfloat16, device="meta")}
+    else:
+        inputs = {"input_ids": torch.empty(b, s, dtype=torch.long, device="meta")}
+    return model, model.model.layers, config["vocab_size"], precision, optimizer, sharding, inputs
+
+
 class _LayerSpans:
     """The forward sequence's span of each decoder layer, read from the capture's own recorder while it runs."""
 
-    def __init__(self, model) -> None:
+    def __init__(self, layers) -> None:
         self.spans: list[list[int]] = []
-        for layer in model.model.layers:
+        for layer in layers:
             layer.register_forward_pre_hook(lambda *_: self.spans.append([self._position()]))
             layer.register_forward_hook(lambda *_: self.spans[-1].append(self._position()))
 
@@ -76,21 +111,25 @@ class _LayerSpans:
         return len(recorder.capture.sequence["fwd"])
 
 
-def add_selective_op_recompute(capture, spans: list[list[int]]) -> int:
-    """torchtitan's selective "op" activation checkpointing (see the data's sources), applied to a capture
-    made without it: per decoder layer, backward first re-runs the layer's forward except its attention and
-    every second matmul, whose outputs were kept. Returns the number of recomputed ops."""
+def add_recompute(capture, spans: list[list[int]], policy: str) -> int:
+    """A source's activation checkpointing applied to a capture made without it: per decoder layer, backward
+    first re-runs the layer's forward. ``"full"`` (a checkpoint wrapper per block) re-runs all of it;
+    ``"selective-op"`` (torchtitan's "op" policy, see the data's sources) keeps the outputs of the attention
+    and of every other matmul and re-runs the rest. Returns the number of recomputed ops."""
+    if policy not in ("full", "selective-op"):
+        raise ValueError(f"activation_checkpointing must be 'full' or 'selective-op', got {policy!r}")
     recomputed = []
     for start, end in spans:
         mm_count = 0
         for item in capture.sequence["fwd"][start:end]:
-            name = getattr(item, "name", "")
-            if name == "aten::mm":
-                mm_count += 1
-                if mm_count % 2:        # the 1st, 3rd, ... matmul of the layer is saved
+            if policy == "selective-op":
+                name = getattr(item, "name", "")
+                if name == "aten::mm":
+                    mm_count += 1
+                    if mm_count % 2:        # the 1st, 3rd, ... matmul of the layer is saved
+                        continue
+                elif isinstance(item, OpSpec) or name == "aten::max":   # fused SDPA (one spec) and max are saved
                     continue
-            elif isinstance(item, OpSpec) or name == "aten::max":   # fused SDPA (one spec) and max are saved
-                continue
             recomputed.append(item)
     capture.sequence["bwd"][:0] = recomputed
     for item in recomputed:
@@ -100,7 +139,9 @@ def add_selective_op_recompute(capture, spans: list[list[int]]) -> int:
 
 def _target(point: dict) -> ProjectionTarget:
     gpus = point["gpus"]
-    target = parse_projection_target(point["gpu"] if gpus == "1" else f"{gpus}{'x' if 'x' not in gpus else ''} {point['gpu']}")
+    network = f" @ {point['network_gbps_per_gpu']:g}G" if point.get("network_gbps_per_gpu") else ""
+    target = parse_projection_target(point["gpu"] if gpus == "1"
+                                     else f"{gpus}{'x' if 'x' not in gpus else ''} {point['gpu']}{network}")
     clock = point.get("locked_clock_mhz")
     acc = target.accelerator
     if clock and acc.boost_clock_mhz:
@@ -118,26 +159,25 @@ def transformer_rows(predictor) -> list[dict]:
     points = json.loads(DATA.read_text())["points"]
     rows = []
     for point in points:
-        config, precision, optimizer, sharding, true_half = MODELS[point["model"]]
-        model = _model(config, true_half)
-        spans = _LayerSpans(model)
+        model, layers, vocab, precision, optimizer, sharding, inputs = _build(point)
+        spans = _LayerSpans(layers)
         b, s = point["batch"], point["seq"]
-        vocab = config["vocab_size"]
-        if point["model"] == "llama-3.2-1b":   # the source feeds inputs_embeds (no embedding lookup)
-            inputs = {"inputs_embeds": torch.empty(b, s, config["hidden_size"], dtype=torch.bfloat16, device="meta")}
-        else:
-            inputs = {"input_ids": torch.empty(b, s, dtype=torch.long, device="meta")}
         labels = torch.empty(b * s, dtype=torch.long, device="meta")
         capture = capture_step(model, inputs, batch_size=b,
                                loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, vocab), labels))
-        if point.get("activation_checkpointing") == "selective-op":
-            add_selective_op_recompute(capture, spans.spans)
+        if point.get("activation_checkpointing"):
+            add_recompute(capture, spans.spans, point["activation_checkpointing"])
         workload = workload_from_capture(capture, parse_precision(precision, "highest", conv_tf32=True), optimizer,
                                          ZeroConfig.from_sharding(sharding), ExecutionOptions())
         row = project_targets(workload, [_target(point)], predictor, RunShape())[0]
+        # gradient accumulation: forward, backward and FSDP's gathers and reductions run per micro-batch
+        # (Composer does not skip FSDP's gradient sync between micro-batches), the optimizer once
+        accumulate = point.get("accumulate", 1)
+        optimizer_s = row["phases_s"]["optimizer"] or 0.0
+        predicted = accumulate * (row["step_s"] - optimizer_s) + optimizer_s
         rows.append({"model": point["model"], "gpu": point["gpu"], "gpus": point["gpus"], "batch": b, "seq": s,
-                     "measured_s": point["step_s"], "predicted_s": row["step_s"],
-                     "ape": round(abs(row["step_s"] / point["step_s"] - 1), 4), "attention": row["assumed"]["attention"],
+                     "accumulate": accumulate, "measured_s": point["step_s"], "predicted_s": round(predicted, 6),
+                     "ape": round(abs(predicted / point["step_s"] - 1), 4), "attention": row["assumed"]["attention"],
                      "activation_checkpointing": point.get("activation_checkpointing", "none"),
                      "host_bound": row["host_bound"]})
     return rows
@@ -149,8 +189,10 @@ def summary(rows: list[dict]) -> dict:
         return {"n": len(e), "median": round(statistics.median(e), 4), "mape": round(statistics.fmean(e), 4),
                 "max": round(max(e), 4)} if e else {"n": 0}
 
+    families = {"A100 (all variants)": "A100", "H100 (all variants)": "H100"}   # the issue's targets are per family
     return {"all": part(rows), **{gpu: part([r for r in rows if r["gpu"] == gpu])
-                                  for gpu in sorted({r["gpu"] for r in rows})}}
+                                  for gpu in sorted({r["gpu"] for r in rows})},
+            **{label: part([r for r in rows if r["gpu"].startswith(prefix)]) for label, prefix in families.items()}}
 
 
 if __name__ == "__main__":

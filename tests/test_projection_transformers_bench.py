@@ -25,7 +25,7 @@ def _capture(bench, layers: int):
     config = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=layers, num_attention_heads=4,
                   num_key_value_heads=2, vocab_size=256, tie_word_embeddings=False)
     model = bench._model(config, true_half=True)
-    spans = bench._LayerSpans(model)
+    spans = bench._LayerSpans(model.model.layers)
     labels = torch.empty(2 * 16, dtype=torch.long, device="meta")
     capture = capture_step(model, {"input_ids": torch.empty(2, 16, dtype=torch.long, device="meta")}, batch_size=2,
                            loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, 256), labels))
@@ -42,7 +42,7 @@ def test_each_layer_recomputes_its_forward_but_attention_and_every_other_matmul(
     assert len(attention) == 1    # the fused SDPA call
     bwd_before = len(capture.sequence["bwd"])
 
-    added = bench.add_selective_op_recompute(capture, spans)
+    added = bench.add_recompute(capture, spans, "selective-op")
 
     per_layer = len(layer_ops) - len(attention) - 4   # the 1st, 3rd, 5th and 7th matmul are kept
     assert added == 3 * per_layer
@@ -61,8 +61,32 @@ def test_the_checkpointed_points_project_slower_than_without_recompute(bench):
     capture, spans = _capture(bench, layers=2)
     precision = parse_precision("bf16-true", "highest", conv_tf32=True)
     plain = workload_from_capture(capture, precision, "sgd", ZeroConfig(), ExecutionOptions())
-    bench.add_selective_op_recompute(capture, spans)
+    bench.add_recompute(capture, spans, "selective-op")
     checkpointed = workload_from_capture(capture, precision, "sgd", ZeroConfig(), ExecutionOptions())
     flops = [sum(op.flops * n for unit in w.units if unit.phase == "bwd" for op, n in unit.ops)
              for w in (plain, checkpointed)]
     assert flops[1] > flops[0]
+
+
+def test_full_checkpointing_recomputes_each_block_whole(bench):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from prenet_callbacks.projection.capture import capture_step
+
+    config = GPT2Config(n_embd=64, n_head=4, n_layer=2, n_positions=16, vocab_size=128)
+    config._attn_implementation = "sdpa"
+    with torch.device("meta"):
+        model = GPT2LMHeadModel(config)
+    recorder = bench._LayerSpans(model.transformer.h)
+    labels = torch.empty(2 * 16, dtype=torch.long, device="meta")
+    capture = capture_step(model, {"input_ids": torch.empty(2, 16, dtype=torch.long, device="meta")}, batch_size=2,
+                           loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, 128), labels))
+    spans = recorder.spans
+    block_ops = sum(end - start for start, end in spans)
+    assert len(spans) == 2 and block_ops > 0
+
+    assert bench.add_recompute(capture, spans, "full") == block_ops
+    recomputed = capture.sequence["bwd"][:block_ops]
+    assert sum(isinstance(op, bench.OpSpec) for op in recomputed) == 2   # each block's attention runs again
+    with pytest.raises(ValueError, match="'full' or 'selective-op'"):
+        bench.add_recompute(capture, spans, "every-other-layer")
