@@ -23,8 +23,12 @@ FAST = dict(warmup_steps=1, profile_steps=2, timing_steps=3, log_every_n_steps=5
 BPE = 25  # batches (= optimizer steps) per epoch
 
 
+STARTS: list[float] = []   # when each training step of the latest fit began (named in a failure's message)
+
+
 class Sleepy(TinyModule):
     def training_step(self, batch, batch_idx):
+        STARTS.append(time.perf_counter())
         time.sleep(0.008)
         return super().training_step(batch, batch_idx)
 
@@ -56,7 +60,9 @@ def test_resume_plans_the_remaining_batches_and_predicts_them(first_fit, tmp_pat
     callback = PreNeTCallback(report_path=base / "report.json", **FAST)
     pl.seed_everything(0, verbose=False)
     t = trainer(tmp_path, [callback], max_epochs=4, limit_val_batches=2)
+    STARTS.clear()
     t.fit(Sleepy(), *loaders(train_batches=BPE), ckpt_path=str(base / path))
+    gaps = [round((b - a) * 1e3, 1) for a, b in zip(STARTS, STARTS[1:])]
     report = callback.report
     total = 4 * BPE
     assert report.plan["start_step"] == done
@@ -79,7 +85,8 @@ def test_resume_plans_the_remaining_batches_and_predicts_them(first_fit, tmp_pat
     actual = report.actual["fit_s"]
     at_pace, pace = total_at_pace(first_prediction, report.measured)
     assert at_pace == pytest.approx(actual, rel=0.30), (first_prediction["breakdown"], report.actual["breakdown"],
-                                                        first_prediction.get("validation_source"), actual, pace)
+                                                        first_prediction.get("validation_source"), actual, pace,
+                                                        first_prediction["at_step"], gaps)
     assert report.actual["first_prediction_error"] == pytest.approx(first_prediction["predicted_total_s"] / actual - 1,
                                                                    abs=1e-3)
 
