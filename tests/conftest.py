@@ -19,3 +19,25 @@ warnings.filterwarnings("ignore", message=".*LeafSpec.*")
 @pytest.fixture
 def tmp_report(tmp_path):
     return tmp_path / "report.json"
+
+
+@pytest.fixture(autouse=True)
+def _stop_page_renders(monkeypatch):
+    """Stop the HTML pages still being drawn when a test ends.
+
+    A fit hands its page to a low-priority process and returns without waiting (as in real runs); across
+    a suite of fits those processes pile up (a dozen at once was seen) and take the CPU that the tests
+    judging wall time need. Tests that look at a page wait for it themselves."""
+    from prenet_callbacks.html.publisher import PagePublisher
+
+    started: list[PagePublisher] = []
+    original = PagePublisher._start
+
+    def tracked(self, report):
+        started.append(self)
+        return original(self, report)
+
+    monkeypatch.setattr(PagePublisher, "_start", tracked)
+    yield
+    for publisher in started:
+        publisher._supersede()
