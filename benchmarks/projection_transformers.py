@@ -4,8 +4,8 @@
 
 Sources and their configurations: ``benchmarks/data/transformer_steps_public.json``. Each model is
 built from its configuration on ``meta`` (Hugging Face ``LlamaForCausalLM``, or ``GPT2LMHeadModel`` for
-MPT, random weights, SDPA attention) and projected with `estimate`'s machinery: fused attention on the target, PyTorch's
-default optimizer implementation, eager host costs; FSDP runs as ``sharding="fsdp"`` over the
+MPT, random weights, SDPA attention) and projected with `estimate`'s machinery: fused attention on the
+target, PyTorch's default optimizer implementation, eager host costs; FSDP runs as ``sharding="fsdp"`` over the
 measured node layout. A GPU run with its clock locked below boost is projected on the catalog entry
 with its TFLOPS scaled by locked / boost clock (memory bandwidth unchanged); a source that states its
 part's memory bandwidth gets it. A source's activation checkpointing is reproduced in the capture
@@ -163,8 +163,9 @@ def transformer_rows(predictor) -> list[dict]:
         spans = _LayerSpans(layers)
         b, s = point["batch"], point["seq"]
         labels = torch.empty(b * s, dtype=torch.long, device="meta")
-        capture = capture_step(model, inputs, batch_size=b,
-                               loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, vocab), labels))
+        capture = capture_step(
+            model, inputs, batch_size=b,
+            loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, vocab), labels))
         if point.get("activation_checkpointing"):
             add_recompute(capture, spans.spans, point["activation_checkpointing"])
         workload = workload_from_capture(capture, parse_precision(precision, "highest", conv_tf32=True), optimizer,
