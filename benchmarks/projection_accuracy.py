@@ -211,9 +211,7 @@ def label_consistency(data: Path) -> list[dict]:
 
     out = []
     for label in load_labels(data):
-        # a label set's path is "<label root>:<device>/<model>"; NeuSight's folder spells the device with underscores
-        root, _, key = label.path.rpartition(":")
-        folder = Path(root) / key.rpartition("/")[0].replace(" ", "_")
+        folder = Path(data) / "neusight" / "label" / label.device.replace(" ", "_")  # the folder's own spelling
         summary = json.loads((folder / f"{label.model}.json").read_text())
         layer_fw = sum(node.fw_ms for node in label.nodes)
         layer_bw = sum(node.bw_ms for node in label.nodes)

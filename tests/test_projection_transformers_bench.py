@@ -19,17 +19,22 @@ def bench():
     return module
 
 
-def _capture(bench, layers: int):
+def _capture_with_spans(bench, model, layers, vocab: int):
+    """One training step of ``model`` (batch 2 x 16 tokens) captured on meta, with its layers' spans."""
     from prenet_callbacks.projection.capture import capture_step
 
+    recorder = bench._LayerSpans(layers)
+    labels = torch.empty(2 * 16, dtype=torch.long, device="meta")
+    capture = capture_step(model, {"input_ids": torch.empty(2, 16, dtype=torch.long, device="meta")}, batch_size=2,
+                           loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, vocab), labels))
+    return capture, recorder.spans
+
+
+def _capture(bench, layers: int):
     config = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=layers, num_attention_heads=4,
                   num_key_value_heads=2, vocab_size=256, tie_word_embeddings=False)
     model = bench._model(config, true_half=True)
-    spans = bench._LayerSpans(model.model.layers)
-    labels = torch.empty(2 * 16, dtype=torch.long, device="meta")
-    capture = capture_step(model, {"input_ids": torch.empty(2, 16, dtype=torch.long, device="meta")}, batch_size=2,
-                           loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, 256), labels))
-    return capture, spans.spans
+    return _capture_with_spans(bench, model, model.model.layers, 256)
 
 
 def test_each_layer_recomputes_its_forward_but_attention_and_every_other_matmul(bench):
@@ -71,17 +76,11 @@ def test_the_checkpointed_points_project_slower_than_without_recompute(bench):
 def test_full_checkpointing_recomputes_each_block_whole(bench):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from prenet_callbacks.projection.capture import capture_step
-
     config = GPT2Config(n_embd=64, n_head=4, n_layer=2, n_positions=16, vocab_size=128)
     config._attn_implementation = "sdpa"
     with torch.device("meta"):
         model = GPT2LMHeadModel(config)
-    recorder = bench._LayerSpans(model.transformer.h)
-    labels = torch.empty(2 * 16, dtype=torch.long, device="meta")
-    capture = capture_step(model, {"input_ids": torch.empty(2, 16, dtype=torch.long, device="meta")}, batch_size=2,
-                           loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, 128), labels))
-    spans = recorder.spans
+    capture, spans = _capture_with_spans(bench, model, model.transformer.h, 128)
     block_ops = sum(end - start for start, end in spans)
     assert len(spans) == 2 and block_ops > 0
 
