@@ -35,7 +35,7 @@ from prenet_callbacks.projection.optimizer_ops import (
 )
 from prenet_callbacks.projection.parallel import ZeroConfig
 from prenet_callbacks.projection.precision import (Precision, activation_scale, convert, parse_precision,
-                                                    precision_alias_note)
+                                                    precision_alias_note, retune)
 from prenet_callbacks.projection.predictor_source import resolve_predictor
 from prenet_callbacks.projection.project import RunShape, check_batch_convention, project_targets
 from prenet_callbacks.projection.targets import parse_projection_target, resolve_targets
@@ -166,7 +166,8 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
             raise ValueError("give either sharding= or deepspeed=, not both; e.g. sharding='zero3'")
         zero = ZeroConfig.from_sharding(sharding)
     options = ExecutionOptions(compile, cuda_graphs)
-    capture = capture_step(model, example_input, loss_fn=loss_fn, batch_size=batch_size)
+    capture = capture_step(model, example_input, loss_fn=loss_fn, batch_size=batch_size,
+                           autocast=prec.half if prec.mixed and _is_float32(model) else None)
     workload = workload_from_capture(capture, prec, optimizer, zero, options)
     pred, note = resolve_predictor(predictor)
     notes = list(workload.notes) + ([note] if note else [])
@@ -179,6 +180,14 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
     shape = RunShape(float(steps) if steps is not None else None)
     rows = project_targets(workload, chosen, pred, shape, batch_convention=batch_convention) if chosen else []
     return Estimate(workload, rows, shape, pred, notes, batch_convention)
+
+
+def _is_float32(model: Any) -> bool:
+    """Whether the model's floating parameters are fp32 (autocast's input; a half model runs as it is)."""
+    dtypes = {p.dtype for p in model.parameters() if p.is_floating_point()}
+    import torch
+
+    return not dtypes or dtypes == {torch.float32}
 
 
 def _check_model(model: Any) -> None:
@@ -252,11 +261,12 @@ def workload_from_capture(capture: Capture, precision: Precision, optimizer: str
                 spec = specs.get(item)
                 if spec is None:
                     raw = item if isinstance(item, OpSpec) else op_spec_from_call(item)
-                    spec = specs[item] = convert(raw, precision, phase)
+                    # under autocast the captured dtypes are the real ones: only the TF32 flags follow
+                    spec = specs[item] = retune(raw, precision) if capture.autocast else convert(raw, precision, phase)
                 merged[spec] = merged.get(spec, 0.0) + 1.0   # OpSpec equality ignores dims: merge look-alikes
             units.append(Unit(f"model.{phase}.{start // UNIT_OPS}", phase, list(merged.items())))
     units.append(Unit("optimizer", "opt", optimizer_ops(optimizer, capture.param_tensors, precision.state_dtype)))
-    scale = activation_scale(precision) if capture.param_dtype == "float32" else 1.0
+    scale = activation_scale(precision) if capture.param_dtype == "float32" and not capture.autocast else 1.0
     notes = ["estimated from the model alone: eager PyTorch's host cost per kernel is modelled, data loading "
              "and the training loop's own Python are not included"]
     alignment = unaligned_gemm_note(op for unit in units for op in unit.ops)

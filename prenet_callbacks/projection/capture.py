@@ -23,6 +23,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from predictor_models.aten_ops import is_free_op, record_call
 
 from prenet_callbacks.projection.attention import SdpaShape, fused_spec
+from prenet_callbacks.projection.autocast import CUDA_POLICY, AutocastEmulation, AutocastPolicy
 
 _DATA_DEPENDENT_HINTS = ("data-dependent", "data dependent", "meta tensor", "meta device", "nonzero",
                          "item()", "_local_scalar_dense", "cannot copy out of meta", "not implemented for 'meta'",
@@ -48,6 +49,8 @@ class Capture:
     on_meta: bool = True
     input_bytes: float = 0.0           # bytes of the example input (one host-to-device copy per step)
     loss_source: str = "loss_fn"       # "loss_fn", "output.loss" or "sum of the output" (no loss given)
+    autocast: str | None = None        # "float16"/"bfloat16": captured under autocast's policy (dtypes are real)
+    autocast_casts: int = 0            # casts autocast made in the forward (weights once each)
 
 
 class _Recorder(TorchDispatchMode):
@@ -201,18 +204,24 @@ def _split_input(example_input: Any) -> tuple[tuple, dict]:
 
 
 def capture_step(model: torch.nn.Module, example_input: Any, *,
-                 loss_fn: Callable[[Any], torch.Tensor] | None = None, batch_size: int | None = None) -> Capture:
+                 loss_fn: Callable[[Any], torch.Tensor] | None = None, batch_size: int | None = None,
+                 autocast: str | None = None, autocast_policy: AutocastPolicy = CUDA_POLICY) -> Capture:
     """Run one forward and backward of `model` on `example_input` under op capture.
 
     Model or input on ``meta``: everything runs on ``meta`` (parameters are swapped for ``meta``
     copies with `torch.func.functional_call`; the model itself is not changed). Both real: the step
-    really runs, on their device (use a small input).
+    really runs, on their device (use a small input). ``autocast="bfloat16"`` / ``"float16"``: the
+    forward and the loss run under `AutocastEmulation` (CUDA autocast's policy by default), so the ops
+    captured are the ones a mixed-precision step runs, casts included.
     """
     params = dict(model.named_parameters())
     buffers = dict(model.named_buffers())
     first = _first_tensor(example_input)
     on_meta = (first is not None and first.is_meta) or any(p.is_meta for p in params.values())
-    capture = Capture(on_meta=on_meta)
+    if autocast not in (None, "float16", "bfloat16"):
+        raise ValueError(f"autocast must be None, 'float16' or 'bfloat16', got {autocast!r}")
+    capture = Capture(on_meta=on_meta, autocast=autocast)
+    mixed = AutocastEmulation(getattr(torch, autocast), autocast_policy) if autocast else contextlib.nullcontext()
     trainable = [p for p in params.values() if p.requires_grad]
     capture.params = sum(p.numel() for p in trainable)
     capture.param_tensors = [p.numel() for p in trainable]
@@ -247,7 +256,7 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
     recorder = _Recorder(capture, lambda: "embedding" if embedding_depth[0] > 0 else "")
     capture.input_bytes = float(_input_bytes(example_input))
     try:
-        with recorder, _SdpaMode(recorder), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with recorder, _SdpaMode(recorder), mixed, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             if state is not None:
                 output = torch.func.functional_call(model, state, args, kwargs)
             else:
@@ -268,6 +277,7 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
             hook.remove()
         if state is None:
             model.zero_grad(set_to_none=True)
+    capture.autocast_casts = mixed.casts if isinstance(mixed, AutocastEmulation) else 0
     out = _first_tensor(output)
     capture.saved_bytes = float(sum(saved.values()) + (_nbytes(out) if out is not None else 0))
     return capture
