@@ -35,7 +35,6 @@ def rows(result: Path = RESULT) -> list[dict]:
     cache: dict = {}
     for m in measured:
         build, _ = gpu_models.ESTIMATE_MODELS[m["model"]]
-        key = (m["model"], m["batch"])
         with torch.device("meta"):
             model, make_batch, loss_fn = cache.get(m["model"]) or build()
             cache[m["model"]] = (model, make_batch, loss_fn)
@@ -47,9 +46,8 @@ def rows(result: Path = RESULT) -> list[dict]:
                     "measured_step_s": m["measured_step_s"], "predicted_step_s": round(predicted, 6),
                     "committed_prediction_s": m["predicted_step_s"],
                     "error": round(predicted / m["measured_step_s"] - 1, 4),
-                    "band": [row.get("step_low_s"), row.get("step_high_s")],
+                    "band": [row.get("step_low_s"), row.get("step_high_s")], "host_bound": row.get("host_bound"),
                     "phases_s": row.get("phases_s")})
-        del key
     return out
 
 

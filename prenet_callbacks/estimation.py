@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import io
 import math
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
-from predictor_models.aten_ops import op_spec_from_call
+from predictor_models.aten_ops import OpCall, op_spec_from_call
 from predictor_models.op_spec import OpSpec
 
 from prenet_callbacks.projection.alignment import unaligned_gemm_note
+from prenet_callbacks.projection.autocast import CAST_NAME
 from prenet_callbacks.projection.advice import recommend
 from prenet_callbacks.projection.capture import Capture, CaptureError, capture_step
 from prenet_callbacks.projection.host import ExecutionOptions
+from prenet_callbacks.projection.layout import layout_ops
 from prenet_callbacks.projection.optimizer_ops import (
     memory_optimizer_name,
     normalise_optimizer,
@@ -128,7 +131,8 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
              optimizer: str = "adamw", float32_matmul_precision: str | None = None, steps: int | None = None,
              batch_size: int | None = None, loss_fn: Callable[[Any], Any] | None = None,
              deepspeed: dict[str, Any] | None = None, predictor=None, batch_convention: str = "per_device",
-             sharding: str | None = None, compile: str = "none", cuda_graphs: bool = False) -> Estimate:
+             sharding: str | None = None, compile: str = "none", cuda_graphs: bool = False,
+             channels_last: bool | None = None) -> Estimate:
     """Project one training step of `model` on `example_input` onto `targets` without training.
 
     Args:
@@ -152,8 +156,13 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
         sharding: "none", "zero1", "zero2", "zero3" or "fsdp" for the targets (shorthand for `deepspeed`).
         compile: "none" (eager), "default", "reduce-overhead", "max-autotune": torch.compile on the targets.
         cuda_graphs: True when the step is replayed as a CUDA graph.
+        channels_last: the convolutions' memory format on the targets: None reads it from the captured
+            tensors (``model.to(memory_format=torch.channels_last)`` and a channels-last input), True or
+            False sets it. In half precision NCHW convolutions pay cuDNN's layout transforms.
     """
     _check_model(model)
+    if channels_last is not None and not isinstance(channels_last, bool):
+        raise ValueError(f"channels_last must be None (read from the tensors), True or False, got {channels_last!r}")
     chosen = resolve_targets(targets)       # bad names fail before any work
     prec = parse_precision(precision, float32_matmul_precision)
     optimizer = normalise_optimizer(optimizer)
@@ -168,7 +177,7 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
     options = ExecutionOptions(compile, cuda_graphs)
     capture = capture_step(model, example_input, loss_fn=loss_fn, batch_size=batch_size,
                            autocast=prec.half if prec.mixed and _is_float32(model) else None)
-    workload = workload_from_capture(capture, prec, optimizer, zero, options)
+    workload = workload_from_capture(capture, prec, optimizer, zero, options, channels_last=channels_last)
     pred, note = resolve_predictor(predictor)
     notes = list(workload.notes) + ([note] if note else [])
     alias = precision_alias_note(precision, prec)
@@ -249,10 +258,14 @@ UNIT_OPS = 24
 
 
 def workload_from_capture(capture: Capture, precision: Precision, optimizer: str, zero: ZeroConfig,
-                          options: ExecutionOptions | None = None) -> Workload:
-    """A `Workload` (method absolute) from captured ops in execution order, converted to `precision`."""
+                          options: ExecutionOptions | None = None, channels_last: bool | None = None) -> Workload:
+    """A `Workload` (method absolute) from captured ops in execution order, converted to `precision`.
+
+    Half-precision convolutions of NCHW tensors get cuDNN's layout transforms beside them (`layout.py`;
+    ``channels_last`` True/False overrides the memory format the captured tensors had)."""
     units = []
     specs: dict = {}
+    transforms: dict = {}
     for phase in ("fwd", "bwd"):
         items = capture.sequence[phase] or [c for c, n in capture.ops[phase].items() for _ in range(n)]
         for start in range(0, len(items), UNIT_OPS):
@@ -262,10 +275,19 @@ def workload_from_capture(capture: Capture, precision: Precision, optimizer: str
                 if spec is None:
                     raw = item if isinstance(item, OpSpec) else op_spec_from_call(item)
                     # under autocast the captured dtypes are the real ones: only the TF32 flags follow
-                    spec = specs[item] = retune(raw, precision) if capture.autocast else convert(raw, precision, phase)
+                    spec = retune(raw, precision) if capture.autocast else convert(raw, precision, phase)
+                    if isinstance(item, OpCall) and item.context == "autocast":
+                        spec = replace(spec, name=CAST_NAME)   # issued by autocast in C++ (host cost, flat.py)
+                    specs[item] = spec
                 merged[spec] = merged.get(spec, 0.0) + 1.0   # OpSpec equality ignores dims: merge look-alikes
+                extra = transforms.get(item)
+                if extra is None:
+                    extra = transforms[item] = layout_ops(item, spec, channels_last) if isinstance(item, OpCall) else []
+                for op in extra:
+                    merged[op] = merged.get(op, 0.0) + 1.0
             units.append(Unit(f"model.{phase}.{start // UNIT_OPS}", phase, list(merged.items())))
-    units.append(Unit("optimizer", "opt", optimizer_ops(optimizer, capture.param_tensors, precision.state_dtype)))
+    units.append(Unit("optimizer", "opt", optimizer_ops(optimizer, capture.param_tensors, precision.state_dtype,
+                                                          grad_scaler=precision.grad_scaler)))
     scale = activation_scale(precision) if capture.param_dtype == "float32" and not capture.autocast else 1.0
     notes = ["estimated from the model alone: eager PyTorch's host cost per kernel is modelled, data loading "
              "and the training loop's own Python are not included"]

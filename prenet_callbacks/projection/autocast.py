@@ -66,6 +66,8 @@ _CUDA_FP32_DTYPE = frozenset({"softmax", "log_softmax", "cumprod", "cumsum", "su
 _CUDA_PROMOTE = frozenset({"addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "grid_sample",
                            "index_put", "scatter_add", "tensordot", "cat", "stack", "index_copy"})
 
+CAST_NAME = "autocast::_to_copy"   # the spec name of a cast autocast makes (issued from C++, not Python)
+
 CUDA_POLICY = AutocastPolicy("cuda", _CUDA_LOWER, _CUDA_FP32, _CUDA_FP32_DTYPE, _CUDA_PROMOTE)
 
 # PyTorch's CPU lists (lower: GEMMs, convolutions, attention; fp32: the losses and a few others). Norms,
@@ -105,6 +107,7 @@ class AutocastEmulation(TorchFunctionMode):
         self.dtype = dtype
         self.policy = policy
         self.casts = 0
+        self.casting = False      # True while a cast runs: the capture labels those ops "autocast"
         self._cache: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def __exit__(self, *exc: Any) -> Any:
@@ -138,7 +141,11 @@ class AutocastEmulation(TorchFunctionMode):
                 if hit is not None and hit[0] is obj and hit[1].dtype == dtype:
                     return hit[1]
             self.casts += 1
-            out = obj.to(dtype)
+            self.casting = True
+            try:
+                out = obj.to(dtype)
+            finally:
+                self.casting = False
             if cacheable:
                 self._cache[id(obj)] = (obj, out)
             return out

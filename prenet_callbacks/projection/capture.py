@@ -20,10 +20,11 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from predictor_models.aten_ops import is_free_op, record_call
+from predictor_models.aten_ops import is_free_op, op_base_name, record_call
 
 from prenet_callbacks.projection.attention import SdpaShape, fused_spec
 from prenet_callbacks.projection.autocast import CUDA_POLICY, AutocastEmulation, AutocastPolicy
+from prenet_callbacks.projection.layout import channels_last_flag
 
 _DATA_DEPENDENT_HINTS = ("data-dependent", "data dependent", "meta tensor", "meta device", "nonzero",
                          "item()", "_local_scalar_dense", "cannot copy out of meta", "not implemented for 'meta'",
@@ -77,7 +78,13 @@ class _Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         if not self.quiet and not is_free_op(func):
-            self.add(record_call(func, args, kwargs, out, context=self.context()))
+            extra = ()
+            if "convolution" in op_base_name(func) and len(args) > 2:
+                # PyTorch runs cuDNN channels-last when the input or the weight is (the weight is
+                # enough: meta kernels of norms and activations do not keep channels-last strides)
+                x, w = (args[1], args[2]) if "backward" in op_base_name(func) else (args[0], args[1])
+                extra = (("channels_last", channels_last_flag(x) or channels_last_flag(w)),)
+            self.add(record_call(func, args, kwargs, out, context=self.context(), extra_scalars=extra))
         return out
 
 
@@ -253,7 +260,12 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
         if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)):
             hooks.append(module.register_forward_pre_hook(lambda *_: embedding_depth.__setitem__(0, embedding_depth[0] + 1)))
             hooks.append(module.register_forward_hook(lambda *_: embedding_depth.__setitem__(0, embedding_depth[0] - 1)))
-    recorder = _Recorder(capture, lambda: "embedding" if embedding_depth[0] > 0 else "")
+    def context() -> str:
+        if isinstance(mixed, AutocastEmulation) and mixed.casting:
+            return "autocast"
+        return "embedding" if embedding_depth[0] > 0 else ""
+
+    recorder = _Recorder(capture, context)
     capture.input_bytes = float(_input_bytes(example_input))
     try:
         with recorder, _SdpaMode(recorder), mixed, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):

@@ -13,6 +13,14 @@ import numpy as np
 
 from predictor_models.op_spec import OpSpec
 
+from prenet_callbacks.projection.autocast import CAST_NAME
+from prenet_callbacks.projection.layout import LAYOUT_NAME
+
+
+def issued_inside(spec: OpSpec) -> bool:
+    """Whether the kernel is launched from C++ inside another op's call rather than issued by the step."""
+    return spec.name in (LAYOUT_NAME, CAST_NAME)
+
 
 def spec_key(spec: OpSpec) -> tuple:
     """What makes two specs the same op (OpSpec's own equality leaves `dims` out)."""
@@ -55,9 +63,12 @@ class Flat:
 
     @property
     def kernels(self) -> np.ndarray:
-        """Kernel launches per unit (ops that move no byte and do no FLOP launch nothing)."""
+        """Ops the host issues per unit, each at the host model's per-op cost. Ops that move no byte
+        and do no FLOP launch nothing; kernels a library or autocast launches from C++ inside another
+        op's call (cuDNN's layout transforms, autocast's casts) ride on that op's host cost."""
         if "kernels" not in self._cache:
-            works = np.array([s.bytes_moved > 0 or s.flops > 0 for s in self.specs], dtype=float)
+            works = np.array([(s.bytes_moved > 0 or s.flops > 0) and not issued_inside(s) for s in self.specs],
+                             dtype=float)
             weights = self.counts * works[self.op_of]
             self._cache["kernels"] = np.bincount(self.unit_of, weights=weights, minlength=self.n_units)
         return self._cache["kernels"]

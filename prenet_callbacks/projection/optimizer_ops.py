@@ -67,10 +67,32 @@ def default_implementation(accelerator) -> str:
 
 
 def optimizer_ops(optimizer: str, param_numels: list[int], dtype: str = "float32",
-                  implementation: str | None = None) -> list[tuple[OpSpec, float]]:
+                  implementation: str | None = None, grad_scaler: bool = False) -> list[tuple[OpSpec, float]]:
     """(spec, launches) of one optimizer step over the given parameter tensors.
 
-    `implementation` overrides the one in the name; None with no suffix means foreach."""
+    `implementation` overrides the one in the name; None with no suffix means foreach. ``grad_scaler``
+    (``16-mixed``) adds `grad_scaler_ops`."""
+    scaler = grad_scaler_ops(param_numels) if grad_scaler else []
+    return scaler + _update_ops(optimizer, param_numels, dtype, implementation)
+
+
+def grad_scaler_ops(param_numels: list[int]) -> list[tuple[OpSpec, float]]:
+    """What `torch.amp.GradScaler` adds to a ``16-mixed`` step: ``scale(loss)`` (one tiny multiply),
+    ``unscale_`` (``_amp_foreach_non_finite_check_and_unscale_``: every fp32 gradient read, checked and
+    written once, one multi-tensor launch per chunk of tensors) and ``update`` (``_amp_update_scale_``,
+    the inverse scale and the found-inf flag: three tiny kernels)."""
+    total = float(sum(param_numels))
+    if total <= 0:
+        return []
+    launches = max(1, math.ceil(len(param_numels) / _TENSORS_PER_LAUNCH))
+    unscale = OpSpec("optimizer", "float32", total / launches, 4.0 * total / launches, 4.0 * total / launches,
+                     {"numel": total / launches, "tensors": min(len(param_numels), _TENSORS_PER_LAUNCH), "kind": 0},
+                     False, "aten::_amp_foreach_non_finite_check_and_unscale_")
+    tiny = OpSpec("elementwise", "float32", 1.0, 8.0, 4.0, {"numel": 1, "inputs": 2}, False, "aten::_amp_update_scale_")
+    return [(unscale, float(launches)), (tiny, 4.0)]
+
+
+def _update_ops(optimizer: str, param_numels: list[int], dtype: str, implementation: str | None) -> list[tuple[OpSpec, float]]:
     base, named = split_optimizer(optimizer)
     impl = implementation or named or "foreach"
     plan_key = f"{base}-fused" if impl == "fused" and f"{base}-fused" in _PLANS else base

@@ -59,6 +59,11 @@ class Precision:
         return 2 if (self.half and not self.mixed) else (8 if self.name == "64-true" else 4)
 
     @property
+    def grad_scaler(self) -> bool:
+        """Whether the step runs a GradScaler (Lightning's ``16-mixed``; bf16 needs none)."""
+        return self.name == "16-mixed"
+
+    @property
     def grad_bytes(self) -> int:
         return self.param_bytes
 

@@ -13,11 +13,13 @@ Batch conventions for multi-GPU targets ("8x H100", "4x8 H100"):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
 
+from prenet_callbacks.projection.bands import regime_width, widen
 from prenet_callbacks.projection.cost import run_cost
 from prenet_callbacks.projection.fabric import target_fabric
 from prenet_callbacks.projection.host import (
@@ -162,6 +164,11 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
         step = overhead + compute + comm_exposed
         low = overhead + low_c + comm_exposed * (1 - COMM_ERROR)
         high = overhead + high_c + comm_exposed * (1 + COMM_ERROR)
+        host_total, device_total = float(host[:, t].sum()), float(device[:, t].sum())
+        host_bound = host_total > device_total
+        # never narrower than what this regime measured on the evaluation sets (bands.py)
+        width = regime_width(bool(workload.precision.half), times.method, acc, host_bound)
+        low, high = widen(step, low, high, width)
         steps_t = _target_steps(shape.steps, workload.world, n, batch_convention)
         total = total_low = total_high = None
         if steps_t is not None:
@@ -176,8 +183,6 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
         notes = [note] if note else []
         if target.note:
             notes.append(target.note)
-        host_total, device_total = float(host[:, t].sum()), float(device[:, t].sum())
-        host_bound = host_total > device_total
         if host_bound:
             notes.append(_host_note(kernels[:, t].sum(), host_total, device_total, overhead, comm_exposed, memory,
                                     batch_t))
@@ -196,7 +201,7 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
             "name": acc.name, "label": target.label, "devices": n, "nodes": target.nodes,
             "gpus_per_node": target.gpus_per_node, "current": False,
             "step_s": _round(step), "step_low_s": _round(low), "step_high_s": _round(high),
-            "relative_error": round(rel, 4),
+            "relative_error": round(rel, 4), "band_width": round(math.expm1(width), 4),
             "steps": None if steps_t is None else int(round(steps_t)),
             "total_s": _round(total, 2), "total_low_s": _round(total_low, 2), "total_high_s": _round(total_high, 2),
             "work_s": _round(work), "speedup": _round(speedup, 4),

@@ -19,6 +19,7 @@ from predictor_models.op_spec import OpSpec
 from prenet_callbacks.projection import attention
 from prenet_callbacks.projection.flat import Flat, flatten
 from prenet_callbacks.projection.host import ExecutionOptions, HostCosts, default_host_costs, fuse_for_compile
+from prenet_callbacks.projection.layout import is_layout_op, runs_layout_transforms
 from prenet_callbacks.projection.memory import StateAccount
 from prenet_callbacks.projection.optimizer_ops import optimizer_ops
 from prenet_callbacks.projection.parallel import ZeroConfig
@@ -47,6 +48,7 @@ class Variant:
     optimizer_impl: str | None = None      # None: the ops as measured/captured
     compiled: bool = False
     batch_scale: float = 1.0               # per-device batch / the measured one (global batch convention)
+    layout_transforms: bool = True         # the target's cuDNN transposes NCHW half convolutions (layout.py)
 
     def attention_label(self) -> str | None:
         kinds = sorted({backend for _, backend in self.attention})
@@ -119,7 +121,15 @@ class Workload:
         impl = self.optimizer_impl or default_impl
         if impl == self.optimizer_ran or self.optimizer_ran is None:
             impl = None   # as measured: the same implementation, or an optimizer whose kernels are not synthesised
-        return Variant(backends, impl, self.options.compiled and not self.ran_compiled)
+        layout = runs_layout_transforms(accelerator, self.precision.compute_dtype) if self.has_layout_ops() else True
+        return Variant(backends, impl, self.options.compiled and not self.ran_compiled, layout_transforms=layout)
+
+    def has_layout_ops(self) -> bool:
+        """Whether the step holds cuDNN's NCHW<->NHWC transforms (half convolutions of NCHW tensors)."""
+        cached = self._variants.get("layout")
+        if cached is None:
+            cached = self._variants["layout"] = any(is_layout_op(spec) for spec in self.flat().specs)
+        return cached
 
     def flat(self) -> Flat:
         """The measured/captured units' ops as flat arrays (cached: units' ops do not change)."""
@@ -149,11 +159,14 @@ class Workload:
         base = self.flat()
         math = {spec for spec, backend in variant.attention if backend == "math"}
         scale = variant.batch_scale
-        if not math and variant.optimizer_impl is None and not variant.compiled and scale == 1.0:
+        drop_layout = not variant.layout_transforms
+        if not math and variant.optimizer_impl is None and not variant.compiled and scale == 1.0 and not drop_layout:
             self._variants[key] = base
             return base
 
         def parts_of(spec: OpSpec, in_opt: bool) -> list[tuple[OpSpec, float]]:
+            if drop_layout and is_layout_op(spec):
+                return []
             parts = [(spec, 1.0)]
             if spec.op_class == "attention" and spec in math:
                 # fused kernels are kept as recorded/captured; the math path is expanded
@@ -171,7 +184,8 @@ class Workload:
         replace_opt = None
         if variant.optimizer_impl is not None:
             replace_opt = (optimizer_ops(self.optimizer, self.param_tensors or [int(self.params)], self.opt_dtype,
-                                         variant.optimizer_impl) if self.params > 0 else [])
+                                         variant.optimizer_impl, grad_scaler=self.precision.grad_scaler)
+                           if self.params > 0 else [])
         flat = base.rewritten(parts_of, in_opt, replace_opt)
         self._variants[key] = flat
         return flat

@@ -1,0 +1,80 @@
+"""The layout transforms cuDNN runs around half-precision convolutions of NCHW tensors.
+
+cuDNN's tensor-core convolution kernels work on NHWC ("channels last") data. Given NCHW tensors in
+FP16/BF16 it transposes each operand to NHWC and the result back (the ``nchwToNhwcKernel`` /
+``nhwcToNchwKernel`` kernels of an AMP ResNet's profile): NVIDIA's "Convolutional Layers User's
+Guide" (Tensor layouts in memory: NCHW vs NHWC) says so and recommends NHWC, and PyTorch's
+channels-last tutorial reports the speed-up it brings under AMP. Each transform is one streaming
+pass over a tensor: read it, write it.
+
+PyTorch picks channels-last for a cuDNN convolution when its input *or* its weight is channels-last
+(``cudnn_conv_suggest_memory_format``), so ``model.to(memory_format=torch.channels_last)`` is enough.
+Per convolution call that is, in the forward, the input and the output; in the backward (one
+``convolution_backward`` call, which cuDNN runs as a data-gradient and a weight-gradient
+convolution) the output gradient twice, the input once and the input gradient once. Channels-last
+tensors (``model.to(memory_format=torch.channels_last)`` and a channels-last input) need none, and
+neither do FP32 convolutions or GPUs without tensor cores for the dtype: the projection drops these
+ops on such targets (`is_layout_op`).
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import Any
+
+from predictor_models.op_spec import OpSpec
+
+LAYOUT_NAME = "layout.nchw_nhwc"
+_HALF_BYTES = {"float16": 2, "bfloat16": 2}
+
+
+def channels_last_flag(tensor: Any) -> int:
+    """1 when a 4-D tensor is laid out channels-last (NHWC strides), else 0 (also for other ranks)."""
+    try:
+        import torch
+
+        return int(tensor.dim() == 4 and tensor.is_contiguous(memory_format=torch.channels_last)
+                   and not tensor.is_contiguous())
+    except (AttributeError, RuntimeError):
+        return 0
+
+
+def layout_ops(call: Any, spec: OpSpec, channels_last: bool | None = None) -> list[OpSpec]:
+    """The transforms a half-precision 2-D convolution `call` (an `OpCall`) of NCHW tensors pays;
+    ``channels_last`` True/False overrides the memory format recorded with the call."""
+    if spec.op_class != "conv" or spec.dtype not in _HALF_BYTES:
+        return []
+    if channels_last if channels_last is not None else call.scalar("channels_last", 0):
+        return []
+    shapes = [s for s in call.input_shapes if s is not None]
+    if "backward" in call.base:
+        grad_out, x = shapes[:2]
+        tensors = [grad_out, grad_out, x, x]     # dy for dgrad and wgrad, x for wgrad, dx back
+    else:
+        x = shapes[0]
+        out = call.output_shapes[0] if call.output_shapes else None
+        tensors = [x] + ([out] if out is not None else [])
+    if any(len(t) != 4 for t in tensors):
+        return []
+    size = _HALF_BYTES[spec.dtype]
+    return [_transform(prod(t), size, spec.dtype) for t in tensors]
+
+
+def _transform(numel: int, size: int, dtype: str) -> OpSpec:
+    nbytes = float(numel * size)
+    return OpSpec("data_movement", dtype, 0.0, nbytes, nbytes, {"numel": float(numel)}, False, LAYOUT_NAME)
+
+
+def is_layout_op(spec: OpSpec) -> bool:
+    return spec.name == LAYOUT_NAME
+
+
+def runs_layout_transforms(accelerator: Any, dtype: str) -> bool:
+    """Whether cuDNN runs `dtype` convolutions on `accelerator`'s tensor cores (and so transposes NCHW):
+    NVIDIA GPUs of compute capability 7.0 (Volta) on for FP16, 8.0 (Ampere) on for BF16."""
+    if accelerator is None or str(getattr(accelerator, "vendor", "")).lower() != "nvidia":
+        return False
+    try:
+        major, minor = (int(x) for x in str(accelerator.compute_capability).split(".")[:2])
+    except (TypeError, ValueError):
+        return False
+    return (major, minor) >= ((7, 0) if dtype == "float16" else (8, 0))

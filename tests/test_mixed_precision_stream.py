@@ -1,0 +1,75 @@
+"""What a mixed-precision step runs, as `estimate` prices it: GradScaler's kernels, cuDNN's layout
+transforms around NCHW half convolutions, and the casts' host cost."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from prenet_callbacks import estimate
+from prenet_callbacks.projection.layout import LAYOUT_NAME, runs_layout_transforms
+from predictor_models.hardware import lookup_hardware
+
+
+def _cnn() -> nn.Module:
+    with torch.device("meta"):
+        return nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+                             nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                             nn.Linear(64, 10))
+
+
+def _op_names(est) -> dict[str, float]:
+    names: dict[str, float] = {}
+    for unit in est.workload.units:
+        for spec, count in unit.ops:
+            names[spec.name] = names.get(spec.name, 0.0) + count
+    return names
+
+
+def test_16_mixed_adds_the_grad_scaler_and_bf16_does_not() -> None:
+    x = torch.empty(8, 3, 32, 32, device="meta")
+    fp16 = _op_names(estimate(_cnn(), x, targets=[], precision="16-mixed"))
+    bf16 = _op_names(estimate(_cnn(), x, targets=[], precision="bf16-mixed"))
+    assert fp16.get("aten::_amp_foreach_non_finite_check_and_unscale_", 0) >= 1
+    assert "aten::_amp_foreach_non_finite_check_and_unscale_" not in bf16
+
+
+def test_nchw_half_convolutions_pay_layout_transforms_and_channels_last_does_not() -> None:
+    x = torch.empty(64, 3, 256, 256, device="meta")   # large enough to be GPU-bound
+    nchw = estimate(_cnn(), x, targets=["H100"], precision="16-mixed")
+    # 2 convolutions: input and output forward (2 each), dy twice, x and dx backward (4 each) = 12
+    assert _op_names(nchw)[LAYOUT_NAME] == 12
+    model = _cnn().to(memory_format=torch.channels_last)
+    last = estimate(model, x.to(memory_format=torch.channels_last), targets=["H100"], precision="16-mixed")
+    assert LAYOUT_NAME not in _op_names(last)
+    forced = estimate(_cnn(), x, targets=["H100"], precision="16-mixed", channels_last=True)
+    assert LAYOUT_NAME not in _op_names(forced)
+    assert last.step_seconds("H100") < nchw.step_seconds("H100")
+    fp32 = estimate(_cnn(), x, targets=["H100"], precision="32-true")
+    assert LAYOUT_NAME not in _op_names(fp32)
+    with pytest.raises(ValueError, match="channels_last"):
+        estimate(_cnn(), x, targets=["H100"], channels_last="yes")
+
+
+def test_layout_transforms_only_where_cudnn_uses_tensor_cores() -> None:
+    x = torch.empty(64, 3, 256, 256, device="meta")
+    assert runs_layout_transforms(lookup_hardware("V100"), "float16")
+    assert not runs_layout_transforms(lookup_hardware("P100"), "float16")      # no tensor cores
+    assert not runs_layout_transforms(lookup_hardware("V100"), "bfloat16")     # no BF16 tensor cores
+    assert runs_layout_transforms(lookup_hardware("A100"), "bfloat16")
+    nchw = estimate(_cnn(), x, targets=["P100", "V100"], precision="16-mixed")
+    last = estimate(_cnn(), x, targets=["P100", "V100"], precision="16-mixed", channels_last=True)
+    assert nchw.step_seconds("P100") == pytest.approx(last.step_seconds("P100"), rel=1e-9)
+    assert nchw.step_seconds("V100") > last.step_seconds("V100")
+
+
+def test_autocast_casts_and_layout_transforms_are_not_host_issued_ops() -> None:
+    """They are launched from C++ inside another op's call: the host model counts the op, not them."""
+    x = torch.empty(16, 3, 64, 64, device="meta")
+    est = estimate(_cnn(), x, targets=["H100"], precision="16-mixed")
+    flat = est.workload.flat()
+    inside = sum(c for s, c in flat.distinct_counts()
+                 if s.name in (LAYOUT_NAME, "autocast::_to_copy") and (s.bytes_moved or s.flops))
+    working = sum(c for s, c in flat.distinct_counts() if s.bytes_moved or s.flops)
+    assert inside >= 12
+    assert est.workload.kernels == pytest.approx(working - inside)
