@@ -27,6 +27,10 @@ MODELS = textwrap.dedent("""
     def masked():
         return Masked()
 
+    def cnn():
+        return nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(),
+                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
     def embed(vocab=1000):
         return nn.Sequential(nn.Embedding(vocab, 32), nn.Linear(32, vocab))
 
@@ -48,6 +52,15 @@ def test_estimate_table_and_json(models, capsys):
                  "--model-kwargs", '{"vocab": 500}']) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["targets"][0]["name"] == "A100-SXM4-80GB" and data["targets"][0]["step_s"] > 0
+
+
+def test_estimate_channels_last_removes_the_layout_transforms(models, capsys):
+    steps = []
+    for extra in ([], ["--channels-last"]):
+        assert main(["estimate", f"{models}:cnn", "-i", "64,3,256,256", "-t", "A100", "--precision", "16-mixed",
+                     "--json", *extra]) == 0
+        steps.append(json.loads(capsys.readouterr().out)["targets"][0]["step_s"])
+    assert steps[1] < steps[0]
 
 
 @pytest.mark.parametrize("argv,needle", [

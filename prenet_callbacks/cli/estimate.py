@@ -47,6 +47,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--zero-stage", type=int, choices=(0, 1, 2, 3), default=0,
                         help="DeepSpeed ZeRO stage (or --sharding)")
     add_projection_options(parser)
+    parser.add_argument("--channels-last", dest="channels_last", action="store_true", default=None,
+                        help="the convolutions run channels-last on the targets (default: as the model's tensors); "
+                             "NCHW half-precision convolutions pay cuDNN's layout transforms")
     parser.add_argument("--predictor", metavar="PATH",
                         help="predictor.json (or its folder) from `prenet train` to use instead of the shipped one")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -147,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         result = estimate(model, example, targets=args.targets, precision=args.precision, optimizer=args.optimizer,
                           float32_matmul_precision=args.matmul_precision, steps=args.steps,
                           deepspeed={"zero_stage": args.zero_stage} if args.zero_stage else None,
-                          predictor=predictor, **projection_kwargs(args))
+                          predictor=predictor, channels_last=args.channels_last, **projection_kwargs(args))
     except CaptureError as error:
         raise UsageError(str(error)) from None
     if args.json:
