@@ -64,7 +64,8 @@ def check_sources(sources: Sequence[str] | None, option: str = "--sources") -> N
         raise ValueError(f"{option}: unknown data source {unknown[0]!r}; known: {', '.join(SOURCES)}")
 
 
-def load_training_set(data: str | Path | None, sources: Sequence[str] | None, extra: Sequence[str] | None):
+def load_training_set(data: str | Path | None, sources: Sequence[str] | None, extra: Sequence[str] | None,
+                      remove_host_lag: bool = False):
     """Samples from the shipped rows (``data`` None) or a raw data folder, plus extra row files,
     resolved against the hardware catalog."""
     from predictor_models.datasets import LoadReport, load_all, read_rows
@@ -95,7 +96,7 @@ def load_training_set(data: str | Path | None, sources: Sequence[str] | None, ex
         lookup = extra_lookup(extra, {s.device for s in mine})
     if not samples:
         raise TrainError(f"no usable measurements in {where} (sources: {', '.join(sources or DEFAULT_SOURCES)})")
-    ts = build_training_set(samples, lookup)
+    ts = build_training_set(samples, lookup, remove_host_lag=remove_host_lag)
     if not len(ts):
         raise TrainError("no measurement is on a GPU the hardware catalog knows")
     return ts, reports
@@ -123,7 +124,7 @@ def extra_lookup(extra: Sequence[str], devices: set[str]):
 
 def train(data: str | Path | None, out: str | Path, *, extra: Sequence[str] | None = None, sources: Sequence[str] | None = None,
           members: int = DEFAULT_MEMBERS, date: str | None = None, weight_decay: dict[str, float] | None = None,
-          log=print) -> Path:
+          remove_host_lag: bool = False, log=print) -> Path:
     """Fit every class model and write the artifact; returns its path."""
     from threadpoolctl import threadpool_limits
 
@@ -135,7 +136,7 @@ def train(data: str | Path | None, out: str | Path, *, extra: Sequence[str] | No
     check_sources(sources, "sources")
     check_output_path(out, "out", directory=True)
     start = time.time()
-    ts, reports = load_training_set(data, sources, extra)
+    ts, reports = load_training_set(data, sources, extra, remove_host_lag)
     log(f"loaded {len(ts)} samples on {len(set(ts.gpu))} GPUs in {time.time() - start:.0f} s")
     with threadpool_limits(1):
         models = fit_models(ts, members=members, seed=SEED, weight_decay=weight_decay)
@@ -155,6 +156,7 @@ def train(data: str | Path | None, out: str | Path, *, extra: Sequence[str] | No
         "seed": SEED,
         "members": members,
         "weight_decay": {cls: decay for cls, decay in sorted(weight_decays(weight_decay).items()) if cls in models},
+        "host_lag_removed": bool(remove_host_lag),
     }
     path = save_predictor(Predictor(models, metadata), out)
     log(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB) in {time.time() - start:.0f} s")
@@ -171,6 +173,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--members", type=int, default=DEFAULT_MEMBERS, help="MLPs per op class (ensemble)")
     parser.add_argument("--date", default=None, help="date recorded in the metadata (default: today)")
     add_weight_decay_argument(parser)
+    parser.add_argument("--remove-host-lag", action="store_true",
+                        help="learn kernel times: take off the host lag that NeuSight's per-op timings carry "
+                             "(experimental; see the model card)")
 
 
 def add_data_argument(parser: argparse.ArgumentParser) -> None:
@@ -198,7 +203,7 @@ def run(args) -> int:
         decays = check_weight_decay(args.weight_decay)
         check_output_path(args.out, "--out", directory=True)
         train(args.data, args.out, extra=args.extra, sources=args.sources, members=args.members, date=args.date,
-              weight_decay=decays)
+              weight_decay=decays, remove_host_lag=args.remove_host_lag)
     except (TrainError, ValueError, FileNotFoundError) as error:  # RowsError is a ValueError
         print(f"{getattr(args, 'prog', 'train')}: error: {error}", file=sys.stderr)
         return 2

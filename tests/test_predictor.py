@@ -186,3 +186,24 @@ def test_vectorised_path_matches_the_per_pair_path_on_many_devices(predictor):
     for j in (0, 17, len(devices) - 1):
         np.testing.assert_allclose(out[::50, j], [predictor.predict_seconds([op], devices[j])[0] for op in ops[::50]],
                                    rtol=1e-5)
+
+
+def test_remove_host_lag_takes_a_harness_lag_off_its_source_only():
+    """NeuSight-style rows carry the host's issue of the op (+30 us here): taken off per GPU, never below the
+    bound, other sources untouched; off by default."""
+    from predictor_models.predictor.training import KERNEL_FLOOR_S
+
+    base = _synthetic_samples(seed=7)[:300]
+    lagged = [Sample(s.op, s.device, s.seconds + 30e-6, "neusight") for s in base]
+    plain = build_training_set(lagged + base, lookup_hardware)
+    kernel = build_training_set(lagged + base, lookup_hardware, remove_host_lag=True)
+    src = kernel.source == "neusight"
+    assert np.all(plain.seconds[plain.source == "neusight"] > kernel.seconds[src])
+    assert np.array_equal(plain.seconds[plain.source == "synthetic"], kernel.seconds[kernel.source == "synthetic"])
+    assert np.all(kernel.seconds >= np.minimum(kernel.bound, plain.seconds) - 1e-15)
+    # per GPU, the fastest lagged op is left with KERNEL_FLOOR_S (its bound is below that)
+    for gpu in set(kernel.gpu[src].tolist()):
+        rows = src & (kernel.gpu == gpu)
+        fastest = np.argmin(kernel.seconds[rows])
+        assert kernel.bound[rows][fastest] < KERNEL_FLOOR_S
+        assert kernel.seconds[rows][fastest] == pytest.approx(KERNEL_FLOOR_S, rel=1e-9)
