@@ -1,0 +1,94 @@
+"""Where the shipped predictor breaks physics: time that falls as an op's work grows, and a GPU that
+dominates another in every spec predicted slower on the same op.
+
+    python benchmarks/predictor_physics.py [--json OUT]
+
+Grids: GEMMs (m and k from 16 to 16,384 at n, k/m in 64..4,096), layer norms (rows 16..16,384 at 64, 768,
+4,096 columns) and adds (256 to 2^27 elements), in fp32 and bf16, on 13 GPUs from the T4 to the B200. A
+*work violation* is a step up the grid (2x the work) predicted faster; a *dominance violation* is a GPU
+with at least another's FP32 and BF16 peaks, DRAM bandwidth and SM count predicted slower on the same op.
+Each is reported with its count and the worst ratio. Nothing here is asserted: it measures.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from predictor_models.datasets.common import elementwise_op, gemm_op, norm_op  # noqa: E402
+from predictor_models.hardware import lookup_hardware  # noqa: E402
+
+GPUS = ("T4", "L4", "A10G", "V100", "A100", "H100", "H200", "B200", "RTX 4090", "A100-PCIe-40GB", "P100", "A40",
+        "L40S")
+SIZES = [2 ** i for i in range(4, 15)]
+_SPECS = ("fp32_tflops", "bf16_tflops", "memory_bandwidth_gbs", "sm_count")
+
+
+def _chains(dtype: str) -> dict[str, list[list]]:
+    return {
+        "gemm_m": [[gemm_op(1, m, n, k, dtype) for m in SIZES] for n in (64, 256, 1024, 4096) for k in (64, 256, 1024, 4096)],
+        "gemm_k": [[gemm_op(1, m, n, k, dtype) for k in SIZES] for n in (64, 256, 1024, 4096) for m in (64, 256, 1024, 4096)],
+        "norm_rows": [[norm_op(r, c, dtype, name="aten::native_layer_norm") for r in SIZES] for c in (64, 768, 4096)],
+        "add_numel": [[elementwise_op(2 ** i, 2, dtype, name="aten::add") for i in range(8, 28)]],
+    }
+
+
+def work_violations(predictor, devices) -> dict[str, dict]:
+    out = {}
+    for dtype in ("float32", "bfloat16"):
+        for name, chains in _chains(dtype).items():
+            ratios = np.concatenate([(lambda t: (t[:-1] / t[1:]).ravel())(predictor.predict_matrix(c, devices))
+                                     for c in chains])
+            out[f"{name}/{dtype}"] = {"steps": int(ratios.size), "violations": int((ratios > 1.0001).sum()),
+                                      "worst_drop": round(float(ratios.max()), 3)}
+    return out
+
+
+def _dominates(a, b) -> bool:
+    values = [((getattr(a, k) or 0.0), (getattr(b, k) or 0.0)) for k in _SPECS]
+    return all(x >= y for x, y in values) and any(x > y for x, y in values)
+
+
+def dominance_violations(predictor, devices) -> dict:
+    ops = [gemm_op(1, m, n, k, dt) for m in (16, 256, 4096) for n in (256, 4096) for k in (256, 4096)
+           for dt in ("float32", "bfloat16")]
+    ops += [elementwise_op(2 ** i, 2, dt, name="aten::add") for i in (10, 16, 22, 26) for dt in ("float32", "bfloat16")]
+    times = predictor.predict_matrix(ops, devices)
+    pairs, worst = [], []
+    for i, a in enumerate(devices):
+        for j, b in enumerate(devices):
+            if i != j and _dominates(a, b):
+                ratio = times[:, i] / times[:, j]
+                pairs.append(int((ratio > 1.0001).sum()))
+                worst.append((float(ratio.max()), a.name, b.name))
+    worst.sort(reverse=True)
+    return {"comparisons": len(pairs) * len(ops), "violations": int(sum(pairs)),
+            "worst": [{"faster_gpu": a, "slower_gpu": b, "ratio": round(r, 3)} for r, a, b in worst[:5] if r > 1.0001]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from prenet_callbacks.projection.predictor_source import default_predictor
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args(argv)
+    predictor = default_predictor()[0]
+    devices = [lookup_hardware(g) for g in GPUS]
+    result = {"benchmark": "predictor_physics", "work": work_violations(predictor, devices),
+              "dominance": dominance_violations(predictor, devices)}
+    for key, row in result["work"].items():
+        print(f"{key:22s} {row['violations']:5d} of {row['steps']:5d} steps faster at 2x the work (worst x{row['worst_drop']})")
+    dom = result["dominance"]
+    print(f"dominance: {dom['violations']} of {dom['comparisons']}; worst: {dom['worst'][:3]}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
