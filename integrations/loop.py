@@ -36,10 +36,10 @@ import torch
 from torch import nn
 
 from integrations.loop_run import LoopRun, check_schedule, loop_config, memory_account, module_profiler, torch_optimizer
+from prenet_callbacks.projection.precision import PRECISIONS, parse_precision
 from prenet_callbacks.report import Report
 from prenet_callbacks.run_info import batch_size_of, describe_run
 
-PRECISIONS = ("32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "64-true")
 # accelerate's mixed_precision -> Lightning's spelling (what the report and the projection read)
 _ACCELERATE_PRECISION = {"no": "32-true", "fp16": "16-mixed", "bf16": "bf16-mixed", "fp8": "bf16-mixed"}
 
@@ -290,10 +290,12 @@ def _check_precision(precision: Any, accelerator: Any) -> str:
             return "32-true"
         mixed = str(getattr(accelerator, "mixed_precision", "no"))
         return _ACCELERATE_PRECISION.get(mixed, "32-true")
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)} (Lightning's spelling), got {precision!r}; "
-                         "pass e.g. precision='bf16-mixed' for a loop under torch.autocast(dtype=torch.bfloat16)")
-    return precision
+    try:   # the projection's own parser: the names and short forms `estimate()` and the CLI accept
+        return parse_precision(precision, "highest", conv_tf32=True).name
+    except ValueError:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)} (Lightning's spelling, or a short form "
+                         f"such as 'bf16'), got {precision!r}; pass e.g. precision='bf16-mixed' for a loop under "
+                         "torch.autocast(dtype=torch.bfloat16)") from None
 
 
 def _is_main_process(accelerator: Any) -> bool:

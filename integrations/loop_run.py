@@ -28,11 +28,11 @@ Sink = Callable[[dict[str, float], int], None]
 REPORT_FILENAME = "prenet_report.json"
 
 
-def _optional_positive(name: str, value: Any, example: str) -> int | None:
+def _optional_positive(name: str, value: Any, example: str, unit: str = "optimizer steps") -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
-        raise ValueError(f"{name} must be a positive integer (optimizer steps) or None, got {value!r} "
+        raise ValueError(f"{name} must be a positive integer ({unit}) or None, got {value!r} "
                          f"({type(value).__name__}); pass e.g. {name}={example}")
     return int(value)
 
@@ -73,7 +73,7 @@ def check_schedule(total_steps: Any, *, start_step: int, eval_every: Any = None,
     return LoopSchedule(
         total_steps=total_steps,
         eval_every=_optional_positive("eval_every", eval_every, "500"),
-        eval_batches=_optional_positive("eval_batches", eval_batches, "50"),
+        eval_batches=_optional_positive("eval_batches", eval_batches, "50", "batches per evaluation"),
         checkpoint_every=_optional_positive("checkpoint_every", checkpoint_every, "1000"),
     )
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -26,8 +27,25 @@ def check_output_path(path: str | Path, option: str, *, directory: bool, example
             if not parent.is_dir():
                 raise ValueError(f"{option} {str(path)!r} lies inside {str(parent)!r}, which is a file; "
                                  "choose a path inside a folder")
-            if not os.access(parent, os.W_OK | os.X_OK):
+            if not os.access(parent, os.W_OK | os.X_OK) or not _can_create_in(parent):
                 raise ValueError(f"{option} {str(path)!r}: the folder {str(parent)!r} is not writable; "
                                  "choose another location")
             break
+    if not directory and path.is_file() and not os.access(path, os.W_OK):
+        raise ValueError(f"{option} {str(path)!r} exists and is read-only; choose another file or make it writable")
     return path
+
+
+def _can_create_in(folder: Path) -> bool:
+    """Whether a file can really be created in `folder` (as root `os.access` says yes on a read-only
+    file system or in /proc): a probe file, removed at once."""
+    try:
+        handle, name = tempfile.mkstemp(prefix=".prenet-probe-", dir=folder)
+    except OSError:
+        return False
+    os.close(handle)
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
+    return True

@@ -21,6 +21,13 @@ def _positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
     return value
 
 
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r} ({type(value).__name__}); pass e.g. "
+                         f"{name}=False")
+    return value
+
+
 def validate_report_path(value: Any, name: str = "report_path") -> Path | None:
     """A writable file path for the JSON report; not a directory, and not inside a file."""
     if value is None:
@@ -35,38 +42,12 @@ def validate_report_path(value: Any, name: str = "report_path") -> Path | None:
     return check_output_path(value, name, directory=False, example="prenet_report.json")
 
 
-def split_targets(targets: Sequence[str]) -> list[str]:
-    """``["A100,4x H100", "L4"]`` -> ``["A100", "4x H100", "L4"]``: commas separate targets too."""
-    out: list[str] = []
-    for target in targets:
-        if isinstance(target, str):
-            out.extend(target.split(","))
-        else:
-            out.append(target)  # not a string: the caller's type check names it
-    return out
-
-
 def validate_targets(targets: Sequence[str] | None, name: str = "targets") -> list[str] | None:
-    """Target hardware names, each resolved against the catalog now (closest names on a typo).
+    """Target hardware names, each parsed now with the projection's own parser (node forms such as
+    '4x8 H100' and networks such as '2x8 H100 @ 200G' included; closest names on a typo)."""
+    from prenet_callbacks.projection.targets import target_names
 
-    A string may hold several names separated by commas (``"A100, 4x H100"``).
-    """
-    if targets is None:
-        return None
-    if isinstance(targets, str):
-        targets = [targets]
-    if not isinstance(targets, (list, tuple)):
-        raise ValueError(f"{name} must be a list of hardware names such as ['A100', '8x H100'], got {type(targets).__name__}")
-    cleaned = []
-    for target in split_targets(list(targets)):
-        if not isinstance(target, str) or not target.strip():
-            raise ValueError(f"{name} entries must be non-empty strings such as 'H100' or '8x H100', got {target!r}")
-        cleaned.append(target.strip())
-    from prenet_callbacks.hardware import parse_target
-
-    for target in cleaned:
-        parse_target(target)  # raises ValueError listing the closest known names
-    return cleaned
+    return target_names(targets, name)
 
 
 def validate_session_config(
@@ -91,8 +72,8 @@ def validate_session_config(
         log_every_n_steps=_positive_int("log_every_n_steps", log_every_n_steps),
         report_path=validate_report_path(report_path),
         targets=validate_targets(targets),
-        print_report=bool(print_report),
-        profile_layers=bool(profile_layers),
+        print_report=_flag("print_report", print_report),
+        profile_layers=_flag("profile_layers", profile_layers),
         predictor=validate_predictor(predictor),
         html=validate_html(html),
         batch_convention=validate_batch_convention(batch_convention),

@@ -241,7 +241,7 @@ def targets_table(report: Report) -> Table | None:
                             ("speed-up", "right"), ("fits", "center"), ("$/h", "right"), ("cost", "right"),
                             ("method", "left")):
         table.add_column(column, justify=justify)
-    notes: list[str] = []
+    by_note: dict[str, list[str]] = {}   # one line per fact, with the rows it applies to
     for target in report.targets:
         label = target.get("label") or target.get("name", "?")
         speedup = target.get("speedup")
@@ -253,22 +253,21 @@ def targets_table(report: Report) -> Table | None:
         else:
             max_batch = target.get("max_batch")
             fits_text = "[red]no[/red]" + (f" (≤{max_batch})" if max_batch is not None else "")
-        error = target.get("relative_error")
+        band = _band_text(target)
         for note in target.get("notes") or []:
-            line = f"{label}: {note}"
-            if line not in notes:
-                notes.append(line)
+            by_note.setdefault(note, []).append(label)
         table.add_row(
             label + (" (current)" if target.get("current") else ""),
             format_step_time(target.get("step_s")),
             format_duration(target.get("total_s")),
-            "—" if error is None else f"±{error * 100:.0f}%",
+            band,
             "—" if speedup is None else f"{speedup:.2f}x",
             fits_text,
             format_usd(target.get("usd_per_hour")),
             format_usd(target.get("total_usd")),
             str(target.get("method", "")),
         )
+    notes = [f"{', '.join(labels)}: {note}" for note, labels in by_note.items()]
     work = (report.projection or {}).get("work") or {}
     if work.get("done_steps"):
         notes.append(f"every row is the whole run of {work.get('steps') or '?':,} steps, of which "
@@ -281,6 +280,15 @@ def targets_table(report: Report) -> Table | None:
         table.caption = "\n".join(notes)
         table.caption_justify = "left"
     return table
+
+
+def _band_text(target: dict) -> str:
+    """The row's step band as the projection made it (regime-widened, multiplicative): "-33/+49%"."""
+    step, low, high = target.get("step_s"), target.get("step_low_s"), target.get("step_high_s")
+    if target.get("current") or not step or low is None or high is None:
+        error = target.get("relative_error")
+        return "—" if error is None else f"±{error * 100:.0f}%"
+    return f"-{(1 - low / step) * 100:.0f}/+{(high / step - 1) * 100:.0f}%"
 
 
 def report_renderable(report: Report, *, live: bool = False) -> Panel:

@@ -219,5 +219,8 @@ def test_default_targets_are_projected_with_a_recommendation(tmp_path):
     names = {(t["devices"], t["name"]) for t in targets}
     assert (8, "H100-SXM5") in names and (1, "A100-SXM4-80GB") in names
     assert all(t["total_s"] > 0 for t in targets)
-    assert callback.report.recommendation["text"] and callback.report.recommendation["stay"] is False
+    rec = callback.report.recommendation
+    # a 0.2-s fit: whether a GPU wins by more than its band is the rule's call; either way the advice is
+    # consistent with the rows (tests/test_advice_consistency.py checks the rule itself)
+    assert rec["text"] and (rec["stay"] or rec["fastest"] in {t["label"] for t in targets})
     assert callback.report.current["batch_size"] == 4 and callback.report.current["optimizer"] == "sgd"

@@ -36,18 +36,9 @@ def register(subparsers: Any) -> None:
 
 
 def _targets(names: list[str] | None) -> list[str] | None:
-    from prenet_callbacks.config import split_targets
-    from prenet_callbacks.projection.targets import DEFAULT_TARGETS
+    from prenet_callbacks.projection.targets import target_names
 
-    if names is None:
-        return None
-    if [n.lower() for n in names] == ["none"]:
-        return []
-    out: list[str] = []
-    for name in split_targets(names):
-        name = name.strip()
-        out.extend(DEFAULT_TARGETS if name.lower() == "default" else [name])
-    return out
+    return target_names(names, "--targets")
 
 
 def _check_html_option(page: str) -> None:
@@ -60,15 +51,13 @@ def _check_html_option(page: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prenet_callbacks.projection import project_report, resolve_targets
+    from prenet_callbacks.projection import project_report
     from prenet_callbacks.render import render_text
     from prenet_callbacks.report import Report
 
     from prenet_callbacks.projection.predictor_source import load_predictor_option
 
-    targets = _targets(args.targets)
-    if targets:
-        resolve_targets(targets)  # unknown names: exit 2 with the closest names, before reading anything
+    targets = _targets(args.targets)  # unknown names: exit 2 with the closest names, before reading anything
     if args.predictor is not None and args.targets is None:
         raise UsageError("--predictor applies to a re-projection: add --targets (e.g. --targets default)")
     options = projection_kwargs(args)

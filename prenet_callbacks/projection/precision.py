@@ -123,6 +123,9 @@ def precision_note(precision: Precision, accelerator, *, has_conv: bool = True) 
                 f"slower; projected with FP32 math. Use 16-mixed on {name}")
     if precision.half == "float16" and not accelerator.supports("float16"):
         return f"{name} has no fast FP16: {precision.name} projected with FP32 math"
+    if precision.half is None and getattr(accelerator, "kind", "gpu") == "tpu" and not accelerator.fp32_tflops:
+        return (f"{name} publishes no FP32 rate: {precision.name} is projected with a placeholder of 1 TFLOPS, not a "
+                f"figure to plan with; project bf16-mixed or bf16-true for TPUs")
     if (precision.matmul_tf32 or (precision.conv_tf32 and has_conv)) and accelerator.tf32_tflops is None:
         return f"{name} has no TF32: 32-true projected with FP32 math"
     return None

@@ -184,8 +184,7 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
         if target.note:
             notes.append(target.note)
         if host_bound:
-            notes.append(_host_note(kernels[:, t].sum(), host_total, device_total, overhead, comm_exposed, memory,
-                                    batch_t))
+            notes.append(_host_note(kernels[:, t].sum(), acc))
         if memory is not None and not memory.fits:
             notes.append(f"does not fit at batch {batch_t or '?'} per device"
                          + (f"; largest that fits: {memory.max_batch}" if memory.max_batch is not None else ""))
@@ -312,14 +311,12 @@ def _memory(workload: Workload, acc, n: int, zero: ZeroConfig, variant: Variant,
                        activations_measured=workload.activations_measured)
 
 
-def _host_note(kernels: float, host: float, device: float, overhead: float, comm: float, memory,
-               batch: int | None) -> str:
-    graphs = overhead + device + comm
-    fits = (f" (up to {memory.max_batch:,} fits)" if memory is not None and memory.max_batch and batch
-            and memory.max_batch > batch else "")
-    return (f"host-bound: {kernels:,.0f} kernels take {host * 1e3:.3g} ms to issue, the GPU needs "
-            f"{device * 1e3:.3g} ms; CUDA graphs (torch.compile mode='reduce-overhead'): ~{graphs * 1e3:.3g} ms per "
-            f"step; or a larger per-device batch{fits}")
+def _host_note(kernels: float, acc) -> str:
+    """One sentence for every host-bound row (the renderer shows it once, with the rows it applies to):
+    the figures are in the row itself (``phases_s.host``), the advice only where it applies."""
+    fixes = ("CUDA graphs (torch.compile mode='reduce-overhead') or a larger per-device batch"
+             if getattr(acc, "kind", "gpu") == "gpu" else "a larger per-device batch")
+    return f"host-bound: eager PyTorch issues the step's {kernels:,.0f} kernels more slowly than the GPU runs them; {fixes}"
 
 
 def _assumed(workload: Workload, variant: Variant, acc, zero: ZeroConfig, target, hm: _HostModel) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from predictor_models.hardware import Target, UnknownHardwareError, lookup_hardware
 
@@ -153,13 +153,46 @@ def _checked_network(target: ProjectionTarget, text: str) -> ProjectionTarget:
     return ProjectionTarget(acc, target.nodes, target.gpus_per_node, float(gbps), target.note)
 
 
+def target_names(value: Any, name: str = "targets") -> list[str] | None:
+    """What a user typed as targets, checked: None, one string, or a list of strings; a string may hold
+    several names separated by commas ("A100, 4x H100"); "default" stands for `DEFAULT_TARGETS` and "none"
+    alone for no targets. Every name is parsed now (`parse_projection_target`),
+    so an unknown GPU, a count that splits into no nodes or a network that makes no sense fails here, at
+    construction or before any work, with the closest names or the form to write. The one parser of every
+    entry point: the callbacks, `Tracker`, `estimate()` and the CLI."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{name} must be a list of hardware names such as ['A100', '8x H100'], got "
+                         f"{type(value).__name__}")
+    names: list[str] = []
+    for item in value:
+        parts = item.split(",") if isinstance(item, str) else [item]
+        for part in parts:
+            if not isinstance(part, str) or not part.strip():
+                raise ValueError(f"{name} entries must be non-empty strings such as 'H100', '8x H100' or "
+                                 f"'4x8 H100', got {part!r}")
+            names.extend(DEFAULT_TARGETS if part.strip().lower() == "default" else [part.strip()])
+    if [n.lower() for n in names] == ["none"]:
+        return []
+    for text in names:
+        try:
+            parse_projection_target(text)
+        except UnknownHardwareError as error:   # keep the type (callers catch it), name the argument
+            error.args = (f"{name}: {error.args[0]}",)
+            raise
+        except ValueError as error:
+            raise ValueError(f"{name}: {error}") from None
+    return names
+
+
 def resolve_targets(names: Sequence[str] | None) -> list[ProjectionTarget]:
-    """Targets for `names` (None: `DEFAULT_TARGETS`). Unknown names raise `UnknownHardwareError`
-    (a ValueError) whose message lists the closest catalog names; bad counts and networks raise
-    ValueError; duplicates are dropped."""
-    chosen = DEFAULT_TARGETS if names is None else names
-    if isinstance(chosen, str):
-        chosen = [chosen]
+    """Targets for `names` (None: `DEFAULT_TARGETS`), checked by `target_names`. Unknown names raise
+    `UnknownHardwareError` (a ValueError) whose message lists the closest catalog names; bad counts and
+    networks raise ValueError; duplicates are dropped."""
+    chosen = DEFAULT_TARGETS if names is None else target_names(names)
     out: list[ProjectionTarget] = []
     seen: set[tuple] = set()
     for name in chosen:
