@@ -37,7 +37,12 @@ def actual_block(*, fit_s: float, steps: int, batches: int, reason: str, first: 
     if first and first.get("predicted_total_s"):
         block["first_prediction"] = {"at_step": first.get("at_step"),
                                      "predicted_total_s": first["predicted_total_s"]}
-        if reason == "completed" and fit_s > 0:
+        # a time-limited prediction was made for the run that stops at its limit: judge it on that run,
+        # with the figure the panel showed (its steps beside it), not on a recomputation for the steps done
+        limited = reason == "time_limit" and bool(first.get("time_limited"))
+        if limited:
+            block["first_prediction"]["steps"] = first.get("steps")
+        if (reason == "completed" or limited) and fit_s > 0:
             block["first_prediction_error"] = round(first["predicted_total_s"] / fit_s - 1, 4)
         elif predicted_for_done_s is not None:
             block["predicted_for_done_work_s"] = round(predicted_for_done_s, 4)
@@ -63,6 +68,11 @@ def end_line(report: Any, *, unit: str = "fit") -> str | None:
     total = (report.plan or {}).get("total_steps")
     of_total = f" of {total:,}" if total else ""
     line = f"PreNeT: the {unit} {_END_WORDS.get(reason, reason)}{detail} after {took}, at step {actual.get('steps')}{of_total}"
+    error = actual.get("first_prediction_error")
+    if first and error is not None:   # a time-limited prediction: the panel's own figure
+        steps = f" and {first['steps']:,} steps" if first.get("steps") else ""
+        return line + (f"; predicted {format_duration(first['predicted_total_s'])}{steps} at step {first['at_step']} "
+                       f"({error:+.1%})")
     done = actual.get("predicted_for_done_work_s")
     if first and done and actual.get("fit_s"):
         line += (f"; for those steps the first prediction (step {first['at_step']}) said {format_duration(done)} "

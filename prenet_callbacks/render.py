@@ -140,11 +140,14 @@ def _plan_line(text: Text, report: Report, prediction: dict[str, Any]) -> None:
     covered = prediction.get("steps")
     parts = [f"{steps:,} optimizer steps" if not prediction.get("time_limited") or covered is None
              else f"{covered:,} of {steps:,} optimizer steps fit in the time limit"]
-    if plan.get("max_epochs"):
+    # under a time limit the counts are those of the steps that fit (the plan's, scaled by the share of steps)
+    share = covered / steps if prediction.get("time_limited") and covered is not None and steps else 1.0
+    about = "about " if share < 1.0 else ""
+    if plan.get("max_epochs") and share == 1.0:
         parts.append(plural(plan["max_epochs"], "epoch"))
     if is_lightning(report) or plan.get("validation_runs"):
-        parts.append(plural(plan.get("validation_runs", 0), "validation run"))
-    parts.append(plural(plan.get("checkpoint_saves", 0), "checkpoint file"))
+        parts.append(about + plural(round(plan.get("validation_runs", 0) * share), "validation run"))
+    parts.append(about + plural(round(plan.get("checkpoint_saves", 0) * share), "checkpoint file"))
     start = report.run.get("start_step") or 0
     if start:
         how = "resumed" if report.run.get("start") == "resumed" else "attached"
@@ -161,8 +164,11 @@ def _breakdown(report: Report) -> tuple[dict[str, float], float | None, str] | N
     if prediction.get("breakdown") and prediction.get("predicted_total_s"):
         parts = dict(prediction["breakdown"])
         parts.update(prediction.get("of_which") or {})
-        return parts, prediction["predicted_total_s"], "Where the time goes (whole " + (
-            "fit)" if is_lightning(report) else "run)")
+        start = report.run.get("start_step") or 0
+        # after a resume the breakdown is this fit's (from step N on); "whole run" is the targets' word
+        scope = (f"from step {start:,}" if start
+                 else "whole " + ("fit" if is_lightning(report) else "run"))
+        return parts, prediction["predicted_total_s"], f"Where the time goes ({scope})"
     return None
 
 
@@ -172,7 +178,7 @@ def _breakdown_table(report: Report) -> Table | None:
         return None
     parts, total, title = found
     lightning = is_lightning(report)
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, min_width=len(title))
     table.add_column("part")
     table.add_column("time", justify="right")
     table.add_column("share", justify="right")

@@ -92,6 +92,24 @@ class Report:
         """How the run ended (``reason``, ``detail``, ``at``...), or None while it runs."""
         return self.run.get("ended")
 
+    # -- read like the JSON -------------------------------------------------------------------------
+    def __getitem__(self, key: str) -> Any:
+        """``report["run"]``, ``report["targets"]``...: the same values as the JSON file's top-level keys
+        (live objects, not copies). Unknown keys raise `KeyError` naming the keys there are."""
+        data = self.to_dict()
+        if key not in data:
+            raise KeyError(f"{key!r} is not a report key; the keys are {', '.join(data)}")
+        return data[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.to_dict()
+
+    def keys(self):  # noqa: ANN201 - a dict's keys view
+        return self.to_dict().keys()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.to_dict().get(key, default)
+
     # -- serialisation ----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -204,6 +222,8 @@ def write_atomic(path: str | os.PathLike[str], text: str, *, what: str = "file")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        # mkstemp makes the file 0600; the report belongs with the run's other outputs: the umask decides
+        os.chmod(tmp, 0o666 & ~_current_umask())
         os.replace(tmp, path)
     except BaseException as error:
         Path(tmp).unlink(missing_ok=True)
@@ -211,6 +231,12 @@ def write_atomic(path: str | os.PathLike[str], text: str, *, what: str = "file")
             raise ReportError(f"cannot write {what} {str(path)!r}: {error.strerror or error}") from error
         raise
     return path
+
+
+def _current_umask() -> int:
+    mask = os.umask(0o022)   # the only way to read it is to set it: put it straight back
+    os.umask(mask)
+    return mask
 
 
 def _json_default(value: Any) -> Any:

@@ -381,7 +381,7 @@ class _FullDisk:
         raise OSError(errno.ENOSPC, "No space left on device")
 
 
-@pytest.mark.parametrize("location", ["full_disk", "read_only_rename", "read_only_proc"])
+@pytest.mark.parametrize("location", ["full_disk", "read_only_rename", "folder_became_a_file"])
 def test_report_that_cannot_be_written_warns_once_and_leaves_no_temp_file(tmp_path, tmp_path_factory,
                                                                           monkeypatch, location):
     reference = reference_weights(tmp_path_factory)
@@ -393,18 +393,17 @@ def test_report_that_cannot_be_written_warns_once_and_leaves_no_temp_file(tmp_pa
         def read_only(*args: Any, **kwargs: Any) -> None:
             raise PermissionError(errno.EROFS, "Read-only file system")
         monkeypatch.setattr(report_module.os, "replace", read_only)
-    else:
-        if not Path("/proc/self").is_dir():
-            pytest.skip("no /proc")
-        report_path = Path("/proc/prenet-reliability/r.json")  # cannot be created, even by root
-    callback = PreNeTCallback(report_path=report_path, **FAST)
+    callback = PreNeTCallback(report_path=report_path, **FAST)   # writable now (a folder that cannot be is
+    if location == "folder_became_a_file":                        # refused here: test_entry_points.py)
+        tmp_path.mkdir(parents=True, exist_ok=True)
+        report_dir.write_text("a file where the report's folder was to be")
     module, t, ours, raised = run(tmp_path / "run", callback)
     assert raised is None
     assert_same_weights(module, reference)
     assert_clean(module, t, callback)
     assert len(ours) == 1 and callback.session.disabled
     assert "cannot write report" in str(ours[0].message) and str(report_path) in str(ours[0].message)
-    if report_dir.exists():
+    if report_dir.is_dir():
         assert [p.name for p in report_dir.iterdir()] == [], "a temporary report file was left behind"
 
 

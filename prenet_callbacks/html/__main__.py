@@ -19,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("report", type=Path)
     parser.add_argument("page", type=Path)
     parser.add_argument("--remove-input", action="store_true", help="delete REPORT.json once read")
+    parser.add_argument("--errors", type=Path, help="this process's error file: removed when the page is written")
     args = parser.parse_args(argv)
     # stopped by a newer page: unwind, so that the atomic write removes its temporary file
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
@@ -27,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.remove_input:
             args.report.unlink(missing_ok=True)
         write_report_page(report, args.page)
+        if args.errors is not None:
+            args.errors.unlink(missing_ok=True)   # nothing to report: leave no empty file in the run folder
     except Exception as error:  # noqa: BLE001 - one line for the parent, which raises it as a warning
         print(f"{type(error).__name__}: {error}", file=sys.stderr)
         return 1

@@ -5,8 +5,9 @@
 Drawing a page takes about two seconds of CPU (matplotlib), which a training run should not pay:
 by default each page is drawn by a separate, low-priority process (``python -m
 prenet_callbacks.html``) from a snapshot of the report written beside the page, so neither the
-training thread nor Python's GIL waits for it, and ``trainer.fit()`` returns without waiting for the
-last page. The end page supersedes a first page still being drawn (that process is stopped); a
+training thread nor Python's GIL waits for it; ``trainer.fit()`` waits not for the
+first page, only for the last one (bounded: the page is complete when the run's end returns). The end page
+supersedes a first page still being drawn (that process is stopped); a
 failure surfaces at the next call or at `wait`, for the session's usual handling (one warning,
 training unchanged). ``mode="inline"`` draws in the caller's thread (tests, `prenet report`).
 """
@@ -24,6 +25,9 @@ STAGES = ("first", "end")
 MODES = ("process", "inline")
 # how long the end of a run waits for the previous page to finish before starting the last one
 _WAIT_PREVIOUS_S = 30.0
+# how long the end of a run waits for its own page: training is over, and the page should be there when
+# fit()/train()/close() returns (docs/html-report.md); bounded, so a stuck renderer cannot hold the process
+_WAIT_END_S = 60.0
 
 
 class PagePublisher:
@@ -54,6 +58,8 @@ class PagePublisher:
             write_report_page(report, self.path)
             return
         self._start(report)
+        if stage == "end":
+            self.wait(timeout=_WAIT_END_S)
 
     def _start(self, report: Report) -> None:
         if self.path.is_dir():
@@ -63,7 +69,8 @@ class PagePublisher:
         self._errors = self.path.with_name(f".{self.path.name}.errors.txt")
         with open(self._errors, "w", encoding="utf-8") as errors:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "prenet_callbacks.html", str(snapshot), str(self.path), "--remove-input"],
+                [sys.executable, "-m", "prenet_callbacks.html", str(snapshot), str(self.path), "--remove-input",
+                 "--errors", str(self._errors)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors, env=_child_env(),
                 preexec_fn=_lower_priority if os.name == "posix" else None)
 
