@@ -53,6 +53,6 @@ def test_every_target_row_holds_at_least_its_regime_band() -> None:
             acc = lookup_hardware(row["name"])
             width = bands.regime_width(precision != "32-true", row["method"], acc, row["host_bound"])
             # rows are rounded to the microsecond
-            assert row["step_low_s"] <= row["step_s"] * math.exp(-width) + 1e-6
-            assert row["step_high_s"] >= row["step_s"] * math.exp(width) - 1e-6
+            assert row["step_low_s"] <= row["step_s"] * math.exp(-width) + 2e-6
+            assert row["step_high_s"] >= row["step_s"] * math.exp(width) - 2e-6
             assert row["band_width"] == pytest.approx(math.expm1(width), abs=1e-4)

@@ -83,7 +83,7 @@ def test_drawing_in_two_threads_leaves_the_users_matplotlib_settings_alone():
         assert matplotlib.rcParams["lines.linewidth"] == 7.0 and matplotlib.rcParams["text.parse_math"] is True
 
 
-def test_the_end_page_supersedes_a_first_page_still_being_drawn(tmp_path):
+def test_the_end_page_supersedes_a_first_page_still_being_drawn(tmp_path, wait_for_end_pages):
     report = Report.from_dict(variant("finished"))
     publisher = PagePublisher(tmp_path / "run.html")
     publisher(report, "first")
@@ -94,7 +94,7 @@ def test_the_end_page_supersedes_a_first_page_still_being_drawn(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["run.html"]  # no temporary file of the stopped page
 
 
-def test_the_end_page_is_complete_when_the_call_returns(tmp_path):
+def test_the_end_page_is_complete_when_the_call_returns(tmp_path, wait_for_end_pages):
     """fit()/train()/close() publish the end page last: it is there, whole, when they return."""
     publisher = PagePublisher(tmp_path / "run.html")
     publisher(Report.from_dict(variant("finished")), "end")

@@ -47,12 +47,15 @@ class TensorBoardLogger(pl.loggers.Logger):
         pass
 
 
-def test_the_page_is_written_beside_the_report_and_tensorboard_gets_panel_and_chart(tmp_path):
+def test_the_page_is_written_beside_the_report_and_tensorboard_gets_panel_and_chart(tmp_path, wait_for_end_pages):
     logger = TensorBoardLogger()
     callback = PreNeTCallback(report_path=tmp_path / "run.json", html=True, **FAST)
     trainer(tmp_path, [callback], max_epochs=2, logger=logger).fit(TinyModule(), *loaders(train_batches=20))
+    # complete when fit() returns: no wait, no renderer left, no file but the report and the page
     page = next(p for p in callback.session.publishers if isinstance(p, PagePublisher))
-    page.wait()
+    assert page._process is None
+    assert sorted(p.name for p in tmp_path.glob("run*")) == ["run.html", "run.json"]
+    assert not list(tmp_path.glob(".run.html*"))
     html = (tmp_path / "run.html").read_text()
     assert 'data-chart="history"' in html and "took" in html  # the end page, drawn after the run ended
     writer = logger.experiment

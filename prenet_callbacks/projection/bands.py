@@ -36,9 +36,17 @@ _FALLBACK_WIDTH = math.log1p(0.2)
 
 
 def has_matrix_units(accelerator: Any) -> bool:
-    """Tensor/matrix cores: an FP16 rate at least 4x the FP32 one (Volta and later, CDNA, TPUs)."""
-    fp16, fp32 = getattr(accelerator, "fp16_tflops", None), getattr(accelerator, "fp32_tflops", None)
-    return bool(fp16 and fp32 and fp16 >= 4 * fp32)
+    """Tensor or matrix cores: NVIDIA from compute capability 7.0 (Volta), AMD CDNA, TPUs."""
+    kind = str(getattr(accelerator, "kind", "gpu"))
+    if kind == "tpu":
+        return True
+    vendor = str(getattr(accelerator, "vendor", "")).lower()
+    if vendor == "nvidia":
+        try:
+            return float(str(accelerator.compute_capability)) >= 7.0
+        except (TypeError, ValueError):
+            return False
+    return "cdna" in str(getattr(accelerator, "architecture", "")).lower()
 
 
 def regime_keys(precision_half: bool, method: str, matrix_units: bool, host_bound: bool) -> tuple[str, ...]:
