@@ -142,12 +142,16 @@ def _plan_line(text: Text, report: Report, prediction: dict[str, Any]) -> None:
              else f"{covered:,} of {steps:,} optimizer steps fit in the time limit"]
     # under a time limit the counts are those of the steps that fit (the plan's, scaled by the share of steps)
     share = covered / steps if prediction.get("time_limited") and covered is not None and steps else 1.0
-    about = "about " if share < 1.0 else ""
+    def count(key: str, word: str) -> str:
+        planned = plan.get(key, 0) or 0
+        about = "about " if share < 1.0 and planned else ""
+        return about + plural(round(planned * share), word)
+
     if plan.get("max_epochs") and share == 1.0:
         parts.append(plural(plan["max_epochs"], "epoch"))
     if is_lightning(report) or plan.get("validation_runs"):
-        parts.append(about + plural(round(plan.get("validation_runs", 0) * share), "validation run"))
-    parts.append(about + plural(round(plan.get("checkpoint_saves", 0) * share), "checkpoint file"))
+        parts.append(count("validation_runs", "validation run"))
+    parts.append(count("checkpoint_saves", "checkpoint file"))
     start = report.run.get("start_step") or 0
     if start:
         how = "resumed" if report.run.get("start") == "resumed" else "attached"
