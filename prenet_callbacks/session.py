@@ -29,6 +29,7 @@ from prenet_callbacks.memory_account import memory_summary
 from prenet_callbacks.phase_events import PhaseEvents
 from prenet_callbacks.plan import RunLimits, RunPlan
 from prenet_callbacks.report import Report, now_iso
+from prenet_callbacks.compile_clock import CompileClock
 from prenet_callbacks.sanity import SanityTimer, minor_faults, seconds_per_fault
 from prenet_callbacks.step_timer import StepTimer
 from prenet_callbacks.units import plural
@@ -129,6 +130,7 @@ class PredictionSession:
         self.line_printer: Callable[[str], None] = print
         self.publishers: list[Callable[[Report, str], None]] = []
         self._cleanups: list[Callable[[], None]] = []
+        self.compile_clock = CompileClock()   # torch.compile's compilations: one-off time, never a rate
         self._reset_fit_state()
 
     def _reset_fit_state(self) -> None:
@@ -145,6 +147,9 @@ class PredictionSession:
         self.epoch_start_time: float | None = None
         self.epoch_first_batch = True
         self.val_start: float | None = None
+        self.val_compile_start = 0.0   # compile seconds when the current validation run began
+        self.compile_at_batch_end = 0.0   # compile seconds at the previous batch end
+        self.compile_at_fit_start = 0.0
         self.sanity = SanityTimer()
         self.ckpt_start: float | None = None
         self.step_clock = _StepClock()
@@ -233,6 +238,9 @@ class PredictionSession:
         run.update({"framework": framework, "start": start, "fits": int(run.get("fits") or 0) + 1,
                     "limits": (limits or RunLimits()).to_dict(), "startup_s": startup_s, "ended": None})
         self._add_page_publisher()
+        if self.compile_clock.install():
+            self.add_cleanup(self.compile_clock.remove)
+        self.compile_at_batch_end = self.compile_at_fit_start = self.compile_clock.seconds()
         if self._on_cuda():
             # device time: phases of the profiled window and clean steps, read without blocking
             self.gpu_phases = PhaseEvents(clock=self.device_clock)
@@ -351,6 +359,7 @@ class PredictionSession:
     @guarded
     def validation_start(self, sanity: bool = False) -> None:
         self.val_start = self.now()
+        self.val_compile_start = self.compile_clock.seconds()
         if sanity:
             # on a GPU the host's page faults overlap device work: nothing to take off there
             self.sanity = SanityTimer(faults=None if self._on_cuda() else self.count_faults, fault_cost=self.fault_cost)
@@ -368,14 +377,17 @@ class PredictionSession:
         end = self.now()
         duration = end - self.val_start
         self.val_start = None
+        # a compilation inside (eval mode's graph, a recompile) happens once: not part of a run's rate
+        compiled = min(duration, max(0.0, self.compile_clock.seconds() - self.val_compile_start))
         if sanity:
             warm = self.sanity.result(end)
             if warm is not None:
                 m = self.measurements
-                m.sanity_val_per_batch, m.sanity_val_fixed, m.sanity_page_faults_s = warm
+                per_batch, fixed, faults = warm
+                m.sanity_val_per_batch, m.sanity_val_fixed, m.sanity_page_faults_s = per_batch, max(0.0, fixed - compiled), faults
             return
         self.accounted_s += duration
-        self.validation_in_interval += duration
+        self.validation_in_interval += duration - compiled
         self.spent.validation_s += duration
 
     @guarded
@@ -502,6 +514,8 @@ class PredictionSession:
         accounted, self.accounted_s = self.accounted_s, 0.0
         validation, self.validation_in_interval = self.validation_in_interval, 0.0
         first_in_epoch, self.epoch_first_batch = self.epoch_first_batch, False
+        compile_now = self.compile_clock.seconds()
+        compiled, self.compile_at_batch_end = compile_now - self.compile_at_batch_end, compile_now
         if previous is None:
             self._time_device_step(clean=False)
             return
@@ -522,9 +536,12 @@ class PredictionSession:
             self.spent.validation_s += extra
         elif accounted:
             pass  # a step-triggered checkpoint: already timed on its own
+        elif compiled > 0:
+            pass  # a step that (re)compiled: one-off time (in the elapsed time), not a step's rate
         elif self._in_timing_phase and self.step_timer is None:
             self.measurements.batch.add(raw)
-        self._time_device_step(clean=not (first_in_epoch or validation or accounted) and self._in_timing_phase)
+        self._time_device_step(clean=not (first_in_epoch or validation or accounted or compiled > 0)
+                               and self._in_timing_phase)
 
     def _time_device_step(self, *, clean: bool) -> None:
         """On a GPU, clean steps are intervals between batch-end marks on the device's timeline."""
@@ -770,6 +787,9 @@ class PredictionSession:
         if self._profiled_table is not None:
             measured["coverage"] = self._coverage()
         measured["data_wait_s"] = m.data_per_batch.mean
+        if self.compile_clock.installed:
+            # torch.compile's compilations in this fit: kept out of every step's and validation run's rate
+            measured["compile_s"] = round(self.compile_clock.seconds() - self.compile_at_fit_start, 4)
         measured["validation"] = {"runs": m.validation_run.count, "mean_s": m.validation_run.mean,
                                   "sanity_per_batch_s": m.sanity_val_per_batch,
                                   "sanity_page_faults_s": m.sanity_page_faults_s,
