@@ -88,6 +88,7 @@ class Estimate:
             "precision_detail": w.precision.label(),
             "optimizer": w.optimizer,
             "batch_size": w.batch_size,
+            "accumulate": w.accumulate,
             "params": w.params,
             "activation_bytes": w.activation_bytes,
             "steps": self.shape.steps,
@@ -132,7 +133,7 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
              batch_size: int | None = None, loss_fn: Callable[[Any], Any] | None = None,
              deepspeed: dict[str, Any] | None = None, predictor=None, batch_convention: str = "per_device",
              sharding: str | None = None, compile: str = "none", cuda_graphs: bool = False,
-             channels_last: bool | None = None) -> Estimate:
+             channels_last: bool | None = None, accumulate: int = 1) -> Estimate:
     """Project one training step of `model` on `example_input` onto `targets` without training.
 
     Args:
@@ -159,6 +160,9 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
         channels_last: the convolutions' memory format on the targets: None reads it from the captured
             tensors (``model.to(memory_format=torch.channels_last)`` and a channels-last input), True or
             False sets it. In half precision NCHW convolutions pay cuDNN's layout transforms.
+        accumulate: micro-batches per optimizer step (gradient accumulation): forward and backward run this
+            many times, the optimizer once; `example_input` is one micro-batch. Data-parallel targets
+            all-reduce once per optimizer step.
     """
     _check_model(model)
     if channels_last is not None and not isinstance(channels_last, bool):
@@ -168,6 +172,9 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
     optimizer = normalise_optimizer(optimizer)
     _check_steps(steps)
     _check_batch_size(batch_size)
+    if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
+        raise ValueError(f"accumulate must be an integer >= 1 (micro-batches per optimizer step), got {accumulate!r}; "
+                         "pass e.g. accumulate=4")
     check_batch_convention(batch_convention)
     zero = _zero_config(deepspeed)
     if sharding is not None:
@@ -175,9 +182,11 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
             raise ValueError("give either sharding= or deepspeed=, not both; e.g. sharding='zero3'")
         zero = ZeroConfig.from_sharding(sharding)
     options = ExecutionOptions(compile, cuda_graphs)
+    check_input_fits_model(model, example_input)
     capture = capture_step(model, example_input, loss_fn=loss_fn, batch_size=batch_size,
                            autocast=prec.half if prec.mixed and _is_float32(model) else None)
-    workload = workload_from_capture(capture, prec, optimizer, zero, options, channels_last=channels_last)
+    workload = workload_from_capture(capture, prec, optimizer, zero, options, channels_last=channels_last,
+                                     accumulate=accumulate)
     pred, note = resolve_predictor(predictor)
     notes = list(workload.notes) + ([note] if note else [])
     alias = precision_alias_note(precision, prec)
@@ -189,6 +198,49 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
     shape = RunShape(float(steps) if steps is not None else None)
     rows = project_targets(workload, chosen, pred, shape, batch_convention=batch_convention) if chosen else []
     return Estimate(workload, rows, shape, pred, notes, batch_convention)
+
+
+_POSITION_LIMITS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length")
+
+
+def check_input_fits_model(model: Any, example_input: Any) -> None:
+    """Refuse inputs the model cannot take, where its config says so (Hugging Face ``config``): a sequence
+    longer than its position embeddings, token ids beyond its vocabulary (real tensors only: ``meta``
+    ids have no values). A real run would crash there; a projection would price a step that never runs."""
+    import torch
+
+    config = getattr(model, "config", None)
+    if config is None:
+        return
+    ids = example_input.get("input_ids") if isinstance(example_input, dict) else example_input
+    if isinstance(ids, (list, tuple)) and ids:
+        ids = ids[0]
+    if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.dim() < 2:
+        return
+    seq = int(ids.shape[-1])
+    for key in _POSITION_LIMITS:
+        limit = getattr(config, key, None)
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 and seq > limit:
+            raise ValueError(f"example_input has sequences of {seq} tokens, but the model's config.{key} is "
+                             f"{limit}: a real step fails at the position embedding. Pass sequences of at most "
+                             f"{limit} tokens, or a model configured for longer ones (e.g. {key}={seq})")
+    vocab = getattr(config, "vocab_size", None)
+    if isinstance(vocab, int) and vocab > 0 and not ids.is_meta and ids.numel():
+        top = int(ids.max())
+        if top >= vocab:
+            raise ValueError(f"example_input holds token id {top}, but the model's config.vocab_size is {vocab}: "
+                             f"ids must be below {vocab}")
+
+
+def _accumulation_ops(param_numels: list[int], precision: Precision, accumulate: int) -> list[tuple[OpSpec, float]]:
+    """Micro-batches after the first add their gradients into ``.grad``: one add per parameter tensor each."""
+    size = precision.grad_bytes
+    ops: dict[OpSpec, float] = {}
+    for numel in param_numels:
+        spec = OpSpec("elementwise", precision.state_dtype, float(numel), 2.0 * size * numel, float(size * numel),
+                      {"numel": numel, "inputs": 2}, False, "aten::add_")
+        ops[spec] = ops.get(spec, 0.0) + float(accumulate - 1)
+    return list(ops.items())
 
 
 def _is_float32(model: Any) -> bool:
@@ -258,7 +310,8 @@ UNIT_OPS = 24
 
 
 def workload_from_capture(capture: Capture, precision: Precision, optimizer: str, zero: ZeroConfig,
-                          options: ExecutionOptions | None = None, channels_last: bool | None = None) -> Workload:
+                          options: ExecutionOptions | None = None, channels_last: bool | None = None,
+                          accumulate: int = 1) -> Workload:
     """A `Workload` (method absolute) from captured ops in execution order, converted to `precision`.
 
     Half-precision convolutions of NCHW tensors get cuDNN's layout transforms beside them (`layout.py`;
@@ -285,7 +338,10 @@ def workload_from_capture(capture: Capture, precision: Precision, optimizer: str
                     extra = transforms[item] = layout_ops(item, spec, channels_last) if isinstance(item, OpCall) else []
                 for op in extra:
                     merged[op] = merged.get(op, 0.0) + 1.0
-            units.append(Unit(f"model.{phase}.{start // UNIT_OPS}", phase, list(merged.items())))
+            units.append(Unit(f"model.{phase}.{start // UNIT_OPS}", phase,
+                              [(spec, count * accumulate) for spec, count in merged.items()]))
+    if accumulate > 1:
+        units.append(Unit("gradient accumulation", "bwd", _accumulation_ops(capture.param_tensors, precision, accumulate)))
     units.append(Unit("optimizer", "opt", optimizer_ops(optimizer, capture.param_tensors, precision.state_dtype,
                                                           grad_scaler=precision.grad_scaler)))
     scale = activation_scale(precision) if capture.param_dtype == "float32" and not capture.autocast else 1.0
@@ -296,7 +352,7 @@ def workload_from_capture(capture: Capture, precision: Precision, optimizer: str
         notes.append(alignment)
     _, named_impl = split_optimizer(optimizer)
     return Workload(units=units, params=float(capture.params), precision=precision,
-                    optimizer=memory_optimizer_name(optimizer), batch_size=capture.batch_size,
+                    optimizer=memory_optimizer_name(optimizer), batch_size=capture.batch_size, accumulate=accumulate,
                     activation_bytes=capture.saved_bytes * scale, activations_measured=False, zero=zero,
                     current_kind="none", param_tensors=list(capture.param_tensors), optimizer_impl=named_impl,
                     optimizer_ran=named_impl or "foreach", input_bytes=capture.input_bytes,

@@ -73,3 +73,45 @@ def test_autocast_casts_and_layout_transforms_are_not_host_issued_ops() -> None:
     working = sum(c for s, c in flat.distinct_counts() if s.bytes_moved or s.flops)
     assert inside >= 12
     assert est.workload.kernels == pytest.approx(working - inside)
+
+
+def test_inputs_the_model_cannot_take_are_refused():
+    """GPT-2 has 1,024 positions: an 8x4096 input used to be priced (863 ms, "fits: yes") (issue 26)."""
+    transformers = pytest.importorskip("transformers", reason="the transformers extra builds GPT-2 from a config")
+    config = transformers.GPT2Config(n_layer=1, n_embd=64, n_head=2, vocab_size=100)
+    with torch.device("meta"):
+        model = transformers.GPT2LMHeadModel(config)
+    long_ids = torch.zeros(2, 4096, dtype=torch.long, device="meta")
+    with pytest.raises(ValueError, match=r"config.(max_position_embeddings|n_positions) is 1024"):
+        estimate(model, {"input_ids": long_ids, "labels": long_ids}, targets=["A100"])
+    estimate(model, {"input_ids": long_ids[:, :1024], "labels": long_ids[:, :1024]}, targets=["A100"])
+    real = transformers.GPT2LMHeadModel(config)
+    ids = torch.full((1, 8), 100, dtype=torch.long)
+    with pytest.raises(ValueError, match="vocab_size is 100"):
+        estimate(real, {"input_ids": ids, "labels": ids}, targets=["A100"])
+
+
+def test_estimate_twice_on_one_meta_model_captures_the_same_step():
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 8))
+    x = torch.empty(16, 64, device="meta")
+    first = _op_names(estimate(model, x, targets=[]))
+    assert _op_names(estimate(model, x, targets=[])) == first and "aten::add_" not in first
+
+
+def test_accumulation_repeats_forward_and_backward_and_steps_the_optimizer_once():
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024))
+    x = torch.empty(512, 1024, device="meta")
+    one = estimate(model, x, targets=["A100"], steps=100)
+    four = estimate(model, x, targets=["A100"], steps=100, accumulate=4)
+    p1, p4 = one.row("A100")["phases_s"], four.row("A100")["phases_s"]
+    assert p4["forward"] == pytest.approx(4 * p1["forward"], rel=1e-3)
+    assert p4["backward"] > 4 * p1["backward"]   # and the gradient accumulation adds
+    names = [spec.name for unit in four.workload.units if unit.name == "gradient accumulation" for spec, _ in unit.ops]
+    assert names and set(names) == {"aten::add_"}
+    assert p4["optimizer"] == pytest.approx(p1["optimizer"], rel=1e-3)
+    assert four.total_seconds("A100") > 3 * one.total_seconds("A100") * 0.9
+    assert four.to_dict()["accumulate"] == 4 and four.row("A100")["fits_memory"] == one.row("A100")["fits_memory"]
+    with pytest.raises(ValueError, match="accumulate"):
+        estimate(model, x, targets=["A100"], accumulate=0)

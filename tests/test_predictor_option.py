@@ -49,7 +49,9 @@ def test_estimate_uses_the_chosen_predictor(bound_only_folder):
     x = torch.empty(64, 32, device="meta")
     shipped = estimate(model, x, targets=["A100"])
     mine = estimate(model, x, targets=["A100"], predictor=bound_only_folder)
-    assert mine.step_seconds("A100") != pytest.approx(shipped.step_seconds("A100"), rel=0.05)
+    # the device phases differ (a step this small is host-bound: the host's issue time is the same)
+    device = lambda est: est.row("A100")["phases_s"]["forward"] + est.row("A100")["phases_s"]["backward"]  # noqa: E731
+    assert device(mine) != pytest.approx(device(shipped), rel=0.05)
 
 
 def test_callback_rejects_a_bad_predictor_at_construction(tmp_path):

@@ -132,3 +132,19 @@ def test_recommendation_stay_fastest_cheapest():
     pick = recommend([_row("A", 100, 1.0, True), _row("B", 20, 3.0), _row("C", 50, 0.5), _row("D", 5, 9, fits=False)])
     assert "fastest B" in pick["text"] and "cheapest C" in pick["text"] and "D" not in pick["text"]
     assert (pick["fastest"], pick["cheapest"], pick["stay"]) == ("B", "C", False)
+
+
+def test_memory_is_judged_in_gib_against_what_the_target_really_holds():
+    """A "16 GB" T4 holds 16e9 bytes = 14.9 GiB; a job that needs 15.2 GiB (under 16 "GB") does not fit it (issue 26)."""
+    from prenet_callbacks.projection.memory import GIB, RESERVED_BYTES, capacity_bytes, usable_gib
+    from prenet_callbacks.projection.parallel import ZeroConfig as Zero
+
+    assert capacity_bytes(16) / GIB == pytest.approx(14.90, abs=0.01)
+    assert usable_gib(16) == pytest.approx(14.90 - RESERVED_BYTES / GIB, abs=0.01)
+    p = parse_precision("32-true")
+    need = 15.2 * GIB
+    fit = fit_memory(0.0, p, "sgd", Zero(), 1, activation_bytes=(need - RESERVED_BYTES) / 1.10, batch=8,
+                     capacity_gb=16)
+    assert fit.total_bytes == pytest.approx(need) and not fit.fits
+    assert fit_memory(0.0, p, "sgd", Zero(), 1, activation_bytes=(need - RESERVED_BYTES) / 1.10, batch=8,
+                      capacity_gb=24).fits

@@ -47,6 +47,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--zero-stage", type=int, choices=(0, 1, 2, 3), default=0,
                         help="DeepSpeed ZeRO stage (or --sharding)")
     add_projection_options(parser)
+    parser.add_argument("--accumulate", type=int, default=1, metavar="N",
+                        help="gradient accumulation: micro-batches (the --input) per optimizer step (default 1)")
     parser.add_argument("--channels-last", dest="channels_last", action="store_true", default=None,
                         help="the convolutions run channels-last on the targets (default: as the model's tensors); "
                              "NCHW half-precision convolutions pay cuDNN's layout transforms")
@@ -150,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
         result = estimate(model, example, targets=args.targets, precision=args.precision, optimizer=args.optimizer,
                           float32_matmul_precision=args.matmul_precision, steps=args.steps,
                           deepspeed={"zero_stage": args.zero_stage} if args.zero_stage else None,
-                          predictor=predictor, channels_last=args.channels_last, **projection_kwargs(args))
+                          predictor=predictor, channels_last=args.channels_last, accumulate=args.accumulate,
+                          **projection_kwargs(args))
     except CaptureError as error:
         raise UsageError(str(error)) from None
     if args.json:

@@ -13,6 +13,7 @@ from prenet_callbacks.projection.advice import recommend
 from prenet_callbacks.projection.cost import run_cost
 from prenet_callbacks.projection.from_report import run_shape_from_report, workload_from_report
 from prenet_callbacks.projection.host import ExecutionOptions, measure_host_costs
+from prenet_callbacks.projection.memory import GIB, capacity_bytes
 from prenet_callbacks.projection.optimizer_ops import optimizer_settings
 from prenet_callbacks.projection.parallel import ZeroConfig
 from prenet_callbacks.projection.precision import Precision, parse_precision
@@ -129,7 +130,8 @@ def _current_row(report, workload: Workload, shape: RunShape, convention: str) -
         "total_usd": round(cost.total_usd, 2) if cost and cost.total_usd is not None else None,
         "price_date": cost.price_date if cost else None,
         "fits_memory": True, "memory_gib": round(peak / 2**30, 2) if peak else None,
-        "memory_capacity_gib": anchor.memory_gb if anchor is not None else None,
+        "memory_capacity_gib": (round(capacity_bytes(anchor.memory_gb) / GIB, 2)
+                                if anchor is not None and anchor.memory_gb else None),
         "max_batch": None, "batch_per_device": batch,
         "global_batch": batch * devices * workload.accumulate if batch else None,
         "batch_convention": convention, "method": "measured",

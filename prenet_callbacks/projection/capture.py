@@ -289,6 +289,10 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
             hook.remove()
         if state is None:
             model.zero_grad(set_to_none=True)
+        else:   # a model built on meta trains its own meta parameters: leave no .grad for the next capture
+            for tensor in state.values():
+                if tensor.is_meta:
+                    tensor.grad = None
     capture.autocast_casts = mixed.casts if isinstance(mixed, AutocastEmulation) else 0
     out = _first_tensor(output)
     capture.saved_bytes = float(sum(saved.values()) + (_nbytes(out) if out is not None else 0))

@@ -104,13 +104,27 @@ class MemoryFit:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
+def capacity_bytes(memory_gb: float) -> float:
+    """A target's memory in bytes from the catalog's figure, which is in decimal GB as vendors state it:
+    a "16 GB" T4 holds 16e9 bytes = 14.9 GiB. (Some HBM parts hold a little more than their decimal
+    figure: an A100 80GB shows 79.6 GiB. Reading every part as decimal errs on the side of "does not fit".)"""
+    return float(memory_gb) * 1e9
+
+
+def usable_gib(memory_gb: float) -> float:
+    """What a training process can allocate, in GiB: the capacity less `RESERVED_BYTES` (CUDA context,
+    cuDNN/cuBLAS workspaces); the fragmentation margin applies to the allocations themselves."""
+    return max(0.0, (capacity_bytes(memory_gb) - RESERVED_BYTES) / GIB)
+
+
 def fit_account(account: StateAccount, zero: ZeroConfig, ranks: int, activation_bytes: float,
                 batch: int | None, capacity_gb: float, *, activations_measured: bool = False) -> MemoryFit:
     """Check one target; `activation_bytes` is per device at `batch` (scaled linearly for max_batch).
 
-    `capacity_gb` is the catalog's memory in GiB (vendors' "80 GB" HBM parts hold 80 GiB)."""
+    `capacity_gb` is the catalog's memory in decimal GB (`capacity_bytes`); the job needs its state and
+    activations x `FRAGMENTATION` + `RESERVED_BYTES` to fit."""
     p, g, o = account.on_device(zero, ranks)
-    capacity = capacity_gb * GIB
+    capacity = capacity_bytes(capacity_gb)
     static = p + g + o
     total = (static + activation_bytes) * FRAGMENTATION + RESERVED_BYTES
     fits = total <= capacity

@@ -30,7 +30,7 @@ from prenet_callbacks.projection.host import (
     unit_host_seconds,
 )
 from prenet_callbacks.projection.links import host_link_bytes_per_s
-from prenet_callbacks.projection.memory import derived_account, fit_account
+from prenet_callbacks.projection.memory import GIB, capacity_bytes, derived_account, fit_account, usable_gib
 from prenet_callbacks.projection.optimizer_ops import default_implementation
 from prenet_callbacks.projection.parallel import DDP_BUCKET_BYTES, ZeroConfig, ddp_exposed_seconds, zero_comm_seconds
 from prenet_callbacks.projection.precision import precision_note
@@ -208,7 +208,8 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
             "total_usd": _round(cost.total_usd, 4), "price_date": cost.price_date,
             "fits_memory": None if memory is None else memory.fits,
             "memory_gib": None if memory is None else round(memory.total_bytes / 2**30, 2),
-            "memory_capacity_gib": acc.memory_gb,
+            "memory_capacity_gib": round(capacity_bytes(acc.memory_gb) / GIB, 2) if acc.memory_gb else None,
+            "memory_usable_gib": round(usable_gib(acc.memory_gb), 2) if acc.memory_gb else None,
             "max_batch": None if memory is None else memory.max_batch,
             "batch_per_device": batch_t,
             "global_batch": batch_t * n * workload.accumulate if batch_t else None,
