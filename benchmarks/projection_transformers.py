@@ -32,6 +32,7 @@ from prenet_callbacks.projection.capture import capture_step  # noqa: E402
 from prenet_callbacks.projection.host import ExecutionOptions  # noqa: E402
 from prenet_callbacks.projection.parallel import ZeroConfig  # noqa: E402
 from prenet_callbacks.projection.precision import parse_precision  # noqa: E402
+from prenet_callbacks.projection.recompute import apply_recompute  # noqa: E402
 from prenet_callbacks.projection.project import RunShape, project_targets  # noqa: E402
 from prenet_callbacks.projection.targets import ProjectionTarget, parse_projection_target  # noqa: E402
 
@@ -94,49 +95,6 @@ def _build(point: dict):
     return model, model.model.layers, config["vocab_size"], precision, optimizer, sharding, inputs
 
 
-class _LayerSpans:
-    """The forward sequence's span of each decoder layer, read from the capture's own recorder while it runs."""
-
-    def __init__(self, layers) -> None:
-        self.spans: list[list[int]] = []
-        for layer in layers:
-            layer.register_forward_pre_hook(lambda *_: self.spans.append([self._position()]))
-            layer.register_forward_hook(lambda *_: self.spans[-1].append(self._position()))
-
-    @staticmethod
-    def _position() -> int:
-        from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
-
-        recorder = next(m for m in _get_current_dispatch_mode_stack() if hasattr(m, "capture"))
-        return len(recorder.capture.sequence["fwd"])
-
-
-def add_recompute(capture, spans: list[list[int]], policy: str) -> int:
-    """A source's activation checkpointing applied to a capture made without it: per decoder layer, backward
-    first re-runs the layer's forward. ``"full"`` (a checkpoint wrapper per block) re-runs all of it;
-    ``"selective-op"`` (torchtitan's "op" policy, see the data's sources) keeps the outputs of the attention
-    and of every other matmul and re-runs the rest. Returns the number of recomputed ops."""
-    if policy not in ("full", "selective-op"):
-        raise ValueError(f"activation_checkpointing must be 'full' or 'selective-op', got {policy!r}")
-    recomputed = []
-    for start, end in spans:
-        mm_count = 0
-        for item in capture.sequence["fwd"][start:end]:
-            if policy == "selective-op":
-                name = getattr(item, "name", "")
-                if name == "aten::mm":
-                    mm_count += 1
-                    if mm_count % 2:        # the 1st, 3rd, ... matmul of the layer is saved
-                        continue
-                elif isinstance(item, OpSpec) or name == "aten::max":   # fused SDPA (one spec) and max are saved
-                    continue
-            recomputed.append(item)
-    capture.sequence["bwd"][:0] = recomputed
-    for item in recomputed:
-        capture.ops["bwd"][item] += 1
-    return len(recomputed)
-
-
 def _target(point: dict) -> ProjectionTarget:
     gpus = point["gpus"]
     network = f" @ {point['network_gbps_per_gpu']:g}G" if point.get("network_gbps_per_gpu") else ""
@@ -160,14 +118,13 @@ def transformer_rows(predictor) -> list[dict]:
     rows = []
     for point in points:
         model, layers, vocab, precision, optimizer, sharding, inputs = _build(point)
-        spans = _LayerSpans(layers)
         b, s = point["batch"], point["seq"]
         labels = torch.empty(b * s, dtype=torch.long, device="meta")
         capture = capture_step(
-            model, inputs, batch_size=b,
+            model, inputs, batch_size=b, layers=list(layers),
             loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, vocab), labels))
-        if point.get("activation_checkpointing"):
-            add_recompute(capture, spans.spans, point["activation_checkpointing"])
+        if point.get("activation_checkpointing"):   # the package's rule (prenet_callbacks/projection/recompute.py)
+            apply_recompute(capture, point["activation_checkpointing"])
         workload = workload_from_capture(capture, parse_precision(precision, "highest", conv_tf32=True), optimizer,
                                          ZeroConfig.from_sharding(sharding), ExecutionOptions())
         row = project_targets(workload, [_target(point)], predictor, RunShape())[0]

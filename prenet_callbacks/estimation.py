@@ -16,6 +16,7 @@ See ``docs/projection.md``.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 from dataclasses import replace
@@ -40,6 +41,7 @@ from prenet_callbacks.projection.parallel import ZeroConfig
 from prenet_callbacks.projection.precision import (Precision, activation_scale, convert, parse_precision,
                                                     precision_alias_note, retune)
 from prenet_callbacks.projection.predictor_source import resolve_predictor
+from prenet_callbacks.projection.recompute import apply_recompute, check_policy, find_layers
 from prenet_callbacks.projection.project import RunShape, check_batch_convention, project_targets
 from prenet_callbacks.projection.targets import parse_projection_target, resolve_targets
 from prenet_callbacks.projection.workload import Unit, Workload
@@ -133,7 +135,8 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
              batch_size: int | None = None, loss_fn: Callable[[Any], Any] | None = None,
              deepspeed: dict[str, Any] | None = None, predictor=None, batch_convention: str = "per_device",
              sharding: str | None = None, compile: str = "none", cuda_graphs: bool = False,
-             channels_last: bool | None = None, accumulate: int = 1) -> Estimate:
+             channels_last: bool | None = None, accumulate: int = 1,
+             activation_checkpointing: str | None = None) -> Estimate:
     """Project one training step of `model` on `example_input` onto `targets` without training.
 
     Args:
@@ -160,6 +163,10 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
         channels_last: the convolutions' memory format on the targets: None reads it from the captured
             tensors (``model.to(memory_format=torch.channels_last)`` and a channels-last input), True or
             False sets it. In half precision NCHW convolutions pay cuDNN's layout transforms.
+        activation_checkpointing: None, "full" (each repeated block re-runs its forward in backward, as
+            ``torch.utils.checkpoint`` per block or Hugging Face's ``gradient_checkpointing_enable()`` do) or
+            "selective" (torchtitan's op policy: attention and every other matmul kept). A Hugging Face model
+            with gradient checkpointing enabled is estimated as "full" unless this says otherwise.
         accumulate: micro-batches per optimizer step (gradient accumulation): forward and backward run this
             many times, the optimizer once; `example_input` is one micro-batch. Data-parallel targets
             all-reduce once per optimizer step.
@@ -183,8 +190,17 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
         zero = ZeroConfig.from_sharding(sharding)
     options = ExecutionOptions(compile, cuda_graphs)
     check_input_fits_model(model, example_input)
-    capture = capture_step(model, example_input, loss_fn=loss_fn, batch_size=batch_size,
-                           autocast=prec.half if prec.mixed and _is_float32(model) else None)
+    policy = check_policy(activation_checkpointing)
+    with _hf_checkpointing_off(model) as was_on:
+        policy = policy or ("full" if was_on else None)
+        layers = find_layers(model) if policy else []
+        if policy and not layers:
+            raise ValueError("activation_checkpointing needs the model's repeated blocks (an nn.ModuleList of one "
+                             "module type, as transformers have); this model has none")
+        capture = capture_step(model, example_input, loss_fn=loss_fn, batch_size=batch_size,
+                               autocast=prec.half if prec.mixed and _is_float32(model) else None, layers=layers)
+    if policy:
+        apply_recompute(capture, policy)
     workload = workload_from_capture(capture, prec, optimizer, zero, options, channels_last=channels_last,
                                      accumulate=accumulate)
     pred, note = resolve_predictor(predictor)
@@ -241,6 +257,21 @@ def _accumulation_ops(param_numels: list[int], precision: Precision, accumulate:
                       {"numel": numel, "inputs": 2}, False, "aten::add_")
         ops[spec] = ops.get(spec, 0.0) + float(accumulate - 1)
     return list(ops.items())
+
+
+@contextlib.contextmanager
+def _hf_checkpointing_off(model: Any):
+    """Hugging Face's gradient checkpointing runs `torch.utils.checkpoint`, which cannot run on ``meta``:
+    switch the layers' flags off for the capture (restored exactly after) and say whether it was on; the
+    recompute is then applied to the capture (`recompute.apply_recompute`)."""
+    flagged = [m for m in model.modules() if getattr(m, "gradient_checkpointing", False) is True]
+    for module in flagged:
+        module.gradient_checkpointing = False
+    try:
+        yield bool(flagged)
+    finally:
+        for module in flagged:
+            module.gradient_checkpointing = True
 
 
 def _is_float32(model: Any) -> bool:

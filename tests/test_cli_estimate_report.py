@@ -54,6 +54,15 @@ def test_estimate_table_and_json(models, capsys):
     assert data["targets"][0]["name"] == "A100-SXM4-80GB" and data["targets"][0]["step_s"] > 0
 
 
+def test_estimate_accumulate_and_checkpointing_options(models, capsys):
+    assert main(["estimate", f"{models}:mlp", "-i", "256,64", "-t", "A100", "--accumulate", "4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["accumulate"] == 4
+    assert main(["estimate", f"{models}:mlp", "-i", "256,64", "--accumulate", "0"]) == 2
+    # an MLP has no repeated blocks to checkpoint: a clear error, exit 2
+    assert main(["estimate", f"{models}:mlp", "-i", "256,64", "--activation-checkpointing", "full"]) == 2
+    assert "repeated blocks" in capsys.readouterr().err
+
+
 def test_estimate_channels_last_removes_the_layout_transforms(models, capsys):
     steps = []
     for extra in ([], ["--channels-last"]):

@@ -1,4 +1,5 @@
-"""`benchmarks/projection_transformers.py` reproduces a source's selective activation checkpointing in a capture."""
+"""Activation checkpointing in a capture (`prenet_callbacks/projection/recompute.py`), as the transformer
+benchmark (`benchmarks/projection_transformers.py`) reproduces its sources' set-ups and `estimate()` offers it."""
 import importlib.util
 import sys
 from pathlib import Path
@@ -7,6 +8,8 @@ import pytest
 import torch
 
 transformers = pytest.importorskip("transformers", reason="the transformer benchmark builds Hugging Face Llama models")
+
+from prenet_callbacks.projection.recompute import apply_recompute  # noqa: E402
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -23,11 +26,11 @@ def _capture_with_spans(bench, model, layers, vocab: int):
     """One training step of ``model`` (batch 2 x 16 tokens) captured on meta, with its layers' spans."""
     from prenet_callbacks.projection.capture import capture_step
 
-    recorder = bench._LayerSpans(layers)
     labels = torch.empty(2 * 16, dtype=torch.long, device="meta")
     capture = capture_step(model, {"input_ids": torch.empty(2, 16, dtype=torch.long, device="meta")}, batch_size=2,
+                           layers=list(layers),
                            loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, vocab), labels))
-    return capture, recorder.spans
+    return capture, capture.layer_spans
 
 
 def _capture(bench, layers: int):
@@ -47,7 +50,7 @@ def test_each_layer_recomputes_its_forward_but_attention_and_every_other_matmul(
     assert len(attention) == 1    # the fused SDPA call
     bwd_before = len(capture.sequence["bwd"])
 
-    added = bench.add_recompute(capture, spans, "selective-op")
+    added = apply_recompute(capture, "selective-op")
 
     per_layer = len(layer_ops) - len(attention) - 4   # the 1st, 3rd, 5th and 7th matmul are kept
     assert added == 3 * per_layer
@@ -66,7 +69,7 @@ def test_the_checkpointed_points_project_slower_than_without_recompute(bench):
     capture, spans = _capture(bench, layers=2)
     precision = parse_precision("bf16-true", "highest", conv_tf32=True)
     plain = workload_from_capture(capture, precision, "sgd", ZeroConfig(), ExecutionOptions())
-    bench.add_recompute(capture, spans, "selective-op")
+    apply_recompute(capture, "selective-op")
     checkpointed = workload_from_capture(capture, precision, "sgd", ZeroConfig(), ExecutionOptions())
     flops = [sum(op.flops * n for unit in w.units if unit.phase == "bwd" for op, n in unit.ops)
              for w in (plain, checkpointed)]
@@ -84,8 +87,33 @@ def test_full_checkpointing_recomputes_each_block_whole(bench):
     block_ops = sum(end - start for start, end in spans)
     assert len(spans) == 2 and block_ops > 0
 
-    assert bench.add_recompute(capture, spans, "full") == block_ops
+    assert apply_recompute(capture, "full") == block_ops
     recomputed = capture.sequence["bwd"][:block_ops]
     assert sum(isinstance(op, bench.OpSpec) for op in recomputed) == 2   # each block's attention runs again
-    with pytest.raises(ValueError, match="'full' or 'selective-op'"):
-        bench.add_recompute(capture, spans, "every-other-layer")
+    with pytest.raises(ValueError, match="'full' or 'selective'"):
+        apply_recompute(capture, "every-other-layer")
+
+
+def test_checkpointing_shrinks_the_saved_activations_and_estimate_offers_it():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from prenet_callbacks import estimate
+
+    config = GPT2Config(n_embd=128, n_head=4, n_layer=3, n_positions=256, vocab_size=512)
+    with torch.device("meta"):
+        model = GPT2LMHeadModel(config)
+    ids = torch.zeros(4, 256, dtype=torch.long, device="meta")
+    batch = {"input_ids": ids, "labels": ids}
+    plain = estimate(model, batch, targets=["H100"], precision="bf16-mixed")
+    full = estimate(model, batch, targets=["H100"], precision="bf16-mixed", activation_checkpointing="full")
+    selective = estimate(model, batch, targets=["H100"], precision="bf16-mixed", activation_checkpointing="selective")
+    assert full.workload.activation_bytes < selective.workload.activation_bytes < plain.workload.activation_bytes
+    assert full.row("H100")["phases_s"]["backward"] > plain.row("H100")["phases_s"]["backward"]
+    # Hugging Face's gradient_checkpointing_enable() cannot run on meta: estimated as "full", flags restored
+    model.gradient_checkpointing_enable()
+    enabled = estimate(model, batch, targets=["H100"], precision="bf16-mixed")
+    assert model.is_gradient_checkpointing
+    assert enabled.step_seconds("H100") == pytest.approx(full.step_seconds("H100"))
+    assert enabled.workload.activation_bytes == pytest.approx(full.workload.activation_bytes)
+    with pytest.raises(ValueError, match="activation_checkpointing"):
+        estimate(model, batch, targets=["H100"], activation_checkpointing="half")

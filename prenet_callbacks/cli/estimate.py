@@ -47,6 +47,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--zero-stage", type=int, choices=(0, 1, 2, 3), default=0,
                         help="DeepSpeed ZeRO stage (or --sharding)")
     add_projection_options(parser)
+    parser.add_argument("--activation-checkpointing", dest="activation_checkpointing", choices=("full", "selective"),
+                        help="activation checkpointing of the model's repeated blocks: 'full' (each block re-runs "
+                             "its forward in backward) or 'selective' (attention and every other matmul kept)")
     parser.add_argument("--accumulate", type=int, default=1, metavar="N",
                         help="gradient accumulation: micro-batches (the --input) per optimizer step (default 1)")
     parser.add_argument("--channels-last", dest="channels_last", action="store_true", default=None,
@@ -153,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
                           float32_matmul_precision=args.matmul_precision, steps=args.steps,
                           deepspeed={"zero_stage": args.zero_stage} if args.zero_stage else None,
                           predictor=predictor, channels_last=args.channels_last, accumulate=args.accumulate,
+                          activation_checkpointing=args.activation_checkpointing,
                           **projection_kwargs(args))
     except CaptureError as error:
         raise UsageError(str(error)) from None

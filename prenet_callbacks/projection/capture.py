@@ -14,7 +14,7 @@ import contextlib
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -52,6 +52,10 @@ class Capture:
     loss_source: str = "loss_fn"       # "loss_fn", "output.loss" or "sum of the output" (no loss given)
     autocast: str | None = None        # "float16"/"bfloat16": captured under autocast's policy (dtypes are real)
     autocast_casts: int = 0            # casts autocast made in the forward (weights once each)
+    layer_spans: list = field(default_factory=list)   # [start, end) of each repeated layer in sequence["fwd"]
+    layer_saved_bytes: float = 0.0     # of saved_bytes, what was saved inside those layers
+    layer_input_bytes: float = 0.0     # the layers' inputs (what activation checkpointing keeps)
+    recompute: str | None = None       # activation checkpointing applied ("full", "selective"), see recompute.py
 
 
 class _Recorder(TorchDispatchMode):
@@ -212,14 +216,17 @@ def _split_input(example_input: Any) -> tuple[tuple, dict]:
 
 def capture_step(model: torch.nn.Module, example_input: Any, *,
                  loss_fn: Callable[[Any], torch.Tensor] | None = None, batch_size: int | None = None,
-                 autocast: str | None = None, autocast_policy: AutocastPolicy = CUDA_POLICY) -> Capture:
+                 autocast: str | None = None, autocast_policy: AutocastPolicy = CUDA_POLICY,
+                 layers: Sequence[torch.nn.Module] = ()) -> Capture:
     """Run one forward and backward of `model` on `example_input` under op capture.
 
     Model or input on ``meta``: everything runs on ``meta`` (parameters are swapped for ``meta``
     copies with `torch.func.functional_call`; the model itself is not changed). Both real: the step
     really runs, on their device (use a small input). ``autocast="bfloat16"`` / ``"float16"``: the
     forward and the loss run under `AutocastEmulation` (CUDA autocast's policy by default), so the ops
-    captured are the ones a mixed-precision step runs, casts included.
+    captured are the ones a mixed-precision step runs, casts included. ``layers``: modules whose
+    forward spans and saved activations are recorded (`Capture.layer_spans`), for activation
+    checkpointing (`recompute.apply_recompute`).
     """
     params = dict(model.named_parameters())
     buffers = dict(model.named_buffers())
@@ -247,15 +254,31 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
     saved: dict[Any, int] = {}
     keep: list[torch.Tensor] = []
 
+    layer_depth = [0]
+
     def pack(t: torch.Tensor) -> torch.Tensor:
         key = _storage_key(t)
         if key not in param_storages and key not in saved:
             saved[key] = _nbytes(t)
+            if layer_depth[0] > 0:
+                capture.layer_saved_bytes += saved[key]
             keep.append(t)  # hold it so the storage key stays unique while capturing
         return t
 
+    def layer_start(_module: Any, inputs: Any) -> None:
+        layer_depth[0] += 1
+        capture.layer_spans.append([len(capture.sequence["fwd"])])
+        capture.layer_input_bytes += float(_input_bytes(inputs))
+
+    def layer_end(*_: Any) -> None:
+        layer_depth[0] -= 1
+        capture.layer_spans[-1].append(len(capture.sequence["fwd"]))
+
     embedding_depth = [0]
     hooks = []
+    for layer in layers:
+        hooks.append(layer.register_forward_pre_hook(layer_start))
+        hooks.append(layer.register_forward_hook(layer_end))
     for module in model.modules():
         if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)):
             hooks.append(module.register_forward_pre_hook(lambda *_: embedding_depth.__setitem__(0, embedding_depth[0] + 1)))
