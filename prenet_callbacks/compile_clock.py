@@ -52,7 +52,10 @@ class CompileClock:
             handler.remove_end_callback(self._end)
 
     def seconds(self) -> float:
-        """Compile seconds so far, counting a compilation still in progress up to now."""
+        """Compile seconds so far, counting a compilation still in progress up to now (called at every
+        batch end: without Dynamo it returns at once)."""
+        if self._handler is None and not self._open:
+            return self._done
         with self._lock:
             now = self._clock()
             return self._done + sum(now - start for start in self._open[:1])

@@ -248,6 +248,19 @@ def check_input_fits_model(model: Any, example_input: Any) -> None:
                              f"ids must be below {vocab}")
 
 
+def _spec_of(item: Any, capture: Capture, precision: Precision, phase: str,
+             channels_last: bool | None) -> tuple[OpSpec, list[OpSpec]]:
+    """A captured item's spec as it runs under `precision`, and the layout transforms beside it."""
+    raw = item if isinstance(item, OpSpec) else op_spec_from_call(item)
+    # under autocast the captured dtypes are the real ones: only the TF32 flags follow
+    spec = retune(raw, precision) if capture.autocast else convert(raw, precision, phase)
+    if not isinstance(item, OpCall):
+        return spec, []
+    if item.context == "autocast":
+        spec = replace(spec, name=CAST_NAME)   # issued by autocast in C++ (host cost, flat.py)
+    return spec, layout_ops(item, spec, channels_last)
+
+
 def _accumulation_ops(param_numels: list[int], precision: Precision, accumulate: int) -> list[tuple[OpSpec, float]]:
     """Micro-batches after the first add their gradients into ``.grad``: one add per parameter tensor each."""
     size = precision.grad_bytes
@@ -276,9 +289,9 @@ def _hf_checkpointing_off(model: Any):
 
 def _is_float32(model: Any) -> bool:
     """Whether the model's floating parameters are fp32 (autocast's input; a half model runs as it is)."""
-    dtypes = {p.dtype for p in model.parameters() if p.is_floating_point()}
     import torch
 
+    dtypes = {p.dtype for p in model.parameters() if p.is_floating_point()}
     return not dtypes or dtypes == {torch.float32}
 
 
@@ -348,25 +361,17 @@ def workload_from_capture(capture: Capture, precision: Precision, optimizer: str
     Half-precision convolutions of NCHW tensors get cuDNN's layout transforms beside them (`layout.py`;
     ``channels_last`` True/False overrides the memory format the captured tensors had)."""
     units = []
-    specs: dict = {}
-    transforms: dict = {}
+    specs: dict = {}   # captured item -> (its spec as it runs, the layout transforms beside it)
     for phase in ("fwd", "bwd"):
         items = capture.sequence[phase] or [c for c, n in capture.ops[phase].items() for _ in range(n)]
         for start in range(0, len(items), UNIT_OPS):
             merged: dict = {}
             for item in items[start:start + UNIT_OPS]:
-                spec = specs.get(item)
-                if spec is None:
-                    raw = item if isinstance(item, OpSpec) else op_spec_from_call(item)
-                    # under autocast the captured dtypes are the real ones: only the TF32 flags follow
-                    spec = retune(raw, precision) if capture.autocast else convert(raw, precision, phase)
-                    if isinstance(item, OpCall) and item.context == "autocast":
-                        spec = replace(spec, name=CAST_NAME)   # issued by autocast in C++ (host cost, flat.py)
-                    specs[item] = spec
+                found = specs.get(item)
+                if found is None:
+                    found = specs[item] = _spec_of(item, capture, precision, phase, channels_last)
+                spec, extra = found
                 merged[spec] = merged.get(spec, 0.0) + 1.0   # OpSpec equality ignores dims: merge look-alikes
-                extra = transforms.get(item)
-                if extra is None:
-                    extra = transforms[item] = layout_ops(item, spec, channels_last) if isinstance(item, OpCall) else []
                 for op in extra:
                     merged[op] = merged.get(op, 0.0) + 1.0
             units.append(Unit(f"model.{phase}.{start // UNIT_OPS}", phase,

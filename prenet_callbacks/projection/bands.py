@@ -28,6 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 TABLE_PATH = Path(__file__).with_name("band_table.json")
 MIN_ROWS = 8
 QUANTILE = 0.9
@@ -98,10 +100,4 @@ def widen(step: float, low: float, high: float, width: float) -> tuple[float, fl
 
 
 def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return _FALLBACK_WIDTH
-    position = q * (len(ordered) - 1)
-    lo = math.floor(position)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (position - lo)
+    return float(np.quantile(values, q)) if values else _FALLBACK_WIDTH

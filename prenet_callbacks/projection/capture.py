@@ -51,11 +51,9 @@ class Capture:
     input_bytes: float = 0.0           # bytes of the example input (one host-to-device copy per step)
     loss_source: str = "loss_fn"       # "loss_fn", "output.loss" or "sum of the output" (no loss given)
     autocast: str | None = None        # "float16"/"bfloat16": captured under autocast's policy (dtypes are real)
-    autocast_casts: int = 0            # casts autocast made in the forward (weights once each)
     layer_spans: list = field(default_factory=list)   # [start, end) of each repeated layer in sequence["fwd"]
     layer_saved_bytes: float = 0.0     # of saved_bytes, what was saved inside those layers
     layer_input_bytes: float = 0.0     # the layers' inputs (what activation checkpointing keeps)
-    recompute: str | None = None       # activation checkpointing applied ("full", "selective"), see recompute.py
 
 
 class _Recorder(TorchDispatchMode):
@@ -83,10 +81,11 @@ class _Recorder(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         if not self.quiet and not is_free_op(func):
             extra = ()
-            if "convolution" in op_base_name(func) and len(args) > 2:
+            base = op_base_name(func)
+            if "convolution" in base and len(args) > 2:
                 # PyTorch runs cuDNN channels-last when the input or the weight is (the weight is
                 # enough: meta kernels of norms and activations do not keep channels-last strides)
-                x, w = (args[1], args[2]) if "backward" in op_base_name(func) else (args[0], args[1])
+                x, w = (args[1], args[2]) if "backward" in base else (args[0], args[1])
                 extra = (("channels_last", channels_last_flag(x) or channels_last_flag(w)),)
             self.add(record_call(func, args, kwargs, out, context=self.context(), extra_scalars=extra))
         return out
@@ -235,7 +234,7 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
     if autocast not in (None, "float16", "bfloat16"):
         raise ValueError(f"autocast must be None, 'float16' or 'bfloat16', got {autocast!r}")
     capture = Capture(on_meta=on_meta, autocast=autocast)
-    mixed = AutocastEmulation(getattr(torch, autocast), autocast_policy) if autocast else contextlib.nullcontext()
+    emulation = AutocastEmulation(getattr(torch, autocast), autocast_policy) if autocast else None
     trainable = [p for p in params.values() if p.requires_grad]
     capture.params = sum(p.numel() for p in trainable)
     capture.param_tensors = [p.numel() for p in trainable]
@@ -284,14 +283,14 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
             hooks.append(module.register_forward_pre_hook(lambda *_: embedding_depth.__setitem__(0, embedding_depth[0] + 1)))
             hooks.append(module.register_forward_hook(lambda *_: embedding_depth.__setitem__(0, embedding_depth[0] - 1)))
     def context() -> str:
-        if isinstance(mixed, AutocastEmulation) and mixed.casting:
+        if emulation is not None and emulation.casting:
             return "autocast"
         return "embedding" if embedding_depth[0] > 0 else ""
 
     recorder = _Recorder(capture, context)
     capture.input_bytes = float(_input_bytes(example_input))
     try:
-        with recorder, _SdpaMode(recorder), mixed, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with recorder, _SdpaMode(recorder), emulation or contextlib.nullcontext(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             if state is not None:
                 output = torch.func.functional_call(model, state, args, kwargs)
             else:
@@ -316,7 +315,6 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
             for tensor in state.values():
                 if tensor.is_meta:
                     tensor.grad = None
-    capture.autocast_casts = mixed.casts if isinstance(mixed, AutocastEmulation) else 0
     out = _first_tensor(output)
     capture.saved_bytes = float(sum(saved.values()) + (_nbytes(out) if out is not None else 0))
     return capture

@@ -23,8 +23,10 @@ from typing import Any
 
 from predictor_models.op_spec import OpSpec
 
+from prenet_callbacks.projection.precision import esize
+
 LAYOUT_NAME = "layout.nchw_nhwc"
-_HALF_BYTES = {"float16": 2, "bfloat16": 2}
+_HALF = ("float16", "bfloat16")
 
 
 def channels_last_flag(tensor: Any) -> int:
@@ -41,7 +43,7 @@ def channels_last_flag(tensor: Any) -> int:
 def layout_ops(call: Any, spec: OpSpec, channels_last: bool | None = None) -> list[OpSpec]:
     """The transforms a half-precision 2-D convolution `call` (an `OpCall`) of NCHW tensors pays;
     ``channels_last`` True/False overrides the memory format recorded with the call."""
-    if spec.op_class != "conv" or spec.dtype not in _HALF_BYTES:
+    if spec.op_class != "conv" or spec.dtype not in _HALF:
         return []
     if channels_last if channels_last is not None else call.scalar("channels_last", 0):
         return []
@@ -55,8 +57,7 @@ def layout_ops(call: Any, spec: OpSpec, channels_last: bool | None = None) -> li
         tensors = [x] + ([out] if out is not None else [])
     if any(len(t) != 4 for t in tensors):
         return []
-    size = _HALF_BYTES[spec.dtype]
-    return [_transform(prod(t), size, spec.dtype) for t in tensors]
+    return [_transform(prod(t), esize(spec.dtype), spec.dtype) for t in tensors]
 
 
 def _transform(numel: int, size: int, dtype: str) -> OpSpec:

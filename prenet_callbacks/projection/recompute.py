@@ -21,9 +21,11 @@ from typing import Any, Sequence
 
 from predictor_models.op_spec import OpSpec
 
+from prenet_callbacks.projection.precision import esize
+
 POLICIES = ("full", "selective")
 _ALIASES = {"full": "full", "selective": "selective", "selective-op": "selective", "op": "selective"}
-_SIZES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+_MATMULS = ("aten::mm", "aten::addmm", "aten::bmm")
 
 
 def check_policy(policy: Any) -> str | None:
@@ -51,19 +53,16 @@ def find_layers(model: Any) -> list[Any]:
     return best
 
 
-def _kept(item: Any, matmuls_seen: int) -> bool:
+def _kept(item: Any, name: str, matmuls_seen: int) -> bool:
     """Selective policy: the attention kernel's output and every other matmul's are saved, not recomputed."""
-    if isinstance(item, OpSpec):          # a fused SDPA call is recorded as one spec
+    if isinstance(item, OpSpec) or name == "aten::max":   # a fused SDPA call is recorded as one spec
         return True
-    name = getattr(item, "name", "")
-    if name == "aten::max":
-        return True
-    return name in ("aten::mm", "aten::addmm", "aten::bmm") and matmuls_seen % 2 == 1
+    return name in _MATMULS and matmuls_seen % 2 == 1
 
 
 def _output_bytes(item: Any) -> float:
     shapes, dtypes = getattr(item, "output_shapes", ()), getattr(item, "output_dtypes", ())
-    return float(sum(prod(s) * _SIZES.get(d, 4) for s, d in zip(shapes, dtypes) if s is not None))
+    return float(sum(prod(s) * esize(d) for s, d in zip(shapes, dtypes) if s is not None))
 
 
 def apply_recompute(capture: Any, policy: str, spans: Sequence[Sequence[int]] | None = None) -> int:
@@ -79,9 +78,8 @@ def apply_recompute(capture: Any, policy: str, spans: Sequence[Sequence[int]] | 
         for item in capture.sequence["fwd"][start:end]:
             if policy == "selective":
                 name = getattr(item, "name", "")
-                if name in ("aten::mm", "aten::addmm", "aten::bmm"):
-                    matmuls += 1
-                if _kept(item, matmuls):
+                matmuls += name in _MATMULS
+                if _kept(item, name, matmuls):
                     kept_bytes += _output_bytes(item)
                     continue
             recomputed.append(item)
@@ -92,5 +90,4 @@ def apply_recompute(capture: Any, policy: str, spans: Sequence[Sequence[int]] | 
         # checkpointed layers keep their inputs (and, selective, the kept outputs), not what they saved
         inside = capture.layer_saved_bytes
         capture.saved_bytes = max(0.0, capture.saved_bytes - inside) + capture.layer_input_bytes + kept_bytes
-    capture.recompute = policy
     return len(recomputed)
