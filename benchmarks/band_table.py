@@ -3,8 +3,9 @@
     python benchmarks/band_table.py            # reads benchmarks/results/, writes prenet_callbacks/projection/band_table.json
 
 Rows: every measured step of ``projection_accuracy.json`` (absolute steps on public GPUs, the
-host-bound CNN set, the transformer set, data-parallel steps; the anchored relative-speed set) and of
-``estimate_h200.json`` (the H200 acceptance run's steps). Each gets its regime (precision, method,
+host-bound CNN set, the transformer set, data-parallel steps; the anchored relative-speed set), of
+``projection_lambda.json`` (ResNet-50 AMP and FP32 steps on twelve GPUs) and of ``estimate_h200.json``
+(the H200 acceptance run's steps). Each gets its regime (precision, method,
 host-bound) and ``|log(predicted / measured)|``. The table is the 90th percentile per regime. Beside
 it, for each evaluation set, the coverage of bands built from the *other* sets only: the share of
 that set's measured steps inside ``predicted / e^w .. predicted x e^w``.
@@ -43,6 +44,10 @@ def evaluation_rows() -> list[dict]:
              for r in acc["transformers"]]
     rows += [_row("data_parallel", r["gpu"], False, "absolute", False, r["predicted_s"], r["measured_s"])
              for r in acc["data_parallel"]]
+    lambda_steps = RESULTS / "projection_lambda.json"
+    if lambda_steps.exists():
+        rows += [_row("lambda_resnet50", r["gpu"], r["precision"] != "32-true", "absolute", r["host_bound"],
+                      r["predicted_s"], r["measured_s"]) for r in json.loads(lambda_steps.read_text())["rows"]]
     h200 = RESULTS / "estimate_h200.json"
     if h200.exists():
         rows += [_row("estimate_h200", "H200-SXM", r["precision"] != "32-true", "absolute", bool(r.get("host_bound")),
@@ -68,7 +73,8 @@ def main() -> int:
                           "coverage_in_sample": round(coverage(own, table), 3),
                           "median_abs_error": round(sorted(math.expm1(abs(r["log_error"])) for r in own)[len(own) // 2], 4)}
     doc = {"about": "bands.py: 90th percentile of |log(predicted/measured)| per regime; written by "
-                    "benchmarks/band_table.py from benchmarks/results/projection_accuracy.json and estimate_h200.json",
+                    "benchmarks/band_table.py from benchmarks/results/projection_accuracy.json, projection_lambda.json and "
+                    "estimate_h200.json",
            "quantile": QUANTILE, "cells": table, "sets": held_out,
            "coverage_all_in_sample": round(coverage(rows, table), 3)}
     TABLE_PATH.write_text(json.dumps(doc, indent=1) + "\n")

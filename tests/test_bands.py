@@ -28,8 +28,11 @@ def test_table_is_the_90th_percentile_per_regime_with_fallbacks() -> None:
     # 3 host-bound rows are too few for their own cell: the half/absolute/matrix cell (13 rows) answers
     sparse = bands.width_from(table, True, "absolute", True, True)
     assert sparse == table["half/absolute/matrix"]["width"]
-    # nothing measured for anchored: the flat fallback
-    assert bands.width_from(table, False, "anchored", True, False) == pytest.approx(math.log1p(0.2))
+    # nothing measured for anchored: the error of every measured step (23 rows), not a guess
+    assert bands.width_from(table, False, "anchored", True, False) == table[bands.ALL_ROWS]["width"]
+    assert table[bands.ALL_ROWS]["n"] == 23
+    # an empty table: the flat fallback
+    assert bands.width_from({}, False, "anchored", True, False) == pytest.approx(math.log1p(0.2))
 
 
 def test_widen_keeps_a_wider_band_and_is_multiplicative() -> None:

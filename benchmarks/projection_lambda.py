@@ -1,0 +1,115 @@
+"""ResNet-50 training steps on twelve GPUs in AMP and FP32 (Lambda's public benchmark), from the model alone.
+
+    python benchmarks/projection_lambda.py [--json OUT]
+
+Measurements: `benchmarks/data/lambda_resnet50_train.json` (lambdal/deeplearning-benchmark, MIT): NVIDIA
+DeepLearningExamples' ResNet-50 v1.5 on synthetic data, AMP (autocast + a static GradScaler) or FP32 (TF32
+convolutions on Ampere and later, PyTorch's default), NCHW, SGD with momentum, cross-entropy, one GPU, the
+batch Lambda ran on each GPU. A measured step is batch / images per second.
+
+Each step is predicted by `estimate()` as a user would: the model built on ``meta``, the same batch,
+precision, optimizer and loss, no measurement of any kind. Reported per precision: the signed and absolute
+error of the step, the error of the speed relative to the A100-SXM4-80GB (what a user comparing GPUs
+reads), and the share of measured steps inside the row's band. Nothing is fitted to these figures.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import gpu_models  # noqa: E402
+
+DATA = ROOT / "benchmarks/data/lambda_resnet50_train.json"
+REFERENCE = "A100-SXM4-80GB"
+CHANNELS_LAST = False
+PRECISIONS = {"amp": "16-mixed", "fp32": "32-true"}
+
+
+def rows(data: Path = DATA) -> list[dict]:
+    from prenet_callbacks import estimate
+
+    table = json.loads(data.read_text())["rows"]
+    with torch.device("meta"):
+        model = gpu_models.ResNet()
+    out = []
+    for key, precision in PRECISIONS.items():
+        for entry in table:
+            point = entry.get(key)
+            if not point:
+                continue
+            batch = point["batch"]
+            with torch.device("meta"):
+                images = torch.randn(batch, 3, 224, 224)
+                labels = torch.randint(0, 1000, (batch,))
+            est = estimate(model, images, targets=[entry["gpu"]], precision=precision, optimizer="sgd-momentum",
+                           loss_fn=lambda out, labels=labels: F.cross_entropy(out, labels), channels_last=CHANNELS_LAST)
+            row = est.row(entry["gpu"])
+            measured = batch / point["images_per_s"]
+            out.append({"gpu": entry["gpu"], "precision": precision, "batch": batch, "measured_s": round(measured, 6),
+                        "predicted_s": row["step_s"], "error": round(row["step_s"] / measured - 1, 4),
+                        "band": [row["step_low_s"], row["step_high_s"]], "host_bound": row["host_bound"]})
+    return out
+
+
+def relative(table: list[dict]) -> list[dict]:
+    """Per precision, each GPU's speed relative to `REFERENCE` (images/s ratio), predicted against measured."""
+    out = []
+    for precision in PRECISIONS.values():
+        mine = {r["gpu"]: r for r in table if r["precision"] == precision}
+        ref = mine.get(REFERENCE)
+        if ref is None:
+            continue
+        for gpu, r in mine.items():
+            if gpu == REFERENCE:
+                continue
+            measured = (r["batch"] / r["measured_s"]) / (ref["batch"] / ref["measured_s"])
+            predicted = (r["batch"] / r["predicted_s"]) / (ref["batch"] / ref["predicted_s"])
+            out.append({"gpu": gpu, "precision": precision, "measured_speed": round(measured, 4),
+                        "predicted_speed": round(predicted, 4), "error": round(predicted / measured - 1, 4)})
+    return out
+
+
+def summary(table: list[dict], rel: list[dict]) -> dict:
+    result = {}
+    for precision in PRECISIONS.values():
+        errs = [r["error"] for r in table if r["precision"] == precision]
+        if not errs:
+            continue
+        inside = [r for r in table if r["precision"] == precision and r["band"][0] <= r["measured_s"] <= r["band"][1]]
+        speed = [abs(r["error"]) for r in rel if r["precision"] == precision]
+        result[precision] = {"n": len(errs), "median_error": round(statistics.median(errs), 4),
+                             "median_abs_error": round(statistics.median(map(abs, errs)), 4),
+                             "worst_abs_error": round(max(map(abs, errs)), 4),
+                             "relative_speed_mape": round(statistics.mean(speed), 4) if speed else None,
+                             "inside_band": f"{len(inside)}/{len(errs)}"}
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the rows and summary here")
+    args = parser.parse_args(argv)
+    table = rows()
+    rel = relative(table)
+    for r in table:
+        print(f"{r['gpu']:16s} {r['precision']:9s} b={r['batch']:<5d} measured {r['measured_s'] * 1e3:7.1f} ms  "
+              f"predicted {r['predicted_s'] * 1e3:7.1f} ms ({r['error']:+.1%})")
+    result = {"benchmark": "projection_lambda", "reference": REFERENCE, "rows": table, "relative": rel,
+              "summary": summary(table, rel)}
+    print(json.dumps(result["summary"], indent=1))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
