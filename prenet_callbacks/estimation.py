@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from predictor_models.aten_ops import OpCall, op_spec_from_call
+from predictor_models.hardware.prices import check_provider
 from predictor_models.op_spec import OpSpec
 
 from prenet_callbacks.projection.alignment import unaligned_gemm_note
@@ -53,7 +54,8 @@ class Estimate:
     """Projected step times, totals, memory fit and cost of one model on several targets."""
 
     def __init__(self, workload: Workload, rows: list[dict[str, Any]], shape: RunShape, predictor,
-                 notes: list[str], batch_convention: str = "per_device", sharding: ZeroConfig | None = None) -> None:
+                 notes: list[str], batch_convention: str = "per_device", sharding: ZeroConfig | None = None,
+                 provider: str | None = None) -> None:
         self.workload = workload
         self.rows = rows
         self.shape = shape
@@ -61,6 +63,7 @@ class Estimate:
         self.notes = notes
         self.batch_convention = batch_convention
         self._sharding = sharding
+        self.provider = provider
         self.recommendation = recommend(rows)
 
     def row(self, target: str) -> dict[str, Any]:
@@ -71,7 +74,8 @@ class Estimate:
             if row["label"] == parsed.label:
                 return row
         return project_targets(self.workload, [parsed], self._predictor, self.shape,
-                               batch_convention=self.batch_convention, sharding=self._sharding)[0]
+                               batch_convention=self.batch_convention, sharding=self._sharding,
+                               provider=self.provider)[0]
 
     def step_seconds(self, target: str) -> float:
         """Seconds of one optimizer step (forward, backward, optimizer, host) on `target`."""
@@ -95,6 +99,7 @@ class Estimate:
             "activation_bytes": w.activation_bytes,
             "steps": self.shape.steps,
             "batch_convention": self.batch_convention,
+            "provider": self.provider,
             "targets": self.rows,
             "recommendation": self.recommendation,
             "notes": self.notes,
@@ -136,7 +141,7 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
              deepspeed: dict[str, Any] | None = None, predictor=None, batch_convention: str = "per_device",
              sharding: str | None = None, compile: str = "none", cuda_graphs: bool = False,
              channels_last: bool | None = None, accumulate: int = 1,
-             activation_checkpointing: str | None = None) -> Estimate:
+             activation_checkpointing: str | None = None, provider: str | None = None) -> Estimate:
     """Project one training step of `model` on `example_input` onto `targets` without training.
 
     Args:
@@ -170,11 +175,15 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
         accumulate: micro-batches per optimizer step (gradient accumulation): forward and backward run this
             many times, the optimizer once; `example_input` is one micro-batch. Data-parallel targets
             all-reduce once per optimizer step.
+        provider: price the targets with one provider's listings ("Lambda", "GCP", ...; case-insensitive);
+            None: the cheapest current listing matching each target's GPU count. Unknown names raise
+            ValueError listing the known ones; a GPU the provider does not list gets no price and a note.
     """
     _check_model(model)
     if channels_last is not None and not isinstance(channels_last, bool):
         raise ValueError(f"channels_last must be None (read from the tensors), True or False, got {channels_last!r}")
     chosen = resolve_targets(targets)       # bad names fail before any work
+    provider = check_provider(provider)
     prec = parse_precision(precision, float32_matmul_precision)
     optimizer = normalise_optimizer(optimizer)
     _check_steps(steps)
@@ -212,8 +221,9 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
         notes.append("no loss_fn and no output.loss: backward ran from the sum of the output (the model's "
                      "backward is the same; a real loss's own ops are not counted); pass loss_fn= to include them")
     shape = RunShape(float(steps) if steps is not None else None)
-    rows = project_targets(workload, chosen, pred, shape, batch_convention=batch_convention) if chosen else []
-    return Estimate(workload, rows, shape, pred, notes, batch_convention)
+    rows = (project_targets(workload, chosen, pred, shape, batch_convention=batch_convention, provider=provider)
+            if chosen else [])
+    return Estimate(workload, rows, shape, pred, notes, batch_convention, provider=provider)
 
 
 _POSITION_LIMITS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length")

@@ -110,8 +110,10 @@ def test_does_not_fit_reports_largest_batch():
 def test_cost_is_price_times_gpus_times_hours():
     h100 = lookup_hardware("H100-SXM5")
     cost = run_cost(h100, 8, 3600.0)
-    assert cost.total_usd == pytest.approx(8 * h100.usd_per_hour) and cost.price_date == h100.price_date
-    assert run_cost(lookup_hardware("RTX 4090"), 1, 3600).total_usd is None  # unlisted: no made-up price
+    listing = h100.price_for(8).price          # the 8-GPU listing the rule picks (fixture tests: test_prices_*)
+    assert cost.total_usd == pytest.approx(8 * listing.usd_per_gpu_hour) and cost.price_date == listing.price_date
+    assert cost.provider == listing.provider and cost.instance_gpus == listing.gpus_per_instance
+    assert run_cost(lookup_hardware("TPU v5p"), 1, 3600).total_usd is None  # unlisted: no made-up price
 
 
 def test_default_targets_resolve_and_unknown_names_list_closest():

@@ -23,7 +23,7 @@ from predictor_models.hardware.catalog import (
 )
 from predictor_models.hardware.detect import current_device as _current_device
 from predictor_models.hardware.detect import detected_entry
-from predictor_models.hardware.prices import default_price, format_price
+from predictor_models.hardware.prices import PriceChoice, check_provider, choose_price, default_price, format_price
 from predictor_models.hardware.spec import (
     Accelerator,
     DeviceInfo,
@@ -36,6 +36,7 @@ from predictor_models.hardware.spec import (
 
 __all__ = [
     "Accelerator", "Catalog", "DeviceInfo", "ENV_VAR", "HardwareCatalogError", "MissingFigureError", "Price",
+    "PriceChoice", "check_provider", "choose_price",
     "Target", "UnknownHardwareError", "UnsupportedPrecisionError", "builtin_catalog", "current_device",
     "default_catalog", "default_price", "format_price", "list_hardware", "load_catalog", "lookup_hardware",
     "parse_target", "precision_key", "price_table_date",

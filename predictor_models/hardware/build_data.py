@@ -4,7 +4,14 @@
 
 The shared CSVs carry long provenance notes; the committed TOML keeps short notes, at most three
 sources per entry, our canonical names and aliases, which precisions each device lacks, and the few
-figures we fill in as labelled estimates (listed in `ESTIMATES`). Runtime code reads only the TOML.
+figures we fill in as labelled estimates (listed in `ESTIMATES` and `POWER_CAP`). Runtime code reads
+only the TOML.
+
+The project keeps its own curated additions beside this file, in the shared tables' column layout, each
+row with its sources: `curated_accelerators.csv` (entries the shared table lacks: H20, H800, A800, L20,
+RTX 4080, RTX 3090 Ti, MI300A, TPU v6e, the 500 W and 96 GB H100 SXM variants) and `curated_prices.csv`
+(further dated on-demand listings: GCP machine types, Lambda's 2/4-GPU instances, CoreWeave, RunPod).
+They are appended to the shared rows; a curated accelerator never replaces a shared one.
 """
 from __future__ import annotations
 
@@ -28,17 +35,25 @@ RENAME = {
     "TPU v4 (per chip)": "TPU v4",
     "TPU v5e (per chip)": "TPU v5e",
     "TPU v5p (per chip)": "TPU v5p",
+    "TPU v6e (per chip)": "TPU v6e",
 }
 
 # Odd spellings the name parser cannot derive (driver names, cloud catalog names).
 ALIASES = {
     "H100-SXM5": ["H100 SXM"],
+    "H100-NVL": ["H100 94GB"],  # sold as 94 GB; the 96 GB HBM2e SXM part is H100-SXM5-96GB
     "GH200-96GB": ["GH200 480GB"],  # torch reports the module incl. its 480 GB LPDDR5X
     "GH200-HBM3e": ["GH200 144GB", "GH200 624GB"],
     "MI250X-GCD": ["MI250X/MI250"],  # ROCm device name of one MI250/MI250X GCD
     "TPU v5e": ["TPU v5 lite", "TPU v5litepod"],
     "Quadro RTX 6000": ["RTX6000"],
     "K80": ["Tesla K80"],
+    "TPU v6e": ["v6e", "Trillium", "TPU v6 lite", "TPU Trillium"],
+    "H100-SXM5-500W": ["H100 SXM 500W", "H100 500W", "H100 SXM5 500W"],
+    "H100-SXM5-96GB": ["H100 96GB", "H100 SXM 96GB", "H100 HBM2e", "H100 96GB HBM2e"],
+    "H800": ["H800 SXM", "H800 SXM5"],
+    "A800-SXM4-80GB": ["A800", "A800 SXM", "A800 80GB"],
+    "MI300A": ["AMD Instinct MI300A"],
 }
 
 # A bare family name resolves to this variant (documented in docs/hardware.md).
@@ -68,6 +83,53 @@ ESTIMATES = {
         "TF32 = FP32 rate as on the 4090.",
     },
 }
+
+# Power-capped / memory variants of a part in the table: the same silicon under a lower power limit. The
+# datasheet peaks assume the full-power clock; under a cap, tensor-heavy kernels settle at a lower sustained
+# clock. Model (named, not fitted): sustained compute scales with the cap by linear interpolation between
+# two vendor operating points of the same 132-SM GH100: the H100 SXM5 at 700 W (989.5 dense FP16) and the
+# H100 NVL at 400 W (835.5 dense FP16 per NVIDIA's H100 product page, i.e. 0.844x). At 500 W that is
+# 0.896x. torchtitan (docs/performance.md) says of its 500 W HBM2e H100 SXM: "the actual peak TFLOPs
+# number is between SXM and NVL". Every compute peak and the boost clock are scaled; memory bandwidth is
+# the part's own (HBM is not clocked down by the SM power limit).
+POWER_CAP_POINTS = {"full_w": 700.0, "low_w": 400.0, "low_ratio": 835.5 / 989.5}
+POWER_CAP = {
+    "H100-SXM5-500W": {"base": "H100-SXM5", "tdp_w": 500.0},
+    "H100-SXM5-96GB": {"base": "H100-SXM5", "tdp_w": 500.0},
+}
+_CAP_FIELDS = ("boost_clock_mhz", "fp64_tflops", "fp32_tflops", "tf32_tensor_tflops_dense", "fp16_tensor_tflops_dense",
+               "bf16_tensor_tflops_dense", "fp8_tensor_tflops_dense")
+
+
+def power_cap_ratio(tdp_w: float) -> float:
+    """Sustained-compute factor of a GH100 SXM at power limit `tdp_w` (see POWER_CAP)."""
+    full, low, ratio = POWER_CAP_POINTS["full_w"], POWER_CAP_POINTS["low_w"], POWER_CAP_POINTS["low_ratio"]
+    tdp_w = min(max(tdp_w, low), full)
+    return ratio + (tdp_w - low) / (full - low) * (1.0 - ratio)
+
+
+def apply_power_caps(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Fill the compute fields of each POWER_CAP row from its base row scaled by `power_cap_ratio`."""
+    by_name = {r["name"]: r for r in rows}
+    for name, cap in POWER_CAP.items():
+        row, base = by_name.get(name), by_name.get(cap["base"])
+        if row is None or base is None:
+            continue
+        k = power_cap_ratio(cap["tdp_w"])
+        for column in _CAP_FIELDS:
+            value = _num(base[column])
+            if value is not None:
+                row[column] = str(round(value * k) if column == "boost_clock_mhz" else round(value * k, 2))
+    return rows
+
+
+def _power_cap_note(name: str) -> str:
+    cap = POWER_CAP[name]
+    k = power_cap_ratio(cap["tdp_w"])
+    return (f"ESTIMATED compute: {cap['base']} peaks x {k:.3f}, the sustained clock at a {cap['tdp_w']:.0f} W limit "
+            f"interpolated between H100 SXM5 (700 W, 1.0) and H100 NVL (400 W, {POWER_CAP_POINTS['low_ratio']:.3f}); "
+            "memory bandwidth is the part's own.")
+
 
 # Hand-written short notes where the first sentence of the curated note would mislead.
 NOTES = {
@@ -132,6 +194,10 @@ NETWORK = {
                    "8x 400 Gb/s; AWS p5 3200 Gbps EFA (400 Gb/s per GPU); GCP A3 Mega 8x 200 Gb/s",
         "network_sources": ["https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html",
                             _AWS + "p5/", "https://cloud.google.com/compute/docs/gpus/gpu-network-bandwidth"]},
+    "H100-SXM5-96GB": {
+        "max_gpus_per_node": 8, "network_gbps_per_gpu": 400,
+        "network": "Meta Grand Teton: 8 GPUs fully connected with NVLink, 400 Gb/s RDMA per GPU (torchtitan)",
+        "network_sources": ["https://github.com/pytorch/torchtitan/blob/main/docs/performance.md"]},
     "H200-SXM": {
         "max_gpus_per_node": 8, "network_gbps_per_gpu": 400,
         "network": "DGX H200 / HGX H200: 8x ConnectX-7 400 Gb/s NDR InfiniBand, one per GPU; AWS p5e/p5en "
@@ -191,6 +257,7 @@ NETWORK = {
         "network_sources": ["https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html",
                             "https://rocm.blogs.amd.com/software-tools-optimization/mi300x-rccl-xgmi/README.html"]},
 }
+NETWORK["H100-SXM5-500W"] = NETWORK["H100-SXM5"]  # the same HGX H100 nodes, run at a lower power limit
 NETWORK_FIELDS = ("max_gpus_per_node", "network_gbps_per_gpu", "network", "network_sources")
 
 
@@ -237,6 +304,8 @@ def _short_note(row: dict[str, str], name: str) -> str:
     flags = [f for f in ("UNCERTAIN", "DERIVED", "ASSUMED") if f in row["notes"] and f not in note]
     if name in ESTIMATES:
         note, flags = ESTIMATES[name]["note"], []
+    if name in POWER_CAP:
+        note, flags = note.split(" ESTIMATED")[0] + " " + _power_cap_note(name), []
     if flags:
         note += " [" + ", ".join(flags) + "; see shared/data/hardware notes]"
     return note
@@ -305,6 +374,8 @@ def build_accelerators(rows: list[dict[str, str]]) -> str:
         values["aliases"] = ALIASES.get(name) or None
         values["kind"] = "tpu" if row["vendor"] == "Google" else "gpu"
         values["unsupported"] = _unsupported(row, name)
+        if name in POWER_CAP:
+            values["estimated"] = ["bf16", "fp16", "fp32", "fp64", "fp8", "tf32"]
         estimate = ESTIMATES.get(name)
         if estimate:
             for key, value in estimate["fields"].items():
@@ -329,9 +400,10 @@ def build_prices(rows: list[dict[str, str]]) -> str:
     dates = sorted(r["price_date"] for r in rows)
     out = [
         "# On-demand list prices in USD per GPU-hour, dated as each source states. Generated by",
-        "# `python -m predictor_models.hardware.build_data` from ../shared/data/hardware/prices.csv.",
-        "# Default price of an accelerator: the lowest per-GPU-hour price among each provider's latest",
-        "# listing, full-machine prices before GPU-only ones (see predictor_models/hardware/prices.py).",
+        "# `python -m predictor_models.hardware.build_data` from ../shared/data/hardware/prices.csv and the",
+        "# project's curated_prices.csv. The price of a target of N GPUs: the cheapest current listing of an",
+        "# N-GPU instance (each provider's latest date), else the per-GPU rate of the closest instance size;",
+        "# full-machine prices before GPU-only ones; a user override file wins (predictor_models/hardware/prices.py).",
         "",
         "[meta]",
         f"table_date = {_toml(dates[-1])}  # newest price in the table",
@@ -351,7 +423,7 @@ def build_prices(rows: list[dict[str, str]]) -> str:
             f"gpus_per_instance = {int(row['gpus_per_instance'])}",
             f"usd_per_instance_hour = {_toml(_num(row['usd_per_hour_instance']))}",
             f"usd_per_gpu_hour = {_toml(_num(row['usd_per_gpu_hour']))}",
-            f"region = {_toml(row['region'])}",
+            f"region = {_toml(row['region'].strip() or 'any')}",
             f"price_date = {_toml(row['price_date'])}",
             f"source = {_toml(source)}",
         ]
@@ -362,6 +434,24 @@ def build_prices(rows: list[dict[str, str]]) -> str:
     return "\n".join(out) + "\n"
 
 
+CURATED_ACCELERATORS = HERE / "curated_accelerators.csv"
+CURATED_PRICES = HERE / "curated_prices.csv"
+
+
+def with_curated(accelerators: list[dict[str, str]], prices: list[dict[str, str]]
+                 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """The shared rows followed by the project's curated rows (new entries only), power caps applied."""
+    with open(CURATED_ACCELERATORS, newline="", encoding="utf-8") as handle:
+        extra = list(csv.DictReader(handle))
+    known = {r["name"] for r in accelerators}
+    clash = sorted(r["name"] for r in extra if r["name"] in known)
+    if clash:
+        raise SystemExit(f"curated_accelerators.csv repeats shared entries {clash}; edit the shared table instead")
+    with open(CURATED_PRICES, newline="", encoding="utf-8") as handle:
+        extra_prices = list(csv.DictReader(handle))
+    return apply_power_caps(accelerators + extra), prices + extra_prices
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
@@ -370,6 +460,7 @@ def main() -> None:
         accelerators = list(csv.DictReader(handle))
     with open(args.source / "prices.csv", newline="", encoding="utf-8") as handle:
         prices = list(csv.DictReader(handle))
+    accelerators, prices = with_curated(accelerators, prices)
     (HERE / "accelerators.toml").write_text(build_accelerators(accelerators), encoding="utf-8")
     (HERE / "prices.toml").write_text(build_prices(prices), encoding="utf-8")
     print(f"wrote {len(accelerators)} accelerators and {len(prices)} prices to {HERE}")

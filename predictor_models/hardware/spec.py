@@ -159,14 +159,22 @@ class Accelerator:
 
     @property
     def default_price(self) -> Price | None:
-        """The price used for costs; rule in `predictor_models.hardware.prices.default_price`."""
+        """The price of one GPU; rule in `predictor_models.hardware.prices.choose_price`."""
         from predictor_models.hardware.prices import cached_default_price
 
         return cached_default_price(self.price_list)
 
+    def price_for(self, gpus: int = 1, provider: str | None = None):
+        """The listing a target of `gpus` GPUs (per node) is priced with, as a `PriceChoice` (listing and
+        note); ``provider``: that provider's listings only. Rule in `prices.choose_price`."""
+        from predictor_models.hardware.prices import cached_choice
+
+        return cached_choice(self.price_list, int(gpus), provider)
+
     @property
     def usd_per_hour(self) -> float | None:
-        """Default on-demand USD per GPU-hour: the lowest of each provider's latest listing; None if unlisted."""
+        """On-demand USD per GPU-hour of one GPU: the cheapest current 1-GPU listing (else the per-GPU rate
+        of the smallest instance); None if unlisted."""
         price = self.default_price
         return None if price is None else price.usd_per_gpu_hour
 

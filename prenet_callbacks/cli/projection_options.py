@@ -20,8 +20,12 @@ def add_projection_options(parser: argparse.ArgumentParser) -> None:
                         help="torch.compile mode on the targets (default: none, eager)")
     parser.add_argument("--cuda-graphs", dest="cuda_graphs", action="store_true",
                         help="the step is replayed as a CUDA graph on the targets")
+    parser.add_argument("--provider", metavar="NAME",
+                        help="price the targets with one provider's listings (e.g. Lambda, GCP, AWS, CoreWeave, "
+                             "RunPod; case-insensitive); default: the cheapest listing matching each target's GPU "
+                             "count; 'prenet hardware NAME' lists a GPU's listings")
 
 
 def projection_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return {"batch_convention": args.batch_convention, "sharding": args.sharding, "compile": args.compile,
-            "cuda_graphs": args.cuda_graphs}
+            "cuda_graphs": args.cuda_graphs, "provider": args.provider}

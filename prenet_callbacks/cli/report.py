@@ -63,8 +63,9 @@ def run(args: argparse.Namespace) -> int:
     options = projection_kwargs(args)
     if args.targets is None and any(getattr(args, k) != d for k, d in (("batch_convention", "per_device"),
                                                                        ("sharding", None), ("compile", "none"),
-                                                                       ("cuda_graphs", False))):
-        raise UsageError("--batch-convention, --sharding, --compile and --cuda-graphs apply to a re-projection: "
+                                                                       ("cuda_graphs", False), ("provider", None))):
+        raise UsageError("--batch-convention, --sharding, --compile, --cuda-graphs and --provider apply to a "
+                         "re-projection: "
                          "add --targets (e.g. --targets default)")
     predictor = load_predictor_option(args.predictor, "--predictor")
     if args.width < 40:

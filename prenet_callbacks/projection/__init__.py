@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from predictor_models.hardware.prices import check_provider
+
 from prenet_callbacks.projection.advice import recommend
 from prenet_callbacks.projection.cost import run_cost
 from prenet_callbacks.projection.from_report import run_shape_from_report, workload_from_report
@@ -29,7 +31,8 @@ __all__ = ["BATCH_CONVENTIONS", "DEFAULT_TARGETS", "ExecutionOptions", "Precisio
 
 def project_report(report, targets: Sequence[str] | None = None, *, predictor=None,
                    batch_convention: str = "per_device", sharding: str | None = None, compile: str = "none",
-                   cuda_graphs: bool = False, optimizer_impl: str | None = None) -> list[dict[str, Any]]:
+                   cuda_graphs: bool = False, optimizer_impl: str | None = None,
+                   provider: str | None = None) -> list[dict[str, Any]]:
     """Fill ``report.targets`` (current device first), the recommendation and ``projection``.
 
     ``targets=None`` projects onto `DEFAULT_TARGETS`, ``[]`` onto nothing (the table is cleared).
@@ -37,10 +40,13 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     ``sharding``: the targets' set-up ("none", "zero1", "zero2", "zero3", "fsdp"); None: as the run.
     ``compile`` / ``cuda_graphs``: how the targets execute the step (default: eager, as most runs).
     ``optimizer_impl``: "foreach", "fused" or "forloop"; None: as the run named it, else PyTorch's default.
+    ``provider``: price every row with that provider's listings ("Lambda", case-insensitive); None: the
+    cheapest current listing of the row's GPU count (docs/hardware.md). Unknown providers raise ValueError.
     Unknown names raise `UnknownHardwareError` (a ValueError naming the closest catalog entries); other
     bad values raise ValueError naming the value and the fix. Returns the rows.
     """
     check_batch_convention(batch_convention)
+    provider = check_provider(provider)
     zero = ZeroConfig.from_sharding(sharding) if sharding is not None else None
     options = ExecutionOptions(compile, cuda_graphs)
     chosen = resolve_targets(targets)
@@ -51,7 +57,7 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     workload = workload_from_report(report, options=options, optimizer_impl=optimizer_impl)
     shape = run_shape_from_report(report, workload)
     predictor, predictor_note = resolve_predictor(predictor)
-    current = _current_row(report, workload, shape, batch_convention)
+    current = _current_row(report, workload, shape, batch_convention, provider)
     current_key = (current["devices"], current["name"]) if current else None
     chosen = [t for t in chosen if (t.count, t.accelerator.name) != current_key or t.nodes > 1]
     notes = list(workload.notes)
@@ -63,7 +69,7 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     else:
         total = current.get("total_s") if current else None
         rows = project_targets(workload, chosen, predictor, shape, current_total_s=total,
-                               batch_convention=batch_convention, sharding=zero)
+                               batch_convention=batch_convention, sharding=zero, provider=provider)
     report.targets = ([current] if current else []) + rows
     report.recommendation = recommend(report.targets)
     report.projection = {
@@ -97,7 +103,8 @@ def _done_before_s(report, workload: Workload) -> float:
     return done * (workload.measured_step_s or 0.0)
 
 
-def _current_row(report, workload: Workload, shape: RunShape, convention: str) -> dict[str, Any] | None:
+def _current_row(report, workload: Workload, shape: RunShape, convention: str,
+                 provider: str | None = None) -> dict[str, Any] | None:
     current = report.current or {}
     if not current:
         return None
@@ -109,7 +116,7 @@ def _current_row(report, workload: Workload, shape: RunShape, convention: str) -
     done_s = _done_before_s(report, workload)
     if total is not None and done_s:
         total += done_s  # the whole run, like every target row: the part that ran before this fit too
-    cost = run_cost(anchor, devices, total) if anchor is not None else None
+    cost = run_cost(anchor, devices, total, provider=provider) if anchor is not None else None
     step = workload.measured_step_s
     phases = (report.measured or {}).get("step_phases") or {}
     memory = (report.measured or {}).get("memory") or {}
@@ -129,6 +136,8 @@ def _current_row(report, workload: Workload, shape: RunShape, convention: str) -
         "usd_per_hour": cost.usd_per_hour if cost else None,
         "total_usd": round(cost.total_usd, 2) if cost and cost.total_usd is not None else None,
         "price_date": cost.price_date if cost else None,
+        **(cost.row_keys() if cost else {"price_provider": None, "price_instance": None, "price_instance_gpus": None,
+                                         "price_region": None}),
         "fits_memory": True, "memory_gib": round(peak / 2**30, 2) if peak else None,
         "memory_capacity_gib": (round(capacity_bytes(anchor.memory_gb) / GIB, 2)
                                 if anchor is not None and anchor.memory_gb else None),
@@ -144,5 +153,5 @@ def _current_row(report, workload: Workload, shape: RunShape, convention: str) -
         "assumed": {"attention": None, "optimizer": f"{workload.optimizer} ({workload.optimizer_ran or 'as measured'})",
                     "compile": "default" if workload.ran_compiled else "none", "cuda_graphs": False,
                     "host": "measured", "sharding": workload.zero.label(), "network_gbps_per_gpu": None},
-        "notes": [],
+        "notes": [cost.note] if cost is not None and cost.note else [],
     }

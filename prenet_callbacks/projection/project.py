@@ -101,8 +101,9 @@ def host_model(workload: Workload) -> _HostModel:
 
 def project_targets(workload: Workload, targets: Sequence, predictor, shape: RunShape,
                     *, current_total_s: float | None = None, batch_convention: str = "per_device",
-                    sharding: ZeroConfig | None = None) -> list[dict[str, Any]]:
-    """One row per target (see `docs/projection.md` for the keys)."""
+                    sharding: ZeroConfig | None = None, provider: str | None = None) -> list[dict[str, Any]]:
+    """One row per target (see `docs/projection.md` for the keys). ``provider``: price the rows with that
+    provider's listings only (see `cost.run_cost`)."""
     check_batch_convention(batch_convention)
     targets = [as_projection_target(t) for t in targets]
     if not targets:
@@ -176,13 +177,15 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
             total = one_off + shape.fixed_s + validation + steps_t * step
             total_low = one_off + shape.fixed_s + validation * (1 - rel) + steps_t * low
             total_high = one_off + shape.fixed_s + validation * (1 + rel) + steps_t * high
-        cost = run_cost(acc, n, total)
+        cost = run_cost(acc, n, total, provider=provider, gpus_per_node=target.gpus_per_node)
         batch_t = _target_batch(workload, r)
         memory = _memory(workload, acc, n, zero, variant, r, batch_t)
         note = precision_note(workload.precision, acc, has_conv=has_conv)
         notes = [note] if note else []
         if target.note:
             notes.append(target.note)
+        if cost.note:
+            notes.append(cost.note)
         if host_bound:
             notes.append(_host_note(kernels[:, t].sum(), acc))
         if memory is not None and not memory.fits:
@@ -205,7 +208,7 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
             "total_s": _round(total, 2), "total_low_s": _round(total_low, 2), "total_high_s": _round(total_high, 2),
             "work_s": _round(work), "speedup": _round(speedup, 4),
             "usd_per_gpu_hour": cost.usd_per_gpu_hour, "usd_per_hour": _round(cost.usd_per_hour, 4),
-            "total_usd": _round(cost.total_usd, 4), "price_date": cost.price_date,
+            "total_usd": _round(cost.total_usd, 4), "price_date": cost.price_date, **cost.row_keys(),
             "fits_memory": None if memory is None else memory.fits,
             "memory_gib": None if memory is None else round(memory.total_bytes / 2**30, 2),
             "memory_capacity_gib": round(capacity_bytes(acc.memory_gb) / GIB, 2) if acc.memory_gb else None,
