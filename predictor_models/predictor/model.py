@@ -14,6 +14,7 @@ from .devices import device_columns
 from .expand import PROXIED, expand
 from .features import FEATURES
 from .mlp import predict_mlp, predict_mlp_columns
+from .monotone import HELD_DTYPES, work_ladder
 from .optable import op_columns
 
 DEFAULT_UTILISATION = 0.5      # for unmodelled ops: bound / 0.5 (documented in the model card)
@@ -56,6 +57,8 @@ class Predictor:
         if unknown:
             raise ValueError(f"no feature definition for op classes {sorted(unknown)}")
         self.models = models
+        # dtypes whose ops are held monotone in their work (monotone.py); empty: the raw model
+        self.monotone: frozenset[str] = HELD_DTYPES
         self._metadata = dict(metadata)
         self.heldout = dict(heldout or {})
         self.default_utilisation = float(default_utilisation)
@@ -103,16 +106,17 @@ class Predictor:
         if not ops or not devices:
             return out
         virtual, parent, mult, identity = self._expand(ops)
-        cols = op_columns(virtual)
         # ops in a training step repeat (every layer of a stack, forward and backward): predict each
         # distinct op once and copy its row back, so the ensemble costs per distinct op, not per op
-        first, inverse = _distinct(cols)
+        first, inverse = _distinct(op_columns(virtual))
+        distinct = [virtual[i] for i in first]
+        # and never below the same op with less work (monotone.py)
+        ladder, owner = work_ladder(distinct, self.monotone) if self.monotone else ([], [])
         with one_blas_thread():
-            if first.size < len(cols):
-                times = self._times(cols.take(first), devices)[inverse]
-            else:
-                times = self._times(cols, devices)
-        return self._scatter(times, parent, mult, identity, out)
+            times = self._times(op_columns(distinct + ladder), devices)
+        if ladder:
+            np.maximum.at(times, np.asarray(owner), times[len(distinct):])
+        return self._scatter(times[:len(distinct)][inverse], parent, mult, identity, out)
 
     # ---- internals -------------------------------------------------------------------------
     def _times(self, cols, devices: list) -> np.ndarray:
