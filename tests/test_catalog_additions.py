@@ -97,6 +97,6 @@ def test_every_shipped_listing_is_dated_sourced_and_popular_gpus_have_several_pr
         for p in entry.prices:
             assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", p.price_date) and p.source and p.provider
             assert p.usd_per_gpu_hour > 0 and p.gpus_per_instance >= 1 and p.region
-    for name in ("H100", "H200", "B200", "A100-SXM4-80GB", "L4", "T4"):
+    for name in ("H100", "H200", "B200", "A100-SXM4-80GB", "A100-SXM4-40GB", "T4", "RTX A6000", "L40"):
         assert len({p.provider for p in lookup_hardware(name).prices}) >= 2, name
     assert lookup_hardware("RTX 4090").prices   # was unlisted before issue 26
