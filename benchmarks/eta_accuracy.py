@@ -68,6 +68,7 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
     module, train, val, settings = WORKLOADS[name]()
     prenet = PreNeTCallback(report_path=f"{out_dir}/{name}/prenet_report.json", print_report=False, targets=[])
     clock = BatchClock()
+    inputs = _capture_validation_inputs(prenet)
     trainer = build_trainer(f"{out_dir}/{name}", [clock, prenet], settings)
     start = time.perf_counter()
     trainer.fit(module, train, val)
@@ -83,6 +84,10 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
     naive_total = elapsed_epoch0 + (clock.total_batches - clock.epoch0_batches) / rate
     at_pace, pace = total_at_pace(first, report.measured)
     validation_actual = report.actual["breakdown"]["validation_s"]
+    runs = plan.get("validation_runs") or 0
+    inputs.update(val_batches=plan.get("val_batches"), validation_runs=runs, pace=pace,
+                  measured_per_run_s=validation_actual / runs if runs else None,
+                  measured_runs_s=[round(x, 4) for x in prenet.session.measurements.validation_run.state_dict()["recent"]])
     return {
         "workload": name,
         "description": WORKLOADS[name].__doc__.strip(),
@@ -94,6 +99,7 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
         "first_prediction_s": round(first["predicted_total_s"], 3),
         "first_error": round(first["predicted_total_s"] / actual - 1, 4),
         "first_band": [round(first["low_s"], 2), round(first["high_s"], 2)],
+        "first_band_half_width": round((first["high_s"] - first["low_s"]) / 2 / first["predicted_total_s"], 4),
         "actual_in_band": first["low_s"] <= actual <= first["high_s"],
         "pace": round(pace, 4),
         "first_error_at_pace": round(at_pace / actual - 1, 4),
@@ -102,6 +108,8 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
         "last_refinement_error": round(report.predictions[-1]["predicted_total_s"] / actual - 1, 4),
         "validation_share": round(validation_actual / actual, 4),
         "first_validation_source": first.get("validation_source"),
+        "first_validation_basis": first.get("validation_basis"),
+        "first_validation_run_s": (first.get("rates") or {}).get("validation_run_s"),
         "first_validation_predicted_s": first["breakdown"].get("validation_s"),
         "validation_actual_s": validation_actual,
         # the validation term's part of the first prediction's error at the run's pace, as a share of the
@@ -109,7 +117,31 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
         "first_validation_error_of_total": round(
             (first["breakdown"]["validation_s"] * pace - validation_actual) / actual, 4),
         "predictions": len(report.predictions),
+        # what the first prediction's validation estimate rested on, and what validation runs then cost:
+        # `benchmarks/validation_rules.py` scores candidate rules on these
+        "validation_inputs": inputs,
     }
+
+
+def _capture_validation_inputs(prenet: Any) -> dict[str, Any]:
+    """The measurements a validation estimate can rest on, as they stood at the first prediction."""
+    captured: dict[str, Any] = {}
+    session = prenet.session
+    predict = session._predict
+
+    def first_capture(*, first: bool, **kwargs: Any) -> Any:
+        if first and not captured:
+            m = session.measurements
+            captured.update(
+                batch_s=m.batch.mean, forward_per_batch_s=m.forward_per_batch.mean, data_per_batch_s=m.data_per_batch.mean,
+                eval_forward_share=m.eval_forward_share, train_batch_size=m.train_batch_size,
+                val_batch_size=m.val_batch_size, sanity_batches=m.sanity_val_batches,
+                sanity_raw_per_batch_s=m.sanity_val_raw_per_batch, sanity_per_batch_s=m.sanity_val_per_batch,
+                sanity_fixed_s=m.sanity_val_fixed, sanity_page_faults_s=m.sanity_page_faults_s)
+        return predict(first=first, **kwargs)
+
+    session._predict = first_capture
+    return captured
 
 
 def main() -> None:
@@ -145,13 +177,14 @@ def main() -> None:
         rows.append(row)
         print(f"{name:36s} fit {row['actual_fit_s']:7.1f}s  first@{row['first_prediction_at_fraction']:.1%} "
               f"err {row['first_error']:+.1%}  pace x{row['pace']:.3f} (err at pace {row['first_error_at_pace']:+.1%})  "
-              f"naive {row['naive_error']:+.1%}  in band {row['actual_in_band']}  "
+              f"naive {row['naive_error']:+.1%}  in band {row['actual_in_band']} (+-{row['first_band_half_width']:.1%})  "
               f"validation {row['validation_share']:.0%} ({row['first_validation_source']}, "
               f"{row['first_validation_error_of_total']:+.1%} of the total at pace)")
     first = [abs(r["first_error"]) for r in rows]
     paced = [abs(r["first_error_at_pace"]) for r in rows]
     validation = [abs(r["first_validation_error_of_total"]) for r in rows]
     naive = [abs(r["naive_error"]) for r in rows]
+    half_widths = [r["first_band_half_width"] for r in rows]
     summary = {
         "runs": len(rows),
         "median_abs_first_error": round(statistics.median(first), 4),
@@ -162,6 +195,9 @@ def main() -> None:
         "median_abs_naive_error": round(statistics.median(naive), 4),
         "worst_abs_naive_error": round(max(naive), 4),
         "actual_in_band": sum(r["actual_in_band"] for r in rows),
+        "band_coverage": round(sum(r["actual_in_band"] for r in rows) / len(rows), 4),
+        "median_band_half_width": round(statistics.median(half_widths), 4),
+        "widest_band_half_width": round(max(half_widths), 4),
     }
     print(json.dumps(summary, indent=1))
     result = {"benchmark": "eta_accuracy", "command": f"python benchmarks/eta_accuracy.py --set {args.set}",

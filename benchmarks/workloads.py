@@ -1,10 +1,10 @@
-"""Real CPU training workloads for the ETA and overhead benchmarks (synthetic data, 1-3 minutes each).
+"""Real CPU training workloads for the ETA and overhead benchmarks (synthetic data; the default set's fits take
+one to three minutes on a 2-core machine, the validation set's 20-60 s).
 
 The benchmarks run torch single-threaded (``PRENET_BENCH_THREADS``, default 1): on a 2-core machine
 shared with other work, two threads make step times swing with the neighbours' load.
 
-Each workload returns ``(module, train_loader, val_loader, trainer_kwargs)``. Sizes are chosen so
-that on a 2-core machine a fit takes one to three minutes.
+Each workload returns ``(module, train_loader, val_loader, trainer_kwargs)``.
 """
 from __future__ import annotations
 
@@ -77,6 +77,48 @@ def _cnn() -> nn.Module:
     return nn.Sequential(block(3, 32), block(32, 64), block(64, 128), nn.Flatten(), nn.Linear(128 * 16, 10))
 
 
+def _cnn_two_blocks() -> nn.Module:
+    def block(c_in: int, c_out: int) -> nn.Sequential:
+        return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU(), nn.MaxPool2d(2))
+
+    return nn.Sequential(block(3, 32), block(32, 64), nn.Flatten(), nn.Linear(64 * 8 * 8, 10))
+
+
+def _cnn_dropout() -> nn.Module:
+    return nn.Sequential(*_cnn()[:-1], nn.Dropout(0.25), nn.Linear(128 * 16, 10))
+
+
+def _mlp_bn_dropout() -> nn.Module:
+    return nn.Sequential(nn.Linear(256, 768), nn.BatchNorm1d(768), nn.ReLU(), nn.Dropout(0.3),
+                         nn.Linear(768, 768), nn.BatchNorm1d(768), nn.ReLU(), nn.Dropout(0.3), nn.Linear(768, 10))
+
+
+class MetricClassifier(Classifier):
+    """A classifier whose validation_step also computes torchmetrics (accuracy, macro F1, a confusion matrix)."""
+
+    def __init__(self, net: nn.Module, optimizer: str = "sgd", lr: float = 0.01) -> None:
+        super().__init__(net, optimizer, lr)
+        import torchmetrics
+
+        self.val_acc = torchmetrics.classification.MulticlassAccuracy(num_classes=10)
+        self.val_f1 = torchmetrics.classification.MulticlassF1Score(num_classes=10, average="macro")
+        self.val_confusion = torchmetrics.classification.MulticlassConfusionMatrix(num_classes=10)
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        x, y = batch
+        logits = self(x)
+        self.log("val_loss", nn.functional.cross_entropy(logits, y))
+        self.val_acc(logits, y)
+        self.val_f1(logits, y)
+        self.val_confusion.update(logits, y)
+        self.log("val_acc", self.val_acc)
+        self.log("val_f1", self.val_f1)
+
+    def on_validation_epoch_end(self) -> None:
+        self.val_confusion.compute()
+        self.val_confusion.reset()
+
+
 def _mlp() -> nn.Module:
     return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
 
@@ -125,34 +167,89 @@ def lstm_val_every_epoch() -> tuple:
     return Classifier(SequenceClassifier(), optimizer="adamw", lr=1e-3), train, val, dict(max_epochs=8)
 
 
+def cnn_two_blocks_issue24() -> tuple:
+    """Issue 24's CNN: two conv blocks, AdamW, batch 64; validation on 1,024 samples at batch 128 (2x) and a checkpoint every epoch, 12 epochs."""
+    train = DataLoader(_tensors((3, 32, 32), 2048, 0), batch_size=64, shuffle=True)
+    val = DataLoader(_tensors((3, 32, 32), 1024, 1), batch_size=128)
+    return (Classifier(_cnn_two_blocks(), optimizer="adamw", lr=1e-3), train, val,
+            dict(max_epochs=12, checkpoint=dict()))
+
+
 def cnn_big_validation_batches() -> tuple:
-    """CNN, validation every epoch on a set as large as a third of the training set, at twice the batch size."""
-    train = DataLoader(_tensors((3, 32, 32), 4096, 0), batch_size=64, shuffle=True)
-    val = DataLoader(_tensors((3, 32, 32), 1536, 1), batch_size=128)
+    """CNN (BatchNorm), validation every epoch on a set as large as a third of the training set, at twice the batch size."""
+    train = DataLoader(_tensors((3, 32, 32), 2560, 0), batch_size=64, shuffle=True)
+    val = DataLoader(_tensors((3, 32, 32), 1024, 1), batch_size=128)
     return Classifier(_cnn()), train, val, dict(max_epochs=8, checkpoint=dict())
 
 
+def cnn_dropout_eval_4x_metrics() -> tuple:
+    """CNN with dropout, batch 32, validation at batch 128 (4x) with torchmetrics in validation_step, every epoch."""
+    train = DataLoader(_tensors((3, 32, 32), 2048, 0), batch_size=32, shuffle=True)
+    val = DataLoader(_tensors((3, 32, 32), 1024, 1), batch_size=128)
+    return MetricClassifier(_cnn_dropout()), train, val, dict(max_epochs=8)
+
+
 def mlp_validation_every_200() -> tuple:
-    """MLP, a large validation set (16k samples at batch 512) every 200 batches, AdamW."""
-    train = DataLoader(_tensors((784,), 64 * 1400, 0), batch_size=64, shuffle=True)
-    val = DataLoader(_tensors((784,), 16384, 1), batch_size=512)
+    """MLP, AdamW, batch 64, a large validation set (8k samples at batch 256, 4x) every 200 batches."""
+    train = DataLoader(_tensors((784,), 64 * 600, 0), batch_size=64, shuffle=True)
+    val = DataLoader(_tensors((784,), 8192, 1), batch_size=256)
     return (Classifier(_mlp(), optimizer="adamw", lr=1e-3), train, val,
-            dict(max_epochs=4, val_check_interval=200))
+            dict(max_epochs=3, val_check_interval=200))
+
+
+def mlp_bn_dropout_many_eval_batches_no_sanity() -> tuple:
+    """MLP with BatchNorm and dropout, batch 64; 256 validation batches at the same size twice per epoch; no sanity check."""
+    train = DataLoader(_tensors((256,), 64 * 400, 0), batch_size=64, shuffle=True)
+    val = DataLoader(_tensors((256,), 64 * 256, 1), batch_size=64)
+    return (Classifier(_mlp_bn_dropout(), optimizer="adamw", lr=1e-3), train, val,
+            dict(max_epochs=6, val_check_interval=0.5, num_sanity_val_steps=0))
 
 
 def transformer_validation_half_epoch() -> tuple:
-    """Small transformer encoder, validation twice per epoch on 4k sequences at batch 64."""
-    train = DataLoader(_tensors((48,), 32 * 500, 0, integer_high=2000), batch_size=32, shuffle=True)
-    val = DataLoader(_tensors((48,), 4096, 1, integer_high=2000), batch_size=64)
+    """Small transformer encoder (dropout), batch 32, validation twice per epoch on 2k sequences at batch 64 (2x)."""
+    train = DataLoader(_tensors((48,), 32 * 128, 0, integer_high=2000), batch_size=32, shuffle=True)
+    val = DataLoader(_tensors((48,), 2048, 1, integer_high=2000), batch_size=64)
     return (Classifier(TokenClassifier(), optimizer="adamw", lr=3e-4), train, val,
-            dict(max_epochs=4, val_check_interval=0.5))
+            dict(max_epochs=3, val_check_interval=0.5))
 
 
-# Fits where validation is 10-30% of the wall time (issue 16: validation estimated before it is measured).
+def transformer_eval_half_batch_few_batches() -> tuple:
+    """Small transformer encoder, batch 64; validation on 4 batches of 32 (0.5x) every 10 batches, checkpoint each epoch."""
+    train = DataLoader(_tensors((48,), 64 * 80, 0, integer_high=2000), batch_size=64, shuffle=True)
+    val = DataLoader(_tensors((48,), 128, 1, integer_high=2000), batch_size=32)
+    return (Classifier(TokenClassifier(), optimizer="adamw", lr=3e-4), train, val,
+            dict(max_epochs=3, val_check_interval=10, checkpoint=dict()))
+
+
+def lstm_eval_half_batch_no_sanity() -> tuple:
+    """Two-layer LSTM, batch 64, validation at batch 32 (0.5x) on 2k sequences twice per epoch, no sanity check."""
+    train = DataLoader(_tensors((48, 32), 64 * 80, 0), batch_size=64, shuffle=True)
+    val = DataLoader(_tensors((48, 32), 2048, 1), batch_size=32)
+    return (Classifier(SequenceClassifier(), optimizer="adamw", lr=1e-3), train, val,
+            dict(max_epochs=8, val_check_interval=0.5, num_sanity_val_steps=0))
+
+
+def lstm_eval_same_batch_metrics() -> tuple:
+    """Two-layer LSTM, batch 32, validation at batch 32 (1x) with torchmetrics twice per epoch."""
+    train = DataLoader(_tensors((48, 32), 32 * 150, 0), batch_size=32, shuffle=True)
+    val = DataLoader(_tensors((48, 32), 2048, 1), batch_size=32)
+    return (MetricClassifier(SequenceClassifier(), optimizer="adamw", lr=1e-3), train, val,
+            dict(max_epochs=8, val_check_interval=0.5))
+
+
+# Fits where validation is a large share of the wall time, estimated before the first run is measured
+# (issues 16 and 24): eval batch 0.5x-4x the training batch, BatchNorm and dropout, CNN, MLP,
+# transformer, LSTM, metrics in validation_step, few and many eval batches, with and without a sanity check.
 VALIDATION_HEAVY: dict[str, Callable[[], tuple]] = {
+    "cnn_two_blocks_issue24": cnn_two_blocks_issue24,
     "cnn_big_validation_batches": cnn_big_validation_batches,
+    "cnn_dropout_eval_4x_metrics": cnn_dropout_eval_4x_metrics,
     "mlp_validation_every_200": mlp_validation_every_200,
+    "mlp_bn_dropout_many_eval_batches_no_sanity": mlp_bn_dropout_many_eval_batches_no_sanity,
     "transformer_validation_half_epoch": transformer_validation_half_epoch,
+    "transformer_eval_half_batch_few_batches": transformer_eval_half_batch_few_batches,
+    "lstm_eval_half_batch_no_sanity": lstm_eval_half_batch_no_sanity,
+    "lstm_eval_same_batch_metrics": lstm_eval_same_batch_metrics,
 }
 
 WORKLOADS: dict[str, Callable[[], tuple]] = {

@@ -117,3 +117,11 @@ class SanityTimer:
         between, _ = self._warm(last_s - first_s, first_faults, last_faults)
         per_batch = between / (self.batches - 1)
         return per_batch, max(0.0, duration - per_batch * self.batches), removed_total
+
+    def raw_per_batch(self, end_s: float) -> float | None:
+        """Per batch as timed, faults and all (what `result` gives before its correction)."""
+        if self.start_s is None or self.first_end is None or self.last_end is None:
+            return None
+        if self.batches == 1:
+            return end_s - self.start_s
+        return (self.last_end[0] - self.first_end[0]) / (self.batches - 1)

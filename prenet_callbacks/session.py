@@ -385,6 +385,7 @@ class PredictionSession:
                 m = self.measurements
                 per_batch, fixed, faults = warm
                 m.sanity_val_per_batch, m.sanity_val_fixed, m.sanity_page_faults_s = per_batch, max(0.0, fixed - compiled), faults
+                m.sanity_val_raw_per_batch, m.sanity_val_batches = self.sanity.raw_per_batch(end), self.sanity.batches
             return
         self.accounted_s += duration
         self.validation_in_interval += duration - compiled
@@ -736,6 +737,7 @@ class PredictionSession:
     def _prediction(self, fit_done: bool) -> Prediction | None:
         if self.plan is None:
             return None
+        self.measurements.host_timed = not self._on_cuda()  # a shared host's pace drifts; a GPU's steps less so
         prediction = predict_fit(self.plan, self.measurements, done_batches=self.done_batches,
                                  done_steps=self.done_steps, elapsed_s=self._elapsed(), spent=self.spent,
                                  fit_done=fit_done, time_limit_start_s=self.train_start_elapsed)
@@ -793,6 +795,8 @@ class PredictionSession:
         measured["validation"] = {"runs": m.validation_run.count, "mean_s": m.validation_run.mean,
                                   "sanity_per_batch_s": m.sanity_val_per_batch,
                                   "sanity_page_faults_s": m.sanity_page_faults_s,
+                                  "sanity_batches": m.sanity_val_batches,
+                                  "sanity_raw_per_batch_s": m.sanity_val_raw_per_batch,
                                   "eval_forward_share": m.eval_forward_share}
         measured["checkpoint"] = {"files": m.checkpoint_file.count, "mean_s": m.checkpoint_file.mean}
         measured["epoch_boundary"] = {"count": m.epoch_boundary.count, "mean_s": m.epoch_boundary.mean,

@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from prenet_callbacks.eta import _per_validation_run
+from prenet_callbacks.eta import _validation_estimate, _validation_uncertainty
 from prenet_callbacks.plan import CheckpointRule, RunPlan
 from prenet_callbacks.sanity import minor_faults
 from prenet_callbacks.session import PredictionSession, PreNeTWarning, SessionConfig
@@ -393,9 +393,11 @@ def test_on_a_gpu_launch_rate_steps_after_a_sync_are_not_counted_as_step_time():
     assert session.report.measured["timing"]["step_timing"].startswith("device marks")
 
 
-def test_the_sanity_checks_page_faults_come_off_its_validation_estimate():
-    # the sanity batches run 2x slow, all of it first-touch page faults (1e5 faults at 1 us per batch):
-    # with them taken off, the sanity check gives the true cost and is the one used
+def test_the_sanity_checks_page_faults_are_counted_and_the_band_reaches_the_corrected_figure():
+    # the sanity batches run 2x slow, all of it first-touch page faults (1e5 faults at 1 us per batch).
+    # Whether real validation batches fault again is not known before one runs (issue 24: a larger eval
+    # batch than the training one faults in every run), so the estimate is the sanity check as timed and
+    # the fault-corrected figure is the band's low side (this test used to expect the corrected figure).
     p = plan()
     val_s = p.val_batches * 0.1 * 0.4 / 2           # eval batches cost half a training forward
     extra_per_batch = val_s / p.val_batches         # the cold part of each sanity batch
@@ -414,8 +416,13 @@ def test_the_sanity_checks_page_faults_come_off_its_validation_estimate():
     assert m.sanity_val_per_batch == pytest.approx(val_s / p.val_batches)
     assert m.sanity_page_faults_s == pytest.approx(2 * extra_per_batch)
     assert m.sanity_val_fixed == pytest.approx(0.0, abs=1e-9)
-    m.forward_per_batch.add(0.04)                   # the warm training forward: twice the eval cost
-    assert _per_validation_run(p, m, 0.1) == (pytest.approx(val_s), "sanity")
+    assert m.sanity_val_raw_per_batch == pytest.approx(2 * val_s / p.val_batches)
+    assert m.sanity_val_batches == 2
+    m.forward_per_batch.add(0.05)                   # the warm training forward: 2.5x the eval cost
+    estimate = _validation_estimate(p, m, 0.1)
+    assert (estimate.per_run_s, estimate.how) == (pytest.approx(2 * val_s), "sanity")
+    assert estimate.low_s == pytest.approx(val_s) and "page faults" in estimate.basis
+    assert 2 * _validation_uncertainty(p, m, estimate.per_run_s, estimate.how, estimate) * estimate.per_run_s >= val_s
 
 
 def test_a_fake_clock_never_mixes_in_the_real_page_faults():
