@@ -2,8 +2,10 @@
 
     python benchmarks/eta_accuracy.py [--set default|validation|all] [--only NAME ...] [--json FILE]
 
-``--set validation`` runs fits where validation is 10-30% of the wall time, to check the estimate
-of a validation run made before the first one is measured (issue 16, item 13).
+``--set validation`` runs nine short fits (20-60 s) where validation is 5-25% of the wall time, to check
+the estimate of a validation run made before the first one is measured (issues 16 and 24); each row keeps
+the inputs of that estimate (``validation_inputs``), which `validation_rules.py` scores candidate rules on.
+The summary gives the band's coverage (the fit's time inside the first prediction's band) and half-width.
 
 Each workload (see `workloads.py`) runs in its own process with `PreNeTCallback`. For each we
 report the error of PreNeT's first prediction (made within the first 5% of optimizer steps) and,

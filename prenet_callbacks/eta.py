@@ -31,11 +31,12 @@ _ASSUMED_WRITE_BYTES_PER_S = 400e6
 _ASSUMED_SAVE_OVERHEAD_S = 0.02
 # Drift allowance of the remaining time, one standard deviation: the machine's pace over the rest of the
 # run against the few steps measured (thermal, other tenants, data cache warming). A GPU's device-timed
-# steps keep their pace; a host-timed run on a shared CPU does not: over the ETA benchmarks' runs recorded
-# before this allowance existed (Lightning, HF Trainer and loops, 2 shared cores) the pace moved by 0.2-20%,
-# 13% at the 90th percentile, which a band of two standard deviations covers.
+# steps keep their pace; a host-timed run on a shared CPU does not: over the 21 ETA benchmark runs recorded
+# before this allowance existed (Lightning, HF Trainer and loops on 2 shared cores, 2026-12-01/02) the
+# run's pace moved by 0.2-46%, 9.5% at the median and 23% at the 90th percentile, which a band of two
+# standard deviations covers.
 _TRAIN_DRIFT = 0.015
-_HOST_DRIFT = 0.065
+_HOST_DRIFT = 0.115
 # When the estimates of a validation run disagree by more than this factor, the report says so.
 _CROSS_CHECK_RATIO = 1.5
 # Validation this share of the run or more is named in the band's note until it is measured.

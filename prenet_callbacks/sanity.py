@@ -5,9 +5,12 @@ it is the right measurement but a cold one. On a CPU most of the coldness is fir
 before training has grown the heap, glibc hands large tensors back to the kernel when they are freed,
 so every validation batch touches fresh pages again (measured here: a CNN's batch of 128 took 125 ms
 with 15,600 faults, 88 ms once training had run; an encoder's 64 ms with 8,800 faults, 40 ms warm).
-Training then keeps those pages, and later validation runs do not pay them. `SanityTimer` counts the
-process's minor page faults over the batches and removes their cost, measured once per process on
-this machine (`seconds_per_fault`), so the estimate describes a warm validation batch.
+Training then keeps those pages for batches its own size, and later validation runs at that size do
+not pay them; an eval batch well above the training one allocates afresh and faults again in every
+run (issue 24: a CNN at 4x the training batch). `SanityTimer` counts the process's minor page faults
+over the batches and gives the batches both as timed and with the faults' cost, measured once per
+process on this machine (`seconds_per_fault`), taken off: the estimate of a validation run uses the
+first, its band reaches down to the second (`prenet_callbacks.eta`).
 
 ``resource`` is POSIX: elsewhere no faults are counted and the sanity check is taken as timed.
 """
