@@ -181,7 +181,8 @@ def _validation_estimate(plan: RunPlan, m: RunMeasurements, batch_s: float) -> _
     elif warm is not None:
         basis = f"training forward x batch ratio ({_batch_ratio_words(m)})"
         if sanity is not None:
-            basis += f"; the sanity check was {sanity / max(warm, 1e-9):.1f}x higher"
+            if sanity >= 1.1 * warm:
+                basis += f"; the sanity check was {sanity / max(warm, 1e-9):.1f}x higher"
         else:
             basis += "; no sanity check to cross-check it"
         per_run, how = warm, "warm"
@@ -194,7 +195,7 @@ def _validation_estimate(plan: RunPlan, m: RunMeasurements, batch_s: float) -> _
         basis += "; page faults in the sanity check may not recur"
     low, high = min(candidates), max(candidates)
     if high > _CROSS_CHECK_RATIO * low:
-        basis += ", band covers both"
+        basis += f"; the estimates span {low:.3g}-{high:.3g} s a run and the band covers them"
     return _ValidationEstimate(per_run, how, basis, low, high)
 
 
