@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import gpu_models  # noqa: E402
+from benchmarks.step_errors import publish, step_summary  # noqa: E402
 
 RESULT = ROOT / "benchmarks/results/gpu/h200-2026-11-30.json"
 
@@ -52,14 +52,7 @@ def rows(result: Path = RESULT) -> list[dict]:
 
 
 def summary(table: list[dict]) -> dict:
-    result = {}
-    for precision in sorted({r["precision"] for r in table}):
-        errs = [abs(r["error"]) for r in table if r["precision"] == precision]
-        inside = [r for r in table if r["precision"] == precision and None not in r["band"]
-                  and r["band"][0] <= r["measured_step_s"] <= r["band"][1]]
-        result[precision] = {"n": len(errs), "median_abs_error": round(statistics.median(errs), 4),
-                             "worst_abs_error": round(max(errs), 4), "inside_band": f"{len(inside)}/{len(errs)}"}
-    return result
+    return step_summary(table, "measured_step_s")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,10 +65,7 @@ def main(argv: list[str] | None = None) -> int:
               f"predicted {r['predicted_step_s'] * 1e3:7.1f} ms ({r['error']:+.1%}; committed "
               f"{r['committed_prediction_s'] * 1e3:.1f})")
     result = {"benchmark": "estimate_h200", "rows": table, "summary": summary(table)}
-    print(json.dumps(result["summary"], indent=1))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
-    return 0
+    return publish(result, args.json)
 
 
 if __name__ == "__main__":

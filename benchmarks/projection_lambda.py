@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import gpu_models  # noqa: E402
+from benchmarks.step_errors import publish, step_summary  # noqa: E402
 
 DATA = ROOT / "benchmarks/data/lambda_resnet50_train.json"
 REFERENCE = "A100-SXM4-80GB"
@@ -79,18 +80,10 @@ def relative(table: list[dict]) -> list[dict]:
 
 
 def summary(table: list[dict], rel: list[dict]) -> dict:
-    result = {}
-    for precision in PRECISIONS.values():
-        errs = [r["error"] for r in table if r["precision"] == precision]
-        if not errs:
-            continue
-        inside = [r for r in table if r["precision"] == precision and r["band"][0] <= r["measured_s"] <= r["band"][1]]
+    result = step_summary(table, "measured_s")
+    for precision, cell in result.items():
         speed = [abs(r["error"]) for r in rel if r["precision"] == precision]
-        result[precision] = {"n": len(errs), "median_error": round(statistics.median(errs), 4),
-                             "median_abs_error": round(statistics.median(map(abs, errs)), 4),
-                             "worst_abs_error": round(max(map(abs, errs)), 4),
-                             "relative_speed_mape": round(statistics.mean(speed), 4) if speed else None,
-                             "inside_band": f"{len(inside)}/{len(errs)}"}
+        cell["relative_speed_mape"] = round(statistics.mean(speed), 4) if speed else None
     return result
 
 
@@ -105,10 +98,7 @@ def main(argv: list[str] | None = None) -> int:
               f"predicted {r['predicted_s'] * 1e3:7.1f} ms ({r['error']:+.1%})")
     result = {"benchmark": "projection_lambda", "reference": REFERENCE, "rows": table, "relative": rel,
               "summary": summary(table, rel)}
-    print(json.dumps(result["summary"], indent=1))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
-    return 0
+    return publish(result, args.json)
 
 
 if __name__ == "__main__":

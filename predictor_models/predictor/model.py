@@ -106,14 +106,15 @@ class Predictor:
         if not ops or not devices:
             return out
         virtual, parent, mult, identity = self._expand(ops)
+        cols = op_columns(virtual)
         # ops in a training step repeat (every layer of a stack, forward and backward): predict each
         # distinct op once and copy its row back, so the ensemble costs per distinct op, not per op
-        first, inverse = _distinct(op_columns(virtual))
+        first, inverse = _distinct(cols)
         distinct = [virtual[i] for i in first]
         # and never below the same op with less work (monotone.py)
-        ladder, owner = work_ladder(distinct, self.monotone) if self.monotone else ([], [])
+        ladder, owner = work_ladder(distinct, self.monotone)
         with one_blas_thread():
-            times = self._times(op_columns(distinct + ladder), devices)
+            times = self._times(op_columns(distinct + ladder) if ladder else cols.take(first), devices)
         if ladder:
             np.maximum.at(times, np.asarray(owner), times[len(distinct):])
         return self._scatter(times[:len(distinct)][inverse], parent, mult, identity, out)
