@@ -1,7 +1,6 @@
 """`estimate()` on meta models: no real memory, precision, data-parallel, memory fit, bad input."""
 from __future__ import annotations
 
-import time
 
 import pytest
 import torch
@@ -43,13 +42,13 @@ def predictor():
     return ScaledBound()
 
 
-def test_meta_model_needs_no_real_memory_and_is_fast(predictor):
+def test_meta_model_needs_no_real_memory(predictor):
+    # how fast it runs is benchmarks/projection_speed.py's job, not a test's: here, that nothing is materialised
     with torch.device("meta"):
         model = _Conv()
     big = torch.empty(4096, 3, 224, 224, device="meta")   # 2.5 GB if it were real
-    start = time.perf_counter()
     est = estimate(model, big, targets=["A100", "H100-SXM5"], predictor=predictor, steps=100)
-    assert time.perf_counter() - start < 10
+    assert all(p.device.type == "meta" and p.grad is None for p in model.parameters())
     assert 0 < est.step_seconds("H100-SXM5") < est.step_seconds("A100")
     assert est.total_seconds("H100-SXM5") == pytest.approx(100 * est.step_seconds("H100-SXM5"), rel=1e-3)
 
