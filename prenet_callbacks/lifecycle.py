@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from prenet_callbacks.report_view import run_word
 from prenet_callbacks.units import format_duration
 
 START_KINDS = ("fresh", "resumed", "attached_late")
@@ -49,11 +50,16 @@ def actual_block(*, fit_s: float, steps: int, batches: int, reason: str, first: 
     return block
 
 
-def end_line(report: Any, *, unit: str = "fit") -> str | None:
-    """One line for the log when a run ends, e.g. ``took 78.5 s; predicted 82.0 s at step 26 (+4.5%)``."""
+def end_line(report: Any, *, unit: str | None = None) -> str | None:
+    """One line for the log when a run ends, e.g. ``took 78.5 s; predicted 82.0 s at step 26 (+4.5%)``.
+
+    ``unit``: what the run is called; by default the panel's word for it (`report_view.run_word`).
+    """
     actual, ended = report.actual, report.run.get("ended") or {}
     if not actual:
         return None
+    if unit is None:
+        unit = run_word(report)
     reason = actual.get("ended") or ended.get("reason") or "completed"
     took = format_duration(actual.get("fit_s"))
     first = actual.get("first_prediction") or {}

@@ -16,18 +16,15 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from prenet_callbacks import report_view as view
 from prenet_callbacks.report import Report
+from prenet_callbacks.report_parts import Prediction, TargetRow
 from prenet_callbacks.units import (format_count, format_duration, format_percent, format_step_time,
                                     format_usd, plural)
 
-_BREAKDOWN_LABELS = {
-    "setup_s": "setup and sanity check",
-    "train_s": "training steps",
-    "data_loading_s": "  of which data loading",
-    "validation_s": "validation",
-    "checkpoints_s": "checkpoint saves",
-    "epoch_boundaries_s": "epoch boundaries and teardown",
-}
+# the panel's words for the breakdown's parts (the page's are `report_view.BREAKDOWN_PARTS`)
+_BREAKDOWN_LABELS = {**dict(view.BREAKDOWN_PARTS), "data_loading_s": "  of which data loading",
+                     "epoch_boundaries_s": "epoch boundaries and teardown"}
 _RUN_WORDING = {"setup_s": "setup", "epoch_boundaries_s": "teardown"}  # runs without epochs or sanity checks
 _MAX_LAYER_ROWS = 10
 _END_WORDS = {"completed": "completed", "stopped_early": "stopped early", "time_limit": "stopped at its time limit",
@@ -52,47 +49,33 @@ def finish_time(eta_s: float, now: _dt.datetime | None = None) -> str:
     return _clock_time(now + _dt.timedelta(seconds=eta_s), now)
 
 
-def is_lightning(report: Report) -> bool:
-    return (report.run.get("framework") or report.current.get("framework")) in (None, "lightning")
-
-
-def _where(report: Report) -> str:
-    current = report.current
-    device = current.get("catalog_name") or current.get("name") or current.get("device", "this device")
-    if current.get("device") == "cpu":
-        cores = current.get("cpu_cores")
-        device = f"CPU ({current.get('name', 'unknown')}{f', {cores} cores' if cores else ''})"
-    devices = current.get("devices", 1)
-    return f"{devices}x {device}" if devices and devices > 1 else device
-
-
 def _headline(report: Report, live: bool) -> Text:
-    word = "fit" if is_lightning(report) else "run"
-    where = _where(report)
-    prediction = report.latest_prediction or {}
+    word = view.run_word(report)
+    where = view.device_label(report)
+    prediction = view.latest_prediction(report) or Prediction()
     text = Text()
     if report.actual:
         _finished_headline(text, report, word, where)
-    elif prediction.get("predicted_total_s") is None:
-        rate, step = prediction.get("batches_per_s"), prediction.get("step_s")
+    elif prediction.predicted_total_s is None:
+        rate, step = prediction.batches_per_s, prediction.step_s
         text.append(f"Training on {where}: ", style="bold")
         text.append(f"{format_step_time(step)} per step" if step else "not measured yet")
         if rate:
             text.append(f" ({rate:.2f} batches/s)")
-        text.append(f"\nNo total: {prediction.get('note') or 'the run length is unknown'}.", style="yellow")
+        text.append(f"\nNo total: {prediction.note or 'the run length is unknown'}.", style="yellow")
     else:
-        total = prediction["predicted_total_s"]
+        total = prediction.predicted_total_s
         text.append(f"Predicted {word} time on {where}: ", style="bold")
         text.append(format_duration(total), style="bold green")
-        text.append(f"  (band {format_duration(prediction.get('low_s'))} – {format_duration(prediction.get('high_s'))})")
-        eta = prediction.get("eta_s") or 0.0
+        text.append(f"  (band {format_duration(prediction.low_s)} – {format_duration(prediction.high_s)})")
+        eta = prediction.eta_s or 0.0
         if live:
             text.append(f"\nRemaining {format_duration(eta)}, finishing about {finish_time(eta)}")
         else:
             text.append("\n" + _written_line(report, prediction, eta))
-        text.append(f"; {format_step_time(prediction.get('step_s'))} per optimizer step")
+        text.append(f"; {format_step_time(prediction.step_s)} per optimizer step")
     _plan_line(text, report, prediction)
-    for note in filter(None, [prediction.get("note") if not report.actual else None]):
+    for note in filter(None, [prediction.note if not report.actual else None]):
         text.append(f"\nNote: {note}", style="yellow")
     return text
 
@@ -121,27 +104,27 @@ def _finished_headline(text: Text, report: Report, word: str, where: str) -> Non
         text.append(f"\nReport written {_clock_time(written, _dt.datetime.now().astimezone())}")
 
 
-def _written_line(report: Report, prediction: dict[str, Any], eta: float) -> str:
+def _written_line(report: Report, prediction: Prediction, eta: float) -> str:
     """For a re-rendered unfinished report: when it was written and what it said then."""
     written = _parse_time(report.updated or report.created)
     if written is None:
         return f"Remaining {format_duration(eta)} when the report was written"
     now = _dt.datetime.now().astimezone()
     age = format_duration(max(0.0, (now - written).total_seconds()))
-    return (f"Written {_clock_time(written, now)} ({age} ago) at step {prediction.get('at_step')}, "
-            f"{format_duration(prediction.get('elapsed_s'))} in, with {format_duration(eta)} to go")
+    return (f"Written {_clock_time(written, now)} ({age} ago) at step {prediction.at_step}, "
+            f"{format_duration(prediction.elapsed_s)} in, with {format_duration(eta)} to go")
 
 
-def _plan_line(text: Text, report: Report, prediction: dict[str, Any]) -> None:
+def _plan_line(text: Text, report: Report, prediction: Prediction) -> None:
     plan = report.plan
     if not plan.get("total_steps"):
         return
     steps = plan["total_steps"]
-    covered = prediction.get("steps")
-    parts = [f"{steps:,} optimizer steps" if not prediction.get("time_limited") or covered is None
+    covered = prediction.steps
+    parts = [f"{steps:,} optimizer steps" if not prediction.time_limited or covered is None
              else f"{covered:,} of {steps:,} optimizer steps fit in the time limit"]
     # under a time limit the counts are those of the steps that fit (the plan's, scaled by the share of steps)
-    share = covered / steps if prediction.get("time_limited") and covered is not None and steps else 1.0
+    share = covered / steps if prediction.time_limited and covered is not None and steps else 1.0
     def count(key: str, word: str) -> str:
         planned = plan.get(key, 0) or 0
         about = "about " if share < 1.0 and planned else ""
@@ -149,7 +132,7 @@ def _plan_line(text: Text, report: Report, prediction: dict[str, Any]) -> None:
 
     if plan.get("max_epochs") and share == 1.0:
         parts.append(plural(plan["max_epochs"], "epoch"))
-    if is_lightning(report) or plan.get("validation_runs"):
+    if view.is_lightning(report) or plan.get("validation_runs"):
         parts.append(count("validation_runs", "validation run"))
     parts.append(count("checkpoint_saves", "checkpoint file"))
     start = report.run.get("start_step") or 0
@@ -159,39 +142,27 @@ def _plan_line(text: Text, report: Report, prediction: dict[str, Any]) -> None:
     text.append("\nPlan: " + ", ".join(parts))
 
 
-def _breakdown(report: Report) -> tuple[dict[str, float], float | None, str] | None:
-    """The parts to show, their total and the table title: measured when finished, else predicted."""
-    actual = report.actual or {}
-    if actual.get("breakdown"):
-        return actual["breakdown"], actual.get("fit_s"), "Where the time went"
-    prediction = report.latest_prediction or {}
-    if prediction.get("breakdown") and prediction.get("predicted_total_s"):
-        parts = dict(prediction["breakdown"])
-        parts.update(prediction.get("of_which") or {})
-        start = report.run.get("start_step") or 0
-        # after a resume the breakdown is this fit's (from step N on); "whole run" is the targets' word
-        scope = (f"from step {start:,}" if start
-                 else "whole " + ("fit" if is_lightning(report) else "run"))
-        return parts, prediction["predicted_total_s"], f"Where the time goes ({scope})"
-    return None
-
-
 def _breakdown_table(report: Report) -> Table | None:
-    found = _breakdown(report)
+    """Where the time went (finished, measured) or goes (the latest prediction), or None."""
+    found = view.breakdown(report)
     if found is None:
         return None
-    parts, total, title = found
-    lightning = is_lightning(report)
+    if found.finished:
+        title = "Where the time went"
+    else:
+        start = report.run.get("start_step") or 0
+        # after a resume the breakdown is this fit's (from step N on); "whole run" is the targets' word
+        title = f"Where the time goes ({f'from step {start:,}' if start else 'whole ' + view.run_word(report)})"
+    lightning = view.is_lightning(report)
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, min_width=len(title))
     table.add_column("part")
     table.add_column("time", justify="right")
     table.add_column("share", justify="right")
-    for key, label in _BREAKDOWN_LABELS.items():
-        seconds = parts.get(key)
-        if seconds is None or (key != "train_s" and seconds < 0.05):
+    total = found.total_s
+    for key, seconds, _ in found.rows():
+        if key != "train_s" and seconds < 0.05:
             continue
-        if not lightning:
-            label = _RUN_WORDING.get(key, label)
+        label = _BREAKDOWN_LABELS[key] if lightning else _RUN_WORDING.get(key, _BREAKDOWN_LABELS[key])
         table.add_row(label, format_duration(seconds), format_percent(seconds / total if total else None))
     return table
 
@@ -229,8 +200,8 @@ def _format_intensity(value: float | None) -> str:
     return "—" if value is None else f"{value:.1f}"
 
 
-def _price_title(targets: list[dict[str, Any]]) -> str:
-    dates = sorted({t.get("price_date") for t in targets if t.get("price_date")})
+def _price_title(targets: list[TargetRow]) -> str:
+    dates = sorted({t.price_date for t in targets if t.price_date})
     if not dates:
         return ""
     # the oldest price is the one a reader should doubt first
@@ -239,11 +210,12 @@ def _price_title(targets: list[dict[str, Any]]) -> str:
 
 def targets_table(report: Report) -> Table | None:
     """The other-hardware table of a report (also what ``estimate().table()`` prints)."""
-    if not report.targets:
+    rows = view.targets(report)
+    if not rows:
         return None
-    title = "Other hardware (predicted)" + _price_title(report.targets)
+    title = "Other hardware (predicted)" + _price_title(rows)
     at = (report.projection or {}).get("at_step")
-    latest = (report.latest_prediction or {}).get("at_step")
+    latest = (view.latest_prediction(report) or Prediction()).at_step
     if at is not None and latest is not None and at != latest and not report.actual:
         title += f", projected at step {at}"
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
@@ -252,38 +224,38 @@ def targets_table(report: Report) -> Table | None:
                             ("method", "left")):
         table.add_column(column, justify=justify)
     by_note: dict[str, list[str]] = {}   # one line per fact, with the rows it applies to
-    for target in report.targets:
-        label = target.get("label") or target.get("name", "?")
-        speedup = target.get("speedup")
-        fits = target.get("fits_memory")
+    for target in rows:
+        label = target.display_label
+        speedup = target.speedup
+        fits = target.fits_memory
         if fits is None:
             fits_text = "—"
         elif fits:
             fits_text = "yes"
         else:
-            max_batch = target.get("max_batch")
+            max_batch = target.max_batch
             fits_text = "[red]no[/red]" + (f" (≤{max_batch})" if max_batch is not None else "")
         band = _band_text(target)
-        for note in target.get("notes") or []:
+        for note in target.notes or ():
             by_note.setdefault(note, []).append(label)
         table.add_row(
-            label + (" (current)" if target.get("current") else ""),
-            format_step_time(target.get("step_s")),
-            format_duration(target.get("total_s")),
+            label + (" (current)" if target.current else ""),
+            format_step_time(target.step_s),
+            format_duration(target.total_s),
             band,
             "—" if speedup is None else f"{speedup:.2f}x",
             fits_text,
-            format_usd(target.get("usd_per_hour")),
-            format_usd(target.get("total_usd")),
-            str(target.get("method", "")),
+            format_usd(target.usd_per_hour),
+            format_usd(target.total_usd),
+            str(target.method),
         )
     notes = [f"{', '.join(labels)}: {note}" for note, labels in by_note.items()]
     work = (report.projection or {}).get("work") or {}
     if work.get("done_steps"):
         notes.append(f"every row is the whole run of {work.get('steps') or '?':,} steps, of which "
-                     f"{work['done_steps']:,} ran before this {'fit' if is_lightning(report) else 'attach'}")
+                     f"{work['done_steps']:,} ran before this {'fit' if view.is_lightning(report) else 'attach'}")
     convention = (report.projection or {}).get("batch_convention")
-    if convention and any((t.get("devices") or 1) > 1 for t in report.targets):
+    if convention and any((t.devices or 1) > 1 for t in rows):
         notes.append("multi-GPU rows: each GPU keeps the measured per-device batch" if convention == "per_device"
                      else "multi-GPU rows: the global batch stays, split over each target's GPUs")
     if notes:
@@ -292,11 +264,11 @@ def targets_table(report: Report) -> Table | None:
     return table
 
 
-def _band_text(target: dict) -> str:
+def _band_text(target: TargetRow) -> str:
     """The row's step band as the projection made it (regime-widened, multiplicative): "-33/+49%"."""
-    step, low, high = target.get("step_s"), target.get("step_low_s"), target.get("step_high_s")
-    if target.get("current") or not step or low is None or high is None:
-        error = target.get("relative_error")
+    step, low, high = target.step_s, target.step_low_s, target.step_high_s
+    if target.current or not step or low is None or high is None:
+        error = target.relative_error
         return "—" if error is None else f"±{error * 100:.0f}%"
     return f"-{(1 - low / step) * 100:.0f}/+{(high / step - 1) * 100:.0f}%"
 
@@ -307,8 +279,7 @@ def report_renderable(report: Report, *, live: bool = False) -> Panel:
     breakdown = _breakdown_table(report)
     if breakdown is not None:
         parts += [Text(""), breakdown]
-    layers = (report.measured.get("layers") or {}).get("layers") or []
-    layer_table = _layer_table(layers)
+    layer_table = _layer_table(view.measured(report).layer_rows)
     if layer_table is not None:
         parts += [Text(""), layer_table]
     targets = targets_table(report)

@@ -9,6 +9,7 @@ import copy
 from typing import Any
 
 from prenet_callbacks.plan import integer_counts
+from prenet_callbacks.report_parts import label_for
 
 # /1 target keys -> /2 keys
 _TARGET_KEYS = {
@@ -22,8 +23,7 @@ _BREAKDOWN_KEYS = ("setup", "train", "validation", "checkpoints", "epoch_boundar
 
 def target_label(row: dict[str, Any]) -> str:
     """``8x H100-SXM5`` for a multi-device row, the plain name otherwise."""
-    devices = row.get("devices") or 1
-    return f"{devices}x {row.get('name', '?')}" if devices > 1 else str(row.get("name", "?"))
+    return label_for(row.get("name", "?"), row.get("devices"))
 
 
 def upgrade_target(row: dict[str, Any]) -> dict[str, Any]:

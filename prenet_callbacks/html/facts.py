@@ -8,8 +8,10 @@ import datetime as _dt
 from html import escape
 from typing import Any, Iterable
 
+from prenet_callbacks import report_view
 from prenet_callbacks.html import view
-from prenet_callbacks.html.view import number
+from prenet_callbacks.report_parts import Prediction, TargetRow
+from prenet_callbacks.report_view import device_label, number
 from prenet_callbacks.units import format_count, format_duration, format_percent, format_step_time, format_usd
 
 MAX_LAYER_ROWS = 10
@@ -28,18 +30,6 @@ def when(iso: str | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M") + (f" {moment.strftime('%Z')}" if moment.tzinfo else "")
 
 
-def device_label(data: dict[str, Any]) -> str:
-    """``CPU (AMD EPYC, 2 cores)``, ``H100-SXM5``, ``8x A100-SXM4-80GB``."""
-    current = data.get("current") or {}
-    if current.get("device") == "cpu":
-        cores = current.get("cpu_cores")
-        name = f"CPU ({current.get('name') or 'unknown'}{f', {cores} cores' if cores else ''})"
-    else:
-        name = str(current.get("catalog_name") or current.get("name") or current.get("device") or "this device")
-    devices = current.get("devices") or 1
-    return f"{devices}x {name}" if devices > 1 else name
-
-
 def _table(headers: Iterable[str], rows: Iterable[Iterable[str]], numeric: set[int], caption: str = "") -> str:
     head = "".join(f'<th{" class=num" if i in numeric else ""}>{escape(h)}</th>' for i, h in enumerate(headers))
     body = "".join("<tr>" + "".join(f'<td{" class=num" if i in numeric else ""}>{cell}</td>'
@@ -48,17 +38,21 @@ def _table(headers: Iterable[str], rows: Iterable[Iterable[str]], numeric: set[i
     return f"<table>{caption_html}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _status(data: dict[str, Any], latest: dict[str, Any]) -> str:
+def _dash(value: Any) -> Any:
+    return "—" if value is None else value
+
+
+def _status(data: dict[str, Any], latest: Prediction) -> str:
     run = data.get("run") or {}
     ended = run.get("ended") or {}
     actual = data.get("actual") or {}
     fit_s = number(actual.get("fit_s")) or number(ended.get("elapsed_s"))
     reason = ended.get("reason") or actual.get("ended") or ("completed" if fit_s is not None else None)
     if reason is None:
-        elapsed = number(latest.get("elapsed_s"))
+        elapsed = number(latest.elapsed_s)
         written = escape(when(data.get("updated") or data.get("created")))
         return (f"Not finished when the report was written ({written}); {format_duration(elapsed)} elapsed at "
-                f"the last prediction (optimizer step {latest.get('at_step', '—')}).")
+                f"the last prediction (optimizer step {_dash(latest.at_step)}).")
     step = ended.get("at_step", actual.get("steps"))
     text = f"{_ENDINGS.get(reason, escape(str(reason)))}"
     if ended.get("detail"):
@@ -85,11 +79,11 @@ def _first_prediction(data: dict[str, Any]) -> str | None:
     return text
 
 
-def _plan(data: dict[str, Any], latest: dict[str, Any]) -> str:
+def _plan(data: dict[str, Any], latest: Prediction) -> str:
     plan = data.get("plan") or {}
     steps = plan.get("total_steps")
     if not steps:
-        why = plan.get("unknown_reason") or latest.get("note") or "no total number of steps"
+        why = plan.get("unknown_reason") or latest.note or "no total number of steps"
         return escape(f"unknown length: {why}")
     epochs = plan.get("max_epochs")
     epochs_text = f", {epochs} epoch{'s' if epochs != 1 else ''}" if epochs else ""
@@ -109,31 +103,31 @@ def _start(data: dict[str, Any]) -> str | None:
 
 def summary(data: dict[str, Any]) -> str:
     """The headline facts as a definition list."""
-    latest = view.latest_prediction(data) or {}
+    latest = report_view.latest_prediction(data) or Prediction()
     current = data.get("current") or {}
     rows: list[tuple[str, str]] = [("Device", escape(device_label(data)) + escape(
         f", {current['precision']}" if current.get("precision") else ""))]
     rows.append(("Status", _status(data, latest)))
-    total = number(latest.get("predicted_total_s"))
+    total = number(latest.predicted_total_s)
     if total is not None:
-        low, high = format_duration(number(latest.get("low_s"))), format_duration(number(latest.get("high_s")))
-        rows.append((f"Predicted {view.run_word(data)} time",
+        low, high = format_duration(number(latest.low_s)), format_duration(number(latest.high_s))
+        rows.append((f"Predicted {report_view.run_word(data)} time",
                      f"<strong>{format_duration(total)}</strong> (band {low} – {high}), latest prediction, "
-                     f"at optimizer step {latest.get('at_step', '—')}"))
-        naive = number(latest.get("naive_total_s"))
+                     f"at optimizer step {_dash(latest.at_step)}"))
+        naive = number(latest.naive_total_s)
         if naive is not None:
             rows.append(("Naive progress-bar estimate", f"{format_duration(naive)} at the same step"))
     first = _first_prediction(data)
     if first and (total is None or len(data.get("predictions") or []) > 1 or data.get("actual")):
         rows.append(("First prediction", escape(first)))
-    if number(latest.get("step_s")) is not None:
-        rows.append(("Time per optimizer step", format_step_time(latest["step_s"])))
+    if number(latest.step_s) is not None:
+        rows.append(("Time per optimizer step", format_step_time(latest.step_s)))
     rows.append(("Plan", _plan(data, latest)))
     start = _start(data)
     if start:
         rows.append(("Start", escape(start)))
-    if latest.get("note"):
-        rows.append(("Note", escape(str(latest["note"]))))
+    if latest.note:
+        rows.append(("Note", escape(str(latest.note))))
     recommendation = data.get("recommendation")
     text = recommendation.get("text") if isinstance(recommendation, dict) else recommendation
     if text:
@@ -142,17 +136,17 @@ def summary(data: dict[str, Any]) -> str:
 
 
 def breakdown_table(data: dict[str, Any]) -> str:
-    latest = view.latest_prediction(data)
-    parts, of_which = view.breakdown(latest)
-    if not parts:
+    found = report_view.prediction_breakdown(report_view.latest_prediction(data))
+    if not found.parts:
         return ""
-    total = number((latest or {}).get("predicted_total_s")) or sum(s for _, s in parts)
+    total = found.total_s or sum(s for _, s in found.parts)
+    labels = dict(report_view.BREAKDOWN_PARTS + report_view.OF_WHICH_PARTS)
     rows = []
-    for label, seconds in parts:
-        rows.append([escape(label), format_duration(seconds), format_percent(seconds / total if total else None)])
-        if label == "training steps":
-            rows += [[f"&nbsp;&nbsp;of which {escape(name)}", format_duration(s),
-                      format_percent(s / total if total else None)] for name, s in of_which]
+    for key, seconds, of_which in found.rows():
+        if of_which and seconds <= 0:
+            continue
+        label = f"&nbsp;&nbsp;of which {escape(labels[key])}" if of_which else escape(labels[key])
+        rows.append([label, format_duration(seconds), format_percent(seconds / total if total else None)])
     return _table(["part", "time", "share"], rows, {1, 2})
 
 
@@ -169,37 +163,37 @@ def layers_table(data: dict[str, Any]) -> str:
                   {2, 3, 4, 5, 6}, f"{more} more layers in the JSON report" if more > 0 else "")
 
 
-def _fits(target: dict[str, Any]) -> str:
-    fits = target.get("fits_memory")
-    used, capacity = number(target.get("memory_gib")), number(target.get("memory_capacity_gib"))
+def _fits(target: TargetRow) -> str:
+    fits = target.fits_memory
+    used, capacity = number(target.memory_gib), number(target.memory_capacity_gib)
     memory = f" ({used:.1f} of {capacity:.0f} GiB)" if used is not None and capacity else ""
     if fits is None:
         return "—"
     if fits:
         return "yes" + memory
-    max_batch = target.get("max_batch")
+    max_batch = target.max_batch
     return "<span class=bad>no</span>" + memory + (f", batch ≤ {max_batch}" if max_batch is not None else "")
 
 
 def targets_table(data: dict[str, Any]) -> str:
-    targets = data.get("targets") or []
+    targets = report_view.targets(data)
     if not targets:
         return ""
     rows, notes = [], []
     for target in targets:
-        label = view.target_label(target)
-        low, high = number(target.get("total_low_s")), number(target.get("total_high_s"))
-        error = number(target.get("relative_error"))
+        label = str(target.display_label)
+        low, high = number(target.total_low_s), number(target.total_high_s)
+        error = number(target.relative_error)
         band = (f"{format_duration(low)} – {format_duration(high)}" if low is not None and high is not None
                 and low != high else ("—" if error is None else f"±{error * 100:.0f}%"))
-        speedup = number(target.get("speedup"))
-        rows.append([escape(label) + (" <em>(current)</em>" if target.get("current") else ""),
-                     format_step_time(number(target.get("step_s"))), format_duration(number(target.get("total_s"))),
+        speedup = number(target.speedup)
+        rows.append([escape(label) + (" <em>(current)</em>" if target.current else ""),
+                     format_step_time(number(target.step_s)), format_duration(number(target.total_s)),
                      band, "—" if speedup is None else f"{speedup:.2f}x", _fits(target),
-                     format_usd(number(target.get("usd_per_hour"))), format_usd(number(target.get("total_usd"))),
-                     escape(str(target.get("method") or ""))])
-        notes += [f"{label}: {note}" for note in target.get("notes") or [] if f"{label}: {note}" not in notes]
-    dates = sorted({str(t["price_date"]) for t in targets if t.get("price_date")})
+                     format_usd(number(target.usd_per_hour)), format_usd(number(target.total_usd)),
+                     escape(str(target.method or ""))])
+        notes += [f"{label}: {note}" for note in target.notes or () if f"{label}: {note}" not in notes]
+    dates = sorted({str(t.price_date) for t in targets if t.price_date})
     caption = f"prices as of {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "") if dates else ""
     table = _table(["hardware", "step", "fit time", "band", "speed-up", "fits in memory", "$/h", "cost", "method"],
                    rows, {1, 2, 3, 4, 6, 7}, caption)

@@ -1,23 +1,22 @@
 """What the page and its charts show, read from a ``prenet-report/2`` dict (no plotting, no HTML here).
 
 Every function takes the plain dict of `Report.to_dict()` and returns plain data; fields a report
-lacks come back as ``None`` or empty lists, so older and partial reports render what they have.
+lacks come back as ``None`` or empty lists, so older and partial reports render what they have. The
+report's parts and the facts the panel words alike (fit/run, the breakdown) come from `report_view`.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
-# The whole fit's parts (they add up to predicted_total_s) and the "of which" parts of training.
-BREAKDOWN_PARTS = (
-    ("setup_s", "setup and sanity check"),
-    ("train_s", "training steps"),
-    ("validation_s", "validation"),
-    ("checkpoints_s", "checkpoint saves"),
-    ("epoch_boundaries_s", "epoch boundaries"),
-)
-OF_WHICH_PARTS = (("data_loading_s", "data loading"),)
+from prenet_callbacks import report_view
+from prenet_callbacks.report_parts import Prediction, TargetRow
+from prenet_callbacks.report_view import BREAKDOWN_PARTS, OF_WHICH_PARTS, number, run_word
+
+__all__ = ["BREAKDOWN_PARTS", "OF_WHICH_PARTS", "HardwarePoint", "Layer", "Roof", "band", "breakdown",
+           "hardware_points", "has_totals", "history", "latest_prediction", "layers", "no_layers_reason",
+           "number", "pareto_front", "roof", "run_word", "step_phases", "target_label"]
+
 STEP_PHASES = (
     ("data_s", "data loading"),
     ("forward_s", "forward"),
@@ -28,24 +27,11 @@ STEP_PHASES = (
 ROLES = (("fastest", "fastest"), ("cheapest", "cheapest"), ("best_value", "best value"))
 
 
-def number(value: Any) -> float | None:
-    """A finite float, or None for missing, non-numeric, NaN and infinite values."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
 def band(value: float, low: Any, high: Any) -> tuple[float, float]:
     """``(low, high)`` around `value`, widened to hold it: rounding in a report (or a band floored
     at the time already spent) can put a bound on the wrong side of the value it bounds."""
     low, high = number(low), number(high)
     return (value if low is None else min(low, value)), (value if high is None else max(high, value))
-
-
-def run_word(data: dict[str, Any]) -> str:
-    """``fit`` for a Lightning report (a ``Trainer.fit`` call), ``run`` for the other frameworks."""
-    framework = (data.get("run") or {}).get("framework") or (data.get("current") or {}).get("framework")
-    return "fit" if framework in (None, "lightning") else "run"
 
 
 def latest_prediction(data: dict[str, Any]) -> dict[str, Any] | None:
@@ -61,24 +47,22 @@ def history(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 def has_totals(data: dict[str, Any]) -> bool:
     """True when at least one prediction gives a whole-fit time (False: the run length is unknown)."""
-    return any(number(p.get("predicted_total_s")) is not None for p in data.get("predictions") or [])
+    return any(number(p.predicted_total_s) is not None for p in report_view.predictions(data))
 
 
 def breakdown(prediction: dict[str, Any] | None) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
     """``(parts, of_which)``: labelled seconds of the whole fit, and the labelled parts of training."""
     if not prediction:
         return [], []
-    parts_source = prediction.get("breakdown") or {}
-    of_which_source = prediction.get("of_which") or {}
-    parts = [(label, number(parts_source.get(key))) for key, label in BREAKDOWN_PARTS]
-    of_which = [(label, number(of_which_source.get(key))) for key, label in OF_WHICH_PARTS]
-    return ([(label, s) for label, s in parts if s is not None],
-            [(label, s) for label, s in of_which if s is not None and s > 0])
+    found = report_view.prediction_breakdown(Prediction.from_dict(prediction))
+    labels = dict(BREAKDOWN_PARTS + OF_WHICH_PARTS)
+    return ([(labels[key], s) for key, s in found.parts],
+            [(labels[key], s) for key, s in found.of_which if s > 0])
 
 
 def step_phases(data: dict[str, Any]) -> list[tuple[str, float]]:
     """Labelled seconds of one measured optimizer step (data loading, forward, backward, ...)."""
-    phases = (data.get("measured") or {}).get("step_phases") or {}
+    phases = report_view.measured(data).step_phases or {}
     rows = [(label, number(phases.get(key))) for key, label in STEP_PHASES]
     return [(label, s) for label, s in rows if s is not None and s > 0]
 
@@ -164,11 +148,7 @@ def roof(data: dict[str, Any]) -> tuple[Roof | None, str]:
 
 def target_label(target: dict[str, Any]) -> str:
     """``8x H100-SXM5`` (the /2 ``label``, else built from devices and name)."""
-    if target.get("label"):
-        return str(target["label"])
-    devices = target.get("devices") or 1
-    name = str(target.get("name", "?"))
-    return f"{devices}x {name}" if devices > 1 else name
+    return str(TargetRow.from_dict(target).display_label)
 
 
 @dataclass
@@ -197,8 +177,8 @@ class HardwarePoint:
 def hardware_points(data: dict[str, Any]) -> tuple[list[HardwarePoint], bool]:
     """``(points, whole_run)``: whole-run time and cost per target, or, when no target has a total
     (unknown run length), time per optimizer step and cost per 1,000 steps (``whole_run`` False)."""
-    targets = data.get("targets") or []
-    whole_run = any(number(t.get("total_s")) is not None for t in targets)
+    targets = report_view.targets(data)
+    whole_run = any(number(t.total_s) is not None for t in targets)
     roles: dict[str, list[str]] = {}
     recommendation = data.get("recommendation")
     if isinstance(recommendation, dict):
@@ -208,20 +188,20 @@ def hardware_points(data: dict[str, Any]) -> tuple[list[HardwarePoint], bool]:
     points = []
     for target in targets:
         if whole_run:
-            time, low, high = (target.get(k) for k in ("total_s", "total_low_s", "total_high_s"))
-            cost = number(target.get("total_usd"))
+            time, low, high = target.total_s, target.total_low_s, target.total_high_s
+            cost = number(target.total_usd)
         else:
-            time, low, high = (target.get(k) for k in ("step_s", "step_low_s", "step_high_s"))
-            per_hour, time = number(target.get("usd_per_hour")), number(time)
+            time, low, high = target.step_s, target.step_low_s, target.step_high_s
+            per_hour, time = number(target.usd_per_hour), number(time)
             cost = None if per_hour is None or time is None else per_hour * time * 1000 / 3600
         time = number(time)
         if time is None or time <= 0:
             continue
         low, high = band(time, low, high)
-        label = target_label(target)
-        fits = target.get("fits_memory")
+        label = str(target.display_label)
+        fits = target.fits_memory
         points.append(HardwarePoint(label, time, low, high, cost, fits if isinstance(fits, bool) else None,
-                                    bool(target.get("current")), roles.get(label, [])))
+                                    bool(target.current), roles.get(label, [])))
     front = pareto_front(points)
     for point in points:
         point.front = point.label in front

@@ -23,6 +23,7 @@ from prenet_callbacks.projection.predictor_source import resolve_predictor
 from prenet_callbacks.projection.project import BATCH_CONVENTIONS, RunShape, check_batch_convention, project_targets
 from prenet_callbacks.projection.targets import DEFAULT_TARGETS, ProjectionTarget, resolve_targets
 from prenet_callbacks.projection.workload import Unit, Workload
+from prenet_callbacks.report_parts import TargetRow
 
 __all__ = ["BATCH_CONVENTIONS", "DEFAULT_TARGETS", "ExecutionOptions", "Precision", "ProjectionTarget", "RunShape",
            "Unit", "Workload", "measure_host_costs", "optimizer_settings", "parse_precision", "project_report",
@@ -122,36 +123,20 @@ def _current_row(report, workload: Workload, shape: RunShape, convention: str,
     memory = (report.measured or {}).get("memory") or {}
     peak = memory.get("peak_allocated_bytes")
     device_s = sum(u.measured_s or 0.0 for u in workload.units) if anchor is not None else None
-    batch = workload.batch_size
-    return {
-        "name": name, "label": f"{devices}x {name}" if devices > 1 else name, "devices": devices, "nodes": 1,
-        "gpus_per_node": devices, "current": True,
-        "step_s": step, "step_low_s": step, "step_high_s": step, "relative_error": None,
-        "steps": None if shape.steps is None else int(round(shape.steps)),
-        "total_s": total,
-        "total_low_s": prediction.get("low_s") and prediction["low_s"] + done_s,
-        "total_high_s": prediction.get("high_s") and prediction["high_s"] + done_s,
-        "work_s": step, "speedup": 1.0,
-        "usd_per_gpu_hour": cost.usd_per_gpu_hour if cost else None,
-        "usd_per_hour": cost.usd_per_hour if cost else None,
-        "total_usd": round(cost.total_usd, 2) if cost and cost.total_usd is not None else None,
-        "price_date": cost.price_date if cost else None,
-        **(cost.row_keys() if cost else {"price_provider": None, "price_instance": None, "price_instance_gpus": None,
-                                         "price_region": None}),
-        "fits_memory": True, "memory_gib": round(peak / 2**30, 2) if peak else None,
-        "memory_capacity_gib": (round(capacity_bytes(anchor.memory_gb) / GIB, 2)
-                                if anchor is not None and anchor.memory_gb else None),
-        "max_batch": None, "batch_per_device": batch,
-        "global_batch": batch * devices * workload.accumulate if batch else None,
-        "batch_convention": convention, "method": "measured",
-        "phases_s": {"forward": phases.get("forward_s"), "backward": phases.get("backward_s"),
-                     "optimizer": phases.get("optimizer_s"),
-                     "host": (phases.get("data_s") or 0.0) + (phases.get("other_s") or 0.0) if phases else None},
-        "comm_s": None, "comm_exposed_s": None, "communication": None,
-        "host_bound": bool(device_s is not None and step and step - workload.data_s > 1.2 * device_s),
-        "unmodelled_share": 0.0, "precision": workload.precision.name, "precision_note": None,
-        "assumed": {"attention": None, "optimizer": f"{workload.optimizer} ({workload.optimizer_ran or 'as measured'})",
-                    "compile": "default" if workload.ran_compiled else "none", "cuda_graphs": False,
-                    "host": "measured", "sharding": workload.zero.label(), "network_gbps_per_gpu": None},
-        "notes": [cost.note] if cost is not None and cost.note else [],
-    }
+    return TargetRow.current_device(
+        name=name, devices=devices, step_s=step, steps=None if shape.steps is None else int(round(shape.steps)),
+        total_s=total, total_low_s=prediction.get("low_s") and prediction["low_s"] + done_s,
+        total_high_s=prediction.get("high_s") and prediction["high_s"] + done_s, cost=cost,
+        memory_gib=round(peak / 2**30, 2) if peak else None,
+        capacity_gib=(round(capacity_bytes(anchor.memory_gb) / GIB, 2)
+                      if anchor is not None and anchor.memory_gb else None),
+        batch_per_device=workload.batch_size, accumulate=workload.accumulate, batch_convention=convention,
+        phases_s={"forward": phases.get("forward_s"), "backward": phases.get("backward_s"),
+                  "optimizer": phases.get("optimizer_s"),
+                  "host": (phases.get("data_s") or 0.0) + (phases.get("other_s") or 0.0) if phases else None},
+        host_bound=bool(device_s is not None and step and step - workload.data_s > 1.2 * device_s),
+        precision=workload.precision.name,
+        assumed={"attention": None, "optimizer": f"{workload.optimizer} ({workload.optimizer_ran or 'as measured'})",
+                 "compile": "default" if workload.ran_compiled else "none", "cuda_graphs": False,
+                 "host": "measured", "sharding": workload.zero.label(), "network_gbps_per_gpu": None},
+    ).to_dict()

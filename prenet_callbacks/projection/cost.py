@@ -21,11 +21,6 @@ class Cost:
     region: str | None = None
     note: str = ""               # how the listing was chosen when it is not an exact match, or why none
 
-    def row_keys(self) -> dict:
-        """The price keys of a projection row (besides usd_per_gpu_hour, usd_per_hour, total_usd, price_date)."""
-        return {"price_provider": self.provider, "price_instance": self.instance,
-                "price_instance_gpus": self.instance_gpus, "price_region": self.region}
-
 
 def run_cost(accelerator, count: int, seconds: float | None, *, provider: str | None = None,
              gpus_per_node: int | None = None) -> Cost:

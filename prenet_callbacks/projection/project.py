@@ -37,6 +37,7 @@ from prenet_callbacks.projection.precision import precision_note
 from prenet_callbacks.projection.scaling import device_times
 from prenet_callbacks.projection.targets import as_projection_target
 from prenet_callbacks.projection.workload import Variant, Workload
+from prenet_callbacks.report_parts import TargetRow
 
 BATCH_CONVENTIONS = ("per_device", "global")
 COMM_ERROR = 0.15   # band of communication: the collective model's error on public measurements
@@ -63,10 +64,6 @@ def check_batch_convention(value: Any) -> str:
         raise ValueError(f"batch_convention must be 'per_device' (each GPU keeps its batch) or 'global' (the "
                          f"global batch stays), got {value!r}")
     return value
-
-
-def _round(value: float | None, digits: int = 6) -> float | None:
-    return None if value is None else round(float(value), digits)
 
 
 def _python(workload: Workload) -> np.ndarray | None:
@@ -199,35 +196,22 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
             speedup = current_total_s / total
         elif workload.measured_step_s:
             speedup = workload.measured_step_s / work
-        rows.append({
-            "name": acc.name, "label": target.label, "devices": n, "nodes": target.nodes,
-            "gpus_per_node": target.gpus_per_node, "current": False,
-            "step_s": _round(step), "step_low_s": _round(low), "step_high_s": _round(high),
-            "relative_error": round(rel, 4), "band_width": round(math.expm1(width), 4),
-            "steps": None if steps_t is None else int(round(steps_t)),
-            "total_s": _round(total, 2), "total_low_s": _round(total_low, 2), "total_high_s": _round(total_high, 2),
-            "work_s": _round(work), "speedup": _round(speedup, 4),
-            "usd_per_gpu_hour": cost.usd_per_gpu_hour, "usd_per_hour": _round(cost.usd_per_hour, 4),
-            "total_usd": _round(cost.total_usd, 4), "price_date": cost.price_date, **cost.row_keys(),
-            "fits_memory": None if memory is None else memory.fits,
-            "memory_gib": None if memory is None else round(memory.total_bytes / 2**30, 2),
-            "memory_capacity_gib": round(capacity_bytes(acc.memory_gb) / GIB, 2) if acc.memory_gb else None,
-            "memory_usable_gib": round(usable_gib(acc.memory_gb), 2) if acc.memory_gb else None,
-            "max_batch": None if memory is None else memory.max_batch,
-            "batch_per_device": batch_t,
-            "global_batch": batch_t * n * workload.accumulate if batch_t else None,
-            "batch_convention": batch_convention,
-            "method": times.method + (" + collective model" if n > 1 or comm_total else ""),
-            "phases_s": {"forward": _round(fwd), "backward": _round(bwd), "optimizer": _round(opt),
-                         "host": _round(max(0.0, step - device_total - comm_exposed))},
-            "comm_s": _round(comm_total), "comm_exposed_s": _round(comm_exposed),
-            "communication": comm_note or None,
-            "host_bound": bool(host_bound),
-            "unmodelled_share": round(float(times.unmodelled_share[t]), 3),
-            "precision": workload.precision.name, "precision_note": note,
-            "assumed": _assumed(workload, variant, acc, zero, target, hm),
-            "notes": notes,
-        })
+        rows.append(TargetRow.projected(
+            name=acc.name, label=target.label, devices=n, nodes=target.nodes, gpus_per_node=target.gpus_per_node,
+            step_s=step, step_low_s=low, step_high_s=high, relative_error=rel, band_width=math.expm1(width),
+            steps=None if steps_t is None else int(round(steps_t)),
+            total_s=total, total_low_s=total_low, total_high_s=total_high, work_s=work, speedup=speedup,
+            cost=cost, memory=memory,
+            capacity_gib=round(capacity_bytes(acc.memory_gb) / GIB, 2) if acc.memory_gb else None,
+            usable_gib=round(usable_gib(acc.memory_gb), 2) if acc.memory_gb else None,
+            batch_per_device=batch_t, accumulate=workload.accumulate, batch_convention=batch_convention,
+            method=times.method + (" + collective model" if n > 1 or comm_total else ""),
+            phases_s={"forward": fwd, "backward": bwd, "optimizer": opt,
+                      "host": max(0.0, step - device_total - comm_exposed)},
+            comm_s=comm_total, comm_exposed_s=comm_exposed, communication=comm_note, host_bound=host_bound,
+            unmodelled_share=times.unmodelled_share[t], precision=workload.precision.name, precision_note=note,
+            assumed=_assumed(workload, variant, acc, zero, target, hm), notes=notes,
+        ).to_dict())
     return rows
 
 
