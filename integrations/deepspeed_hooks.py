@@ -21,32 +21,7 @@ from typing import Any, Callable
 import torch
 
 from integrations.loop_run import LoopRun, memory_account
-
-Restore = Callable[[], None]
-
-
-def wrap_method(obj: Any, name: str, make_wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Restore:
-    """Replace ``obj.name`` by ``make_wrapper(original)`` on the instance; return the undo action.
-
-    Undo puts back exactly what the instance had (its own attribute, or none so that the class
-    method shows again). When someone wrapped the method again on top of ours, undo leaves theirs
-    in place: ours is then inert (its events check that the adapter is still active).
-    """
-    had_own = name in obj.__dict__
-    previous = obj.__dict__.get(name)
-    wrapper = make_wrapper(getattr(obj, name))
-    # bypass nn.Module.__setattr__: a plain instance attribute is all this needs
-    obj.__dict__[name] = wrapper
-
-    def restore() -> None:
-        if obj.__dict__.get(name) is not wrapper:
-            return
-        if had_own:
-            obj.__dict__[name] = previous
-        else:
-            del obj.__dict__[name]
-
-    return restore
+from integrations.plumbing import wrap_method
 
 
 class EngineEvents:

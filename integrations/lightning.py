@@ -11,12 +11,13 @@ from __future__ import annotations
 import functools
 import os
 import time
-from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Sequence
 
 import torch
 
+from integrations import lightning_compat as compat
 from integrations.lightning_plan import limits_from_trainer, plan_from_trainer
+from integrations.plumbing import default_report_path, guarded_hook, note_once, wrap_method
 from integrations.startup import startup_seconds
 from prenet_callbacks.clocks import clock_for
 from prenet_callbacks.config import validate_session_config
@@ -25,44 +26,12 @@ from prenet_callbacks.render import print_report
 from prenet_callbacks.run_info import batch_size_of, describe_run
 from prenet_callbacks.session import PredictionSession, SessionConfig
 
-F = TypeVar("F", bound=Callable[..., Any])
-REPORT_FILENAME = "prenet_report.json"
-
 
 def _callback_bases() -> tuple[type, ...]:
-    bases: list[type] = []
-    try:
-        from pytorch_lightning import Callback as PLCallback
-
-        bases.append(PLCallback)
-    except ImportError:
-        pass
-    try:
-        from lightning.pytorch import Callback as LCallback
-
-        bases.append(LCallback)
-    except ImportError:
-        pass
+    bases = compat.lightning_classes("callbacks", "Callback")
     if not bases:
         raise ImportError("PreNeTCallback needs pytorch-lightning or lightning: pip install pytorch-lightning")
-    return tuple(bases)
-
-
-def _hook(method: F) -> F:
-    """A Lightning hook body: any error makes the session step aside, never the fit fail."""
-
-    @functools.wraps(method)
-    def wrapper(self: "PreNeTCallback", *args: Any, **kwargs: Any) -> Any:
-        session = self.session
-        if session.disabled:
-            return None
-        try:
-            return method(self, *args, **kwargs)
-        except Exception as error:  # noqa: BLE001 - the callback must never break the run
-            session.fail(error, where=f"PreNeTCallback.{method.__name__}")
-            return None
-
-    return wrapper  # type: ignore[return-value]
+    return bases
 
 
 class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
@@ -146,47 +115,48 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         return key
 
     # -- fit lifecycle ------------------------------------------------------------------------------
-    @_hook
+    @guarded_hook
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
         session = self.session
         session.is_rank_zero = bool(trainer.is_global_zero)
-        session.config.report_path = self._user_report_path or _default_report_path(trainer)
+        session.config.report_path = self._user_report_path or default_report_path(trainer.log_dir or
+                                                                                     trainer.default_root_dir)
         session.printer = print_report
         session.logger_sinks = [_logger_sink(logger, trainer) for logger in trainer.loggers]
         session.publishers = [p for p in session.publishers if not getattr(p, "tensorboard", False)]
         session.publishers[:0] = [_tensorboard_publisher(logger, trainer) for logger in trainer.loggers
-                                  if type(logger).__name__ == "TensorBoardLogger"]
+                                  if compat.is_tensorboard_logger(logger)]
         startup = startup_seconds(trainer, created_at=self._created_at)
         session.use_clock(clock_for(_root_device(trainer, pl_module)))
         session.fit_start(current=_current_run(trainer, pl_module), framework="lightning",
-                          start="resumed" if trainer.ckpt_path else "fresh", limits=limits_from_trainer(trainer),
-                          startup_s=startup)
-        if getattr(trainer, "fast_dev_run", False):
-            _note_once(session, f"fast_dev_run: Lightning runs {int(trainer.fast_dev_run)} batch(es) as a check, too "
+                          start="resumed" if trainer.ckpt_path else "fresh",
+                          limits=limits_from_trainer(trainer, self._note), startup_s=startup)
+        if trainer.fast_dev_run:
+            note_once(session, f"fast_dev_run: Lightning runs {int(trainer.fast_dev_run)} batch(es) as a check, too "
                                 "few to predict from; remove fast_dev_run for a prediction")
             if session.is_rank_zero and session.config.print_report:
                 print("PreNeT: fast_dev_run runs a few batches as a check: no prediction (remove fast_dev_run "
                       "to get one)")
-        if startup is None and getattr(trainer, "world_size", 1) > 1:
-            _note_once(session, "process start-up before on_fit_start (launching ranks, init_process_group) "
+        if startup is None and trainer.world_size > 1:
+            note_once(session, "process start-up before on_fit_start (launching ranks, init_process_group) "
                                 "could not be measured and is not included")
         self._wrap_save_checkpoint(trainer)
 
-    @_hook
+    @guarded_hook
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         session = self.session
-        plan = plan_from_trainer(trainer, pl_module)
+        plan = plan_from_trainer(trainer, pl_module, self._note)
         session.set_plan(plan)
         if trainer.val_check_batch is None:
-            _note_once(session, "time-based validation (val_check_interval as a duration) is not counted")
+            note_once(session, "time-based validation (val_check_interval as a duration) is not counted")
         self._last_global_step = int(trainer.global_step)
         if trainer.optimizers:
             session.note_optimizer(trainer.optimizers[0])
         session.profile_model(lambda: _make_profiler(trainer, pl_module, session.device_clock))
 
-    @_hook
+    @guarded_hook
     def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
-        reason, detail = _end_reason(trainer)
+        reason, detail = _end_reason(trainer, self._note)
         self.session.fit_end(reason, detail)
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
@@ -201,36 +171,36 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         self.session.close()
 
     # -- training ---------------------------------------------------------------------------------
-    @_hook
+    @guarded_hook
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         self.session.train_epoch_start()
 
-    @_hook
+    @guarded_hook
     def on_validation_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int,
                                   dataloader_idx: int = 0) -> None:
         if batch_idx == 0 and _in_fit(trainer):
             self.session.note_validation_batch_size(batch_size_of(batch))
 
-    @_hook
+    @guarded_hook
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
         session = self.session
         if "batch_size" not in session.report.current:
             session.note_run_facts(batch_size=batch_size_of(batch))
         session.batch_start()
 
-    @_hook
+    @guarded_hook
     def on_before_backward(self, trainer: Any, pl_module: Any, loss: torch.Tensor) -> None:
         self.session.before_backward()
 
-    @_hook
+    @guarded_hook
     def on_after_backward(self, trainer: Any, pl_module: Any) -> None:
         self.session.after_backward()
 
-    @_hook
+    @guarded_hook
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
         self.session.before_optimizer_step()
 
-    @_hook
+    @guarded_hook
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         global_step = int(trainer.global_step)
         stepped = global_step != self._last_global_step
@@ -238,26 +208,25 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         session = self.session
         if stepped and session.measurements.state_bytes is None and session.steps_seen >= 1:
             # after the first step: optimizers create their state lazily
-            session.set_memory_account(state_sizes(pl_module, trainer.optimizers,
-                                                   world=getattr(trainer, "world_size", 1)))
+            session.set_memory_account(state_sizes(pl_module, trainer.optimizers, world=trainer.world_size))
         session.batch_end(stepped=stepped, global_step=global_step)
 
-    @_hook
+    @guarded_hook
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         self.session.epoch_end()
 
     # -- validation -------------------------------------------------------------------------------
-    @_hook
+    @guarded_hook
     def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
         if _in_fit(trainer):
             self.session.validation_start(sanity=bool(trainer.sanity_checking))
 
-    @_hook
+    @guarded_hook
     def on_validation_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
                                 batch_idx: int, dataloader_idx: int = 0) -> None:
         self.session.validation_batch_end(sanity=bool(trainer.sanity_checking))
 
-    @_hook
+    @guarded_hook
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
         self.session.validation_end(sanity=bool(trainer.sanity_checking))
 
@@ -266,26 +235,27 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         """Time every checkpoint write by wrapping this trainer's ``save_checkpoint`` (undone at the end).
 
         Lightning has no hook after a save is written; the wrapper calls straight through with the
-        same arguments and lets every exception pass unchanged.
+        same arguments and lets every exception pass unchanged. The undo puts back exactly what the
+        trainer had (a patch of the user's or another callback's included).
         """
         session = self.session
-        original = trainer.save_checkpoint
 
-        @functools.wraps(original)
-        def timed_save_checkpoint(*args: Any, **kwargs: Any) -> Any:
-            session.checkpoint_start()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                session.checkpoint_end()
+        def make(original: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(original)
+            def timed_save_checkpoint(*args: Any, **kwargs: Any) -> Any:
+                session.checkpoint_start()
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    session.checkpoint_end()
 
-        trainer.save_checkpoint = timed_save_checkpoint
+            return timed_save_checkpoint
 
-        def restore() -> None:
-            if trainer.__dict__.get("save_checkpoint") is timed_save_checkpoint:
-                del trainer.save_checkpoint
+        session.add_cleanup(wrap_method(trainer, "save_checkpoint", make))
 
-        session.add_cleanup(restore)
+    def _note(self, limitation: str) -> None:
+        """A Lightning setting that could not be read (`lightning_compat`): in the report, once."""
+        note_once(self.session, limitation)
 
     # -- resume -----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -301,11 +271,6 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
 
 
 # ------------------------------------------------------------------------------------------------
-def _default_report_path(trainer: Any) -> Path:
-    base = trainer.log_dir or trainer.default_root_dir or "."
-    return Path(base) / REPORT_FILENAME
-
-
 def _logger_sink(logger: Any, trainer: Any) -> Callable[[dict[str, float], int], None]:
     def sink(metrics: dict[str, float], step: int) -> None:
         # Lightning's own rows carry the epoch: without it, CSV rows of prenet/* metrics show a blank one
@@ -330,23 +295,17 @@ def _in_fit(trainer: Any) -> bool:
     return fn == "fit" or getattr(fn, "value", None) == "fit"
 
 
-def _note_once(session: PredictionSession, limitation: str) -> None:
-    if limitation not in session.report.limitations:  # once, also across a resume
-        session.report.limitations.append(limitation)
-
-
-def _end_reason(trainer: Any) -> tuple[str, str | None]:
+def _end_reason(trainer: Any, note: compat.Note) -> tuple[str, str | None]:
     """Why ``trainer.fit`` returned: its time limit, an early-stopping callback, ``should_stop``, or the plan's end."""
-    for callback in getattr(trainer, "callbacks", []) or []:
-        name = type(callback).__name__
-        if name == "Timer" and getattr(callback, "_duration", None) is not None:
-            remaining = callback.time_remaining()
+    for callback in trainer.callbacks:
+        if compat.is_timer(callback):
+            duration = compat.timer_duration(callback, note)
+            remaining = callback.time_remaining() if duration is not None else None
             if remaining is not None and remaining <= 0:
-                return "time_limit", f"Trainer(max_time={callback._duration:.0f} s) reached"
-        if name == "EarlyStopping" and getattr(callback, "stopped_epoch", 0):
-            return "stopped_early", (f"EarlyStopping on {getattr(callback, 'monitor', '?')} "
-                                     f"at epoch {callback.stopped_epoch}")
-    if getattr(trainer, "should_stop", False):
+                return "time_limit", f"Trainer(max_time={duration:.0f} s) reached"
+        if compat.is_early_stopping(callback) and callback.stopped_epoch:
+            return "stopped_early", f"EarlyStopping on {callback.monitor} at epoch {callback.stopped_epoch}"
+    if trainer.should_stop:
         return "stopped_early", "trainer.should_stop was set"
     return "completed", None
 
@@ -359,7 +318,7 @@ def _current_run(trainer: Any, pl_module: Any) -> dict[str, Any]:
         from integrations.deepspeed_config import describe_engine
 
         extra["deepspeed"] = describe_engine(engine)
-    return describe_run(_root_device(trainer, pl_module), devices=getattr(trainer, "world_size", 1), precision=str(trainer.precision),
+    return describe_run(_root_device(trainer, pl_module), devices=trainer.world_size, precision=str(trainer.precision),
                         strategy=type(trainer.strategy).__name__, framework="lightning", **extra)
 
 

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from integrations.loop_run import LoopRun, check_schedule, loop_config, memory_account, module_profiler, torch_optimizer
+from integrations.plumbing import note_once
 from prenet_callbacks.projection.precision import PRECISIONS, parse_precision
 from prenet_callbacks.report import Report
 from prenet_callbacks.run_info import batch_size_of, describe_run
@@ -134,8 +135,8 @@ class Tracker:
                            unknown_reason="Tracker(total_steps=None): the run's length was not given, so only a "
                                           "rate can be given")
             if model is None:
-                self.run.session.report.limitations.append(
-                    "no model given: no per-module profile, and data loading is not told apart from compute")
+                note_once(self.run.session, "no model given: no per-module profile, and data loading is not told "
+                                            "apart from compute")
             self._install_hooks()
             if model is None:
                 self._open_step()  # without forward hooks, a step's time runs from the previous step's end

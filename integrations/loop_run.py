@@ -11,11 +11,11 @@ from __future__ import annotations
 import contextlib
 import numbers
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
+from integrations.plumbing import default_report_path, note_once
 from prenet_callbacks.clocks import clock_for
 from prenet_callbacks.config import validate_session_config
 from prenet_callbacks.memory_account import state_sizes
@@ -25,7 +25,6 @@ from prenet_callbacks.report import Report
 from prenet_callbacks.session import PredictionSession, SessionConfig
 
 Sink = Callable[[dict[str, float], int], None]
-REPORT_FILENAME = "prenet_report.json"
 
 
 def _optional_positive(name: str, value: Any, example: str, unit: str = "optimizer steps") -> int | None:
@@ -82,7 +81,7 @@ def loop_config(**options: Any) -> SessionConfig:
     """`validate_session_config` for a loop: the report goes to ``./prenet_report.json`` unless told otherwise."""
     config = validate_session_config(**options)
     if config.report_path is None:
-        config.report_path = Path.cwd() / REPORT_FILENAME
+        config.report_path = default_report_path(None)
     return config
 
 
@@ -158,8 +157,8 @@ class LoopRun:
         session.set_plan(self.schedule.plan(accumulate=accumulate, start_step=self.start_step,
                                             unknown_reason=unknown_reason))
         if self.schedule.eval_every and not self.schedule.eval_batches:
-            session.report.limitations.append(
-                "evaluation cost is estimated from one training forward until the first evaluation is measured "
+            note_once(
+                session, "evaluation cost is estimated from one training forward until the first evaluation is measured "
                 "(pass eval_batches= for a better first estimate)")
         if make_profiler is not None:
             session.profile_model(make_profiler)

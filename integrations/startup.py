@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from integrations.lightning_compat import launched_processes
+
 
 def process_start_wall_time(pid: int | str = "self") -> float | None:
     """Wall-clock time (``time.time()`` scale) at which process ``pid`` started; None off Linux."""
@@ -36,10 +38,10 @@ def startup_seconds(trainer: Any, *, created_at: float, now: float | None = None
 
     ``created_at`` is when the callback was constructed (before ``fit()``, in the launching process).
     """
-    if getattr(trainer, "world_size", 1) <= 1:
+    if trainer.world_size <= 1:
         return None
     now = time.time() if now is None else now
-    children = getattr(getattr(trainer.strategy, "launcher", None), "procs", None) or []
+    children = launched_processes(trainer)
     starts = [process_start_wall_time(proc.pid) for proc in children if getattr(proc, "pid", None)]
     starts = [s for s in starts if s is not None]
     if starts:

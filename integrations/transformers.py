@@ -13,20 +13,20 @@ and checkpoint saves are told apart by the flags the Trainer's `DefaultFlowCallb
 the time a user callback's ``on_step_end`` / ``on_epoch_end`` runs (``should_evaluate``,
 ``should_save``), and end at ``on_evaluate`` / ``on_save``.
 
-Callbacks get no handle on the Trainer; at ``on_train_begin`` this one takes it from its caller
-(the Trainer whose callback handler calls it), to read the evaluation datasets and to hand
-``prenet/*`` metrics to the reporting callbacks (``report_to``: TensorBoard, W&B, MLflow...),
-which run before user callbacks and so never see what a user callback adds to ``logs``.
+The Trainer passes its callbacks no handle on itself (``args, state, control, model, optimizer,
+...``). This one needs it, to read the evaluation datasets and to hand ``prenet/*`` metrics to the
+reporting callbacks (``report_to``: TensorBoard, W&B, MLflow...), which run before user callbacks
+and so never see what a user callback adds to ``logs``. The explicit way is
+``PreNeTTrainerCallback().attach(trainer)``; without it the callback finds the Trainer whose
+callback handler calls it (`_calling_trainer`, the one fallback) and says so when it cannot.
 """
 from __future__ import annotations
 
 import functools
-import math
 import os
 import sys
 import time
 import weakref
-from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 import torch
@@ -37,35 +37,32 @@ except ImportError as error:  # the optional extra: say what to install
     raise ImportError("PreNeTTrainerCallback needs transformers and accelerate: "
                       "pip install 'prenet-callbacks[transformers]'") from error
 
-from integrations.loop_run import REPORT_FILENAME, exception_reason, memory_account, module_profiler, torch_optimizer
+from integrations.loop_run import exception_reason, memory_account, module_profiler, torch_optimizer
+from integrations.plumbing import default_report_path, guarded_hook, note_once, wrap_method
 from integrations.transformers_plan import TrainerPlan, plan_from_trainer
+from integrations.transformers_run import describe_trainer_run, end_reason, run_limits
 from prenet_callbacks.clocks import clock_for
 from prenet_callbacks.config import validate_session_config
-from prenet_callbacks.plan import RunLimits
 from prenet_callbacks.render import print_report
-from prenet_callbacks.run_info import describe_run
 from prenet_callbacks.session import PredictionSession, SessionConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
-_CALLER_DEPTH = 12  # frames searched for the Trainer that calls on_train_begin
+_CALLER_DEPTH = 16  # frames searched for the Trainer that calls us (its handler is ~8 frames up)
 
 
-def _hook(method: F) -> F:
-    """A Trainer event body: any error makes the session step aside, never the run fail."""
+def _trainer_event(method: F) -> F:
+    """A Trainer event body under the session's guard (`guarded_hook`).
+
+    The event's ``(args, state, control)`` are kept for the reporting sinks, and the event returns
+    None whatever happens: the callback never changes the Trainer's control flow.
+    """
 
     @functools.wraps(method)
-    def wrapper(self: "PreNeTTrainerCallback", args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-        session = self.session
-        if session.disabled:
-            return None
+    def remembering(self: "PreNeTTrainerCallback", args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._event = (args, state, control)
-        try:
-            method(self, args, state, control, **kwargs)
-        except Exception as error:  # noqa: BLE001 - the callback must never break the run
-            session.fail(error, where=f"PreNeTTrainerCallback.{method.__name__}")
-        return None  # never change the Trainer's control flow
+        method(self, args, state, control, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return guarded_hook(remembering)  # type: ignore[return-value]
 
 
 class PreNeTTrainerCallback(TrainerCallback):
@@ -131,6 +128,7 @@ class PreNeTTrainerCallback(TrainerCallback):
         self._event: tuple[Any, Any, Any] | None = None
         self._train_called_at: float | None = None  # perf_counter when trainer.train() was called
         self._trainer: Any = lambda: None            # weak reference to the Trainer of the running train()
+        self._attached: Any = lambda: None           # weak reference to the Trainer given to attach()
         self._reset()
 
     def _reset(self) -> None:
@@ -148,32 +146,68 @@ class PreNeTTrainerCallback(TrainerCallback):
     def report(self):  # noqa: ANN201 - `Report`
         return self.session.report
 
+    def attach(self, trainer: Any) -> "PreNeTTrainerCallback":
+        """Serve ``trainer``, told explicitly: add this callback to it (unless it is there) and bind it.
+
+        Callbacks get no handle on their Trainer; without `attach` this one looks for the Trainer
+        whose callback handler calls it, which works for ``Trainer(callbacks=[...])`` and
+        ``trainer.add_callback(...)`` but rests on the call stack. Attached before ``train()``,
+        the time from ``trainer.train()`` to its first event is measured too.
+
+        Example::
+
+            trainer = Trainer(model=model, args=args, train_dataset=train)
+            PreNeTTrainerCallback(targets=["A100"]).attach(trainer)
+            trainer.train()
+
+        Returns:
+            This callback.
+
+        Raises:
+            TypeError: ``trainer`` is not a ``transformers.Trainer``.
+        """
+        from transformers import Trainer
+
+        if not isinstance(trainer, Trainer):
+            raise TypeError(f"attach() needs the transformers.Trainer this callback serves, got "
+                            f"{type(trainer).__name__}; pass the Trainer: callback.attach(trainer)")
+        if not any(cb is self for cb in trainer.callback_handler.callbacks):
+            trainer.add_callback(self)
+        self._attached = weakref.ref(trainer)
+        self._guard_method(trainer, "train")
+        return self
+
+    def _find_trainer(self) -> Any:
+        """The Trainer this callback serves: the one given to `attach`, else the one calling it (or None)."""
+        attached = self._attached()
+        return attached if attached is not None else _calling_trainer(self)
+
     # -- the run --------------------------------------------------------------------------------
-    @_hook
+    @_trainer_event
     def on_init_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        trainer = _calling_trainer()
+        trainer = self._find_trainer()
         if trainer is not None:
             self._guard_method(trainer, "train")  # when train() is called, and how it ends if it raises
 
-    @_hook
+    @_trainer_event
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None,
                        train_dataloader: Any = None, **kwargs: Any) -> None:
         self._reset()
         session = self.session
-        trainer = _calling_trainer()
+        trainer = self._find_trainer()
         self._trainer = weakref.ref(trainer) if trainer is not None else (lambda: None)
         called_at, self._train_called_at = self._train_called_at, None
         startup = time.perf_counter() - called_at if called_at is not None else None
         session.is_rank_zero = bool(state.is_world_process_zero)
-        session.config.report_path = self._user_report_path or Path(args.output_dir) / REPORT_FILENAME
+        session.config.report_path = self._user_report_path or default_report_path(args.output_dir)
         session.printer = print_report
         session.logger_sinks = _reporting_sinks(self, trainer)
         session.use_clock(clock_for(args.device))
-        session.fit_start(current=_current_run(args, trainer, model), framework="transformers",
-                          start="resumed" if state.global_step else "fresh", limits=_limits(args, trainer),
+        session.fit_start(current=describe_trainer_run(args, trainer, model), framework="transformers",
+                          start="resumed" if state.global_step else "fresh", limits=run_limits(args, trainer),
                           startup_s=startup)
         if startup is None:
-            _note_once(session, "the time between trainer.train() and on_train_begin (data loaders, model wrapping, "
+            note_once(session, "the time between trainer.train() and on_train_begin (data loaders, model wrapping, "
                                 "loading a checkpoint) is not included: pass the callback to Trainer(callbacks=...)")
         eval_dataset = getattr(trainer, "eval_dataset", None)
         plan = plan_from_trainer(args, state, train_dataloader, eval_dataset=eval_dataset,
@@ -209,31 +243,31 @@ class PreNeTTrainerCallback(TrainerCallback):
                          "counted as if the data had been skipped")
         if trainer is None:
             found.append("the Trainer was not found from the callback: evaluation size unknown, and prenet/* "
-                         "metrics are not sent to report_to")
+                         "metrics are not sent to report_to (pass it explicitly: callback.attach(trainer))")
         if plan.load_best_model_at_end:
             found.append("load_best_model_at_end: loading the best checkpoint after the last step is not planned "
                          "(it is in the measured time)")
         for note in found:
-            _note_once(self.session, note)
+            note_once(self.session, note)
 
-    @_hook
+    @_trainer_event
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._training:
             self._training = False
-            self.session.fit_end(*_end_reason(args, state, self._trainer()))
+            self.session.fit_end(*end_reason(args, state, self._trainer()))
 
     # -- training steps ----------------------------------------------------------------------------
-    @_hook
+    @_trainer_event
     def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._training:
             self.session.train_epoch_start()
 
-    @_hook
+    @_trainer_event
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._training:
             self._open_batch()
 
-    @_hook
+    @_trainer_event
     def on_substep_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._training:
             session = self.session
@@ -242,13 +276,13 @@ class PreNeTTrainerCallback(TrainerCallback):
             session.batch_end(stepped=False)
             self._open_batch()  # the next micro-batch is already fetched: its compute starts now
 
-    @_hook
+    @_trainer_event
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._training:
             self.session.after_backward()
             self.session.before_optimizer_step()
 
-    @_hook
+    @_trainer_event
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if not self._training:
             return
@@ -263,7 +297,7 @@ class PreNeTTrainerCallback(TrainerCallback):
         session.batch_end(stepped=True, global_step=int(state.global_step))
         self._before_log_save_evaluate(control)
 
-    @_hook
+    @_trainer_event
     def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._training:
             self.session.epoch_end()
@@ -278,12 +312,12 @@ class PreNeTTrainerCallback(TrainerCallback):
             self.session.checkpoint_start()
 
     # -- evaluation and saves ----------------------------------------------------------------------
-    @_hook
+    @_trainer_event
     def on_prediction_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._sanity:
             self.session.validation_batch_end(sanity=True)
 
-    @_hook
+    @_trainer_event
     def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         session = self.session
         if self._sanity:
@@ -300,7 +334,7 @@ class PreNeTTrainerCallback(TrainerCallback):
             # a dangling start (no save after all: save_strategy="best") is replaced by the next one
             session.checkpoint_start()
 
-    @_hook
+    @_trainer_event
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._training:
             self.session.checkpoint_end()
@@ -312,28 +346,28 @@ class PreNeTTrainerCallback(TrainerCallback):
         The wrapper calls the Trainer's own method with the same arguments and re-raises whatever it
         raises, unchanged, after ending the run as "interrupted" (Ctrl+C) or "failed" and removing
         every hook; wrapping ``train`` also tells when the call began (its set-up counts in the run).
-        The session's cleanup restores the method.
+        The session's cleanup puts back exactly what the instance had (`wrap_method`); a method
+        this callback guards already is left as it is.
         """
-        session, callback = self.session, self
-        original = getattr(trainer, name)
+        if getattr(trainer.__dict__.get(name), "prenet_guard_of", None) is self:
+            return
+        callback = self
 
-        @functools.wraps(original)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            if name == "train":
-                callback._train_called_at = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            except BaseException as error:
-                callback._end_with(error)
-                raise
+        def make(original: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(original)
+            def guarded(*args: Any, **kwargs: Any) -> Any:
+                if name == "train":
+                    callback._train_called_at = time.perf_counter()
+                try:
+                    return original(*args, **kwargs)
+                except BaseException as error:
+                    callback._end_with(error)
+                    raise
 
-        trainer.__dict__[name] = guarded
+            guarded.prenet_guard_of = callback  # type: ignore[attr-defined]
+            return guarded
 
-        def restore() -> None:
-            if trainer.__dict__.get(name) is guarded:
-                del trainer.__dict__[name]
-
-        session.add_cleanup(restore)
+        self.session.add_cleanup(wrap_method(trainer, name, make))
 
     def _end_with(self, error: BaseException) -> None:
         if self._training:
@@ -361,8 +395,14 @@ class PreNeTTrainerCallback(TrainerCallback):
 
 
 # ------------------------------------------------------------------------------------------------
-def _calling_trainer() -> Any:
-    """The `transformers.Trainer` whose callback handler is calling us (None when there is none)."""
+def _calling_trainer(callback: Any) -> Any:
+    """The `transformers.Trainer` whose callback handler is calling ``callback`` (None when there is none).
+
+    The fallback for a callback that was not given its Trainer with `PreNeTTrainerCallback.attach`:
+    the Trainer's callback events pass no handle on it (``args, state, control, model, ...``), so
+    the call stack is searched for a frame whose ``self`` is a Trainer holding this callback. Any
+    failure to find one returns None; the callback then notes what it cannot do.
+    """
     from transformers import Trainer
 
     frame = sys._getframe(1)
@@ -371,7 +411,9 @@ def _calling_trainer() -> Any:
             return None
         candidate = frame.f_locals.get("self")
         if isinstance(candidate, Trainer):
-            return candidate
+            handler = getattr(candidate, "callback_handler", None)
+            if any(cb is callback for cb in getattr(handler, "callbacks", ())):
+                return candidate
         frame = frame.f_back
     return None
 
@@ -395,59 +437,3 @@ def _reporting_sinks(callback: PreNeTTrainerCallback, trainer: Any) -> list[Call
             reporter.on_log(args, state, control, logs=dict(metrics), model=callback._model)
 
     return [sink]
-
-
-def _precision(args: Any, model: Any) -> str:
-    """Lightning's spelling of the Trainer's precision (the report and the projection read it)."""
-    if args.bf16:
-        return "bf16-mixed"
-    if args.fp16:
-        return "16-mixed"
-    first = next(iter(model.parameters()), None) if model is not None else None
-    dtype = first.dtype if first is not None else torch.float32
-    return {torch.bfloat16: "bf16-true", torch.float16: "16-true", torch.float64: "64-true"}.get(dtype, "32-true")
-
-
-def _current_run(args: Any, trainer: Any, model: Any) -> dict[str, Any]:
-    """What runs where; under DeepSpeed also the ZeRO configuration."""
-    extra: dict[str, Any] = {}
-    strategy = str(getattr(args.parallel_mode, "value", args.parallel_mode))
-    if trainer is not None:
-        accelerator = getattr(trainer, "accelerator", None)
-        strategy = str(getattr(getattr(accelerator, "distributed_type", None), "value", strategy))
-        if getattr(trainer, "is_deepspeed_enabled", False):
-            from integrations.deepspeed_config import describe_engine
-
-            extra["deepspeed"] = describe_engine(trainer.model_wrapped)
-    return describe_run(args.device, devices=int(args.world_size or 1), precision=_precision(args, model),
-                        strategy=strategy, framework="transformers", **extra)
-
-
-def _note_once(session: PredictionSession, limitation: str) -> None:
-    if limitation not in session.report.limitations:
-        session.report.limitations.append(limitation)
-
-
-def _early_stopping(trainer: Any) -> Any:
-    callbacks = getattr(getattr(trainer, "callback_handler", None), "callbacks", None) or []
-    return next((cb for cb in callbacks if type(cb).__name__ == "EarlyStoppingCallback"), None)
-
-
-def _limits(args: Any, trainer: Any) -> RunLimits:
-    """What may end the run: ``max_steps`` or ``num_train_epochs``, and an early-stopping callback."""
-    by_steps = int(args.max_steps) > 0
-    return RunLimits(max_steps=int(args.max_steps) if by_steps else None,
-                     max_epochs=None if by_steps else math.ceil(float(args.num_train_epochs)),
-                     early_stopping=_early_stopping(trainer) is not None)
-
-
-def _end_reason(args: Any, state: Any, trainer: Any) -> tuple[str, str | None]:
-    """Why ``train()`` returned: the planned steps done, or a callback that stopped it (early stopping)."""
-    if not state.max_steps or state.global_step >= state.max_steps:
-        return "completed", None
-    stopper = _early_stopping(trainer)
-    if stopper is not None and stopper.early_stopping_patience_counter >= stopper.early_stopping_patience:
-        return "stopped_early", (f"EarlyStoppingCallback on {args.metric_for_best_model} "
-                                 f"(patience {stopper.early_stopping_patience})")
-    return "stopped_early", (f"a callback set control.should_training_stop at step {state.global_step:,} "
-                             f"of {state.max_steps:,}")

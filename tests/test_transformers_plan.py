@@ -25,7 +25,7 @@ class PlanProbe(TrainerCallback):
     def on_train_begin(self, args, state, control, train_dataloader=None, **kwargs):
         from integrations.transformers import _calling_trainer
 
-        owner = _calling_trainer()
+        owner = _calling_trainer(self)
         self.plan = plan_from_trainer(args, state, train_dataloader, eval_dataset=owner.eval_dataset)
 
 
