@@ -59,7 +59,7 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     shape = run_shape_from_report(report, workload)
     predictor, predictor_note = resolve_predictor(predictor)
     current = _current_row(report, workload, shape, batch_convention, provider)
-    current_key = (current["devices"], current["name"]) if current else None
+    current_key = (current.devices, current.name) if current else None
     chosen = [t for t in chosen if (t.count, t.accelerator.name) != current_key or t.nodes > 1]
     notes = list(workload.notes)
     if predictor_note:
@@ -68,10 +68,10 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
         rows = []
         notes.append("no per-layer profile in this report (profile_layers=False?): other hardware not projected")
     else:
-        total = current.get("total_s") if current else None
+        total = current.total_s if current else None
         rows = project_targets(workload, chosen, predictor, shape, current_total_s=total,
                                batch_convention=batch_convention, sharding=zero, provider=provider)
-    report.targets = ([current] if current else []) + rows
+    report.targets = ([current.to_dict()] if current else []) + rows
     report.recommendation = recommend(report.targets)
     report.projection = {
         "notes": notes,
@@ -105,7 +105,8 @@ def _done_before_s(report, workload: Workload) -> float:
 
 
 def _current_row(report, workload: Workload, shape: RunShape, convention: str,
-                 provider: str | None = None) -> dict[str, Any] | None:
+                 provider: str | None = None) -> TargetRow | None:
+    """The measured device's row (None when the report names no device)."""
     current = report.current or {}
     if not current:
         return None
@@ -139,4 +140,4 @@ def _current_row(report, workload: Workload, shape: RunShape, convention: str,
         assumed={"attention": None, "optimizer": f"{workload.optimizer} ({workload.optimizer_ran or 'as measured'})",
                  "compile": "default" if workload.ran_compiled else "none", "cuda_graphs": False,
                  "host": "measured", "sharding": workload.zero.label(), "network_gbps_per_gpu": None},
-    ).to_dict()
+    )
