@@ -23,13 +23,14 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from predictor_models.aten_ops import OpCall, op_spec_from_call
-from predictor_models.hardware.prices import check_provider
+from predictor_models.hardware.providers import check_provider
 from predictor_models.op_spec import OpSpec
 
 from prenet_callbacks.projection.alignment import unaligned_gemm_note
 from prenet_callbacks.projection.autocast import CAST_NAME
 from prenet_callbacks.projection.advice import recommend
 from prenet_callbacks.projection.capture import Capture, CaptureError, capture_step
+from prenet_callbacks.projection.fp8 import check_fp8_targets, fp8_notes
 from prenet_callbacks.projection.host import ExecutionOptions
 from prenet_callbacks.projection.layout import layout_ops
 from prenet_callbacks.projection.optimizer_ops import (
@@ -70,6 +71,8 @@ class Estimate:
         """The projection row of `target` ("8x H100", "4x8 H100"), projecting it now if it was not among
         the targets."""
         parsed = parse_projection_target(target)
+        if self.workload.precision.fp8:
+            check_fp8_targets([parsed.accelerator], [parsed.label])
         for row in self.rows:
             if row["label"] == parsed.label:
                 return row
@@ -130,6 +133,16 @@ class Estimate:
         return f"Estimate({len(self.rows)} targets, precision={self.workload.precision.name!r})"
 
 
+def _fp8_targets(chosen: list, *, explicit: bool) -> tuple[list, list[str]]:
+    """FP8 targets: named ones must all have FP8 (else ValueError); the default set keeps its FP8 GPUs."""
+    if explicit:
+        check_fp8_targets([t.accelerator for t in chosen], [t.label for t in chosen])
+        return chosen, []
+    kept = [t for t in chosen if t.accelerator.supports("float8")]
+    dropped = [t.label for t in chosen if t not in kept]
+    return kept, ([f"FP8: default targets without FP8 left out ({', '.join(dropped)})"] if dropped else [])
+
+
 def _convention_text(convention: str) -> str:
     return ("each GPU keeps the given batch (per-device convention)" if convention == "per_device"
             else "the given batch is the global batch, split over each target's GPUs (global convention)")
@@ -150,7 +163,10 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
             keyword tensors; ``meta`` tensors need no memory. Its first dimension is the batch.
         targets: hardware names ("A100", "8x H100 SXM5", "4x8 H100" for 4 nodes of 8, "2x8 H100 @ 200G");
             None: the default set. Unknown names raise `UnknownHardwareError` listing the closest names.
-        precision: "32-true", "16-mixed", "bf16-mixed", "16-true" or "bf16-true".
+        precision: "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", or "fp8": FP8 training as
+            torchao's float8 tensorwise recipe runs it (each ``nn.Linear`` with sides divisible by 16 in FP8,
+            the rest bf16-mixed; docs/projection.md). Named targets without FP8 (A100, V100, T4, ...) raise
+            ValueError; the default set keeps only its FP8 GPUs.
         optimizer: "adamw", "adam", "sgd", "sgd-momentum" or "none" (PyTorch's default implementation on
             each target: foreach on GPUs), or with the implementation named: "adamw-fused",
             "adamw-foreach", "adamw-forloop", ...
@@ -184,7 +200,10 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
         raise ValueError(f"channels_last must be None (read from the tensors), True or False, got {channels_last!r}")
     chosen = resolve_targets(targets)       # bad names fail before any work
     provider = check_provider(provider)
-    prec = parse_precision(precision, float32_matmul_precision)
+    prec = parse_precision(precision, float32_matmul_precision, allow_fp8=True)
+    fp8_notes_ = []
+    if prec.fp8:
+        chosen, fp8_notes_ = _fp8_targets(chosen, explicit=targets is not None)
     optimizer = normalise_optimizer(optimizer)
     _check_steps(steps)
     _check_batch_size(batch_size)
@@ -207,13 +226,16 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
             raise ValueError("activation_checkpointing needs the model's repeated blocks (an nn.ModuleList of one "
                              "module type, as transformers have); this model has none")
         capture = capture_step(model, example_input, loss_fn=loss_fn, batch_size=batch_size,
-                               autocast=prec.half if prec.mixed and _is_float32(model) else None, layers=layers)
+                               autocast=prec.half if prec.mixed and _is_float32(model) else None, layers=layers,
+                               fp8=prec.fp8, fused_casts=options.compiled)
     if policy:
         apply_recompute(capture, policy)
     workload = workload_from_capture(capture, prec, optimizer, zero, options, channels_last=channels_last,
                                      accumulate=accumulate)
     pred, note = resolve_predictor(predictor)
-    notes = list(workload.notes) + ([note] if note else [])
+    notes = list(workload.notes) + ([note] if note else []) + fp8_notes_
+    if prec.fp8:
+        notes.extend(fp8_notes(capture.fp8_linears or 0, capture.fp8_skipped, compiled=options.compiled))
     alias = precision_alias_note(precision, prec)
     if alias:
         notes.append(alias)

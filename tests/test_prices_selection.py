@@ -10,7 +10,8 @@ import torch
 
 from predictor_models.hardware import catalog as catalog_module
 from predictor_models.hardware import lookup_hardware
-from predictor_models.hardware.prices import check_provider, choose_price, known_providers
+from predictor_models.hardware.prices import choose_price
+from predictor_models.hardware.providers import check_provider, known_providers
 from predictor_models.hardware.spec import Price
 from prenet_callbacks.projection.cost import run_cost
 

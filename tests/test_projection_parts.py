@@ -1,6 +1,8 @@
 """Unit tests of the projection's parts: precision, communication, memory, cost, targets, advice."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from predictor_models.hardware import UnknownHardwareError, lookup_hardware
@@ -113,7 +115,8 @@ def test_cost_is_price_times_gpus_times_hours():
     listing = h100.price_for(8).price          # the 8-GPU listing the rule picks (fixture tests: test_prices_*)
     assert cost.total_usd == pytest.approx(8 * listing.usd_per_gpu_hour) and cost.price_date == listing.price_date
     assert cost.provider == listing.provider and cost.instance_gpus == listing.gpus_per_instance
-    assert run_cost(lookup_hardware("TPU v5p"), 1, 3600).total_usd is None  # unlisted: no made-up price
+    unlisted = dataclasses.replace(lookup_hardware("TPU v5p"), price_list=())   # a fixture: no listing
+    assert run_cost(unlisted, 1, 3600).total_usd is None  # unlisted: no made-up price
 
 
 def test_default_targets_resolve_and_unknown_names_list_closest():

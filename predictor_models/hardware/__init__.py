@@ -23,7 +23,8 @@ from predictor_models.hardware.catalog import (
 )
 from predictor_models.hardware.detect import current_device as _current_device
 from predictor_models.hardware.detect import detected_entry
-from predictor_models.hardware.prices import PriceChoice, check_provider, choose_price, default_price, format_price
+from predictor_models.hardware.prices import PriceChoice, choose_price, default_price, format_price
+from predictor_models.hardware.providers import check_provider
 from predictor_models.hardware.spec import (
     Accelerator,
     DeviceInfo,

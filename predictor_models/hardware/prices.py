@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
-from predictor_models.hardware.spec import Price
+from predictor_models.hardware.listing import Price
 
 USER_PROVIDER = "user"
 
@@ -86,35 +86,6 @@ def cached_choice(prices: tuple[Price, ...], gpus: int = 1, provider: str | None
 def cached_default_price(prices: tuple[Price, ...]) -> Price | None:
     """`default_price` of an accelerator's (immutable) price list, computed once per list."""
     return cached_choice(prices, 1, None).price
-
-
-def known_providers(entries: Iterable) -> list[str]:
-    """Providers with at least one listing among catalog `entries` (accelerators), sorted, case kept."""
-    names: dict[str, str] = {}
-    for entry in entries:
-        for price in getattr(entry, "price_list", ()):
-            names.setdefault(price.provider.lower(), price.provider)
-    return sorted(names.values(), key=str.lower)
-
-
-def check_provider(provider: object, entries: Iterable | None = None) -> str | None:
-    """`provider` as the catalog spells it (case-insensitive match), None for None; anything else raises
-    ValueError listing the known providers. `entries`: the catalog (default: the default catalog)."""
-    if provider is None:
-        return None
-    if entries is None:
-        from predictor_models.hardware.catalog import default_catalog
-
-        entries = default_catalog()
-    known = known_providers(entries)
-    if not isinstance(provider, str) or not provider.strip():
-        raise ValueError(f"provider must be a provider name such as 'Lambda', got {provider!r}; known: "
-                         f"{', '.join(known)}")
-    for name in known:
-        if name.lower() == provider.strip().lower():
-            return name
-    raise ValueError(f"unknown provider {provider!r}; the price table knows: {', '.join(known)} (a user price "
-                     f"file adds 'user'); leave provider unset for the cheapest listing of any provider")
 
 
 def _neg_date(date: str) -> tuple[int, ...]:

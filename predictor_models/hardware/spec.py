@@ -8,6 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from predictor_models.hardware.listing import Price
+from predictor_models.hardware.prices import cached_choice, cached_default_price
+
+__all__ = ["Accelerator", "DeviceInfo", "MissingFigureError", "Price", "Target", "UnsupportedPrecisionError",
+           "precision_key"]
+
 TERA = 1e12
 
 # Canonical precision keys used by the catalog and the names accepted for each. A `torch.dtype` is
@@ -42,24 +48,6 @@ def precision_key(dtype: Any) -> str:
             f"no peak FLOP/s for dtype {dtype!r}; known: float64, float32, tf32, float16, bfloat16, float8"
         )
     return key
-
-
-@dataclass(frozen=True)
-class Price:
-    """One on-demand list price, per GPU-hour, as a provider published it on `price_date`."""
-
-    provider: str
-    instance_type: str
-    gpus_per_instance: int
-    usd_per_gpu_hour: float
-    region: str
-    price_date: str  # ISO date the source states
-    source: str
-    notes: str = ""
-    gpu_only: bool = False  # True: the host VM is billed separately (not comparable with full-machine prices)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 @dataclass(frozen=True)
@@ -160,15 +148,11 @@ class Accelerator:
     @property
     def default_price(self) -> Price | None:
         """The price of one GPU; rule in `predictor_models.hardware.prices.choose_price`."""
-        from predictor_models.hardware.prices import cached_default_price
-
         return cached_default_price(self.price_list)
 
     def price_for(self, gpus: int = 1, provider: str | None = None):
         """The listing a target of `gpus` GPUs (per node) is priced with, as a `PriceChoice` (listing and
         note); ``provider``: that provider's listings only. Rule in `prices.choose_price`."""
-        from predictor_models.hardware.prices import cached_choice
-
         return cached_choice(self.price_list, int(gpus), provider)
 
     @property

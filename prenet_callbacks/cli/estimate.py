@@ -36,7 +36,8 @@ def register(subparsers: Any) -> None:
                         help="hardware such as A100 '8x H100 SXM5' '4x8 H100' (4 nodes of 8) '2x8 H100 @ 200G' "
                              "(default: the documented default set)")
     parser.add_argument("--precision", default="32-true",
-                        help="32-true, 16-mixed, bf16-mixed, 16-true or bf16-true (default 32-true)")
+                        help="32-true, 16-mixed, bf16-mixed, 16-true, bf16-true, or fp8 (torchao float8 training: "
+                             "Linear GEMMs in FP8; FP8 GPUs only) (default 32-true)")
     parser.add_argument("--matmul-precision", dest="matmul_precision", choices=("highest", "high", "medium"),
                         help="torch.set_float32_matmul_precision for 32-true (default: this process's setting)")
     parser.add_argument("--optimizer", default="adamw",

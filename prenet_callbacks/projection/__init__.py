@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from predictor_models.hardware.prices import check_provider
+from predictor_models.hardware.providers import check_provider
 
 from prenet_callbacks.projection.advice import recommend
 from prenet_callbacks.projection.cost import run_cost

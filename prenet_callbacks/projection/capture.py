@@ -24,6 +24,7 @@ from predictor_models.aten_ops import is_free_op, op_base_name, record_call
 
 from prenet_callbacks.projection.attention import SdpaShape, fused_spec
 from prenet_callbacks.projection.autocast import CUDA_POLICY, AutocastEmulation, AutocastPolicy
+from prenet_callbacks.projection.fp8 import Fp8LinearMode
 from prenet_callbacks.projection.layout import channels_last_flag
 
 _DATA_DEPENDENT_HINTS = ("data-dependent", "data dependent", "meta tensor", "meta device", "nonzero",
@@ -54,6 +55,8 @@ class Capture:
     layer_spans: list = field(default_factory=list)   # [start, end) of each repeated layer in sequence["fwd"]
     layer_saved_bytes: float = 0.0     # of saved_bytes, what was saved inside those layers
     layer_input_bytes: float = 0.0     # the layers' inputs (what activation checkpointing keeps)
+    fp8_linears: int | None = None     # FP8 capture: Linear calls routed through torchao's FP8 ops (`fp8.py`)
+    fp8_skipped: list = field(default_factory=list)   # weight shapes of Linears left in bf16
 
 
 class _Recorder(TorchDispatchMode):
@@ -216,7 +219,8 @@ def _split_input(example_input: Any) -> tuple[tuple, dict]:
 def capture_step(model: torch.nn.Module, example_input: Any, *,
                  loss_fn: Callable[[Any], torch.Tensor] | None = None, batch_size: int | None = None,
                  autocast: str | None = None, autocast_policy: AutocastPolicy = CUDA_POLICY,
-                 layers: Sequence[torch.nn.Module] = ()) -> Capture:
+                 layers: Sequence[torch.nn.Module] = (), fp8: bool = False,
+                 fused_casts: bool = False) -> Capture:
     """Run one forward and backward of `model` on `example_input` under op capture.
 
     Model or input on ``meta``: everything runs on ``meta`` (parameters are swapped for ``meta``
@@ -225,7 +229,9 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
     forward and the loss run under `AutocastEmulation` (CUDA autocast's policy by default), so the ops
     captured are the ones a mixed-precision step runs, casts included. ``layers``: modules whose
     forward spans and saved activations are recorded (`Capture.layer_spans`), for activation
-    checkpointing (`recompute.apply_recompute`).
+    checkpointing (`recompute.apply_recompute`). ``fp8``: eligible ``nn.Linear`` calls run torchao's
+    float8 tensorwise ops (`fp8.Fp8LinearMode`; with ``autocast="bfloat16"`` for everything else),
+    their casts as torch.compile fuses them when ``fused_casts``.
     """
     params = dict(model.named_parameters())
     buffers = dict(model.named_buffers())
@@ -288,9 +294,11 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
         return "embedding" if embedding_depth[0] > 0 else ""
 
     recorder = _Recorder(capture, context)
+    fp8_mode = Fp8LinearMode(recorder, fused=fused_casts) if fp8 else None
     capture.input_bytes = float(_input_bytes(example_input))
     try:
-        with recorder, _SdpaMode(recorder), emulation or contextlib.nullcontext(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with recorder, _SdpaMode(recorder), emulation or contextlib.nullcontext(), \
+                fp8_mode or contextlib.nullcontext(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             if state is not None:
                 output = torch.func.functional_call(model, state, args, kwargs)
             else:
@@ -315,6 +323,8 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
             for tensor in state.values():
                 if tensor.is_meta:
                     tensor.grad = None
+    if fp8_mode is not None:
+        capture.fp8_linears, capture.fp8_skipped = fp8_mode.linears, sorted(fp8_mode.skipped)
     out = _first_tensor(output)
     capture.saved_bytes = float(sum(saved.values()) + (_nbytes(out) if out is not None else 0))
     return capture

@@ -1,5 +1,9 @@
 """Training precision as PyTorch and Lightning spell it, and what it means for ops and memory.
 
+``"fp8"`` (`estimate` only, ``allow_fp8=True``): FP8 training as torchao's float8 "tensorwise" recipe
+runs it -- bf16-mixed, with each ``nn.Linear`` whose sides divide by 16 computing its three GEMMs in
+FP8 with dynamic per-tensor scaling (`fp8.py`); FP8 GEMM rates in `fp8_rates.py`.
+
 Lightning's strings: ``"32-true"``, ``"16-mixed"``, ``"bf16-mixed"``, ``"16-true"``, ``"bf16-true"``
 (``"64-true"`` too). In ``"32-true"`` fp32 matmuls may run on TF32 tensor cores: PyTorch decides that
 with ``torch.get_float32_matmul_precision()`` ("highest" = no TF32; "high"/"medium" = TF32) and,
@@ -21,6 +25,9 @@ _ALIASES = {
     "64": "64-true", "64-true": "64-true", "fp64": "64-true", "double": "64-true",
 }
 PRECISIONS = ("32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "64-true")
+FP8 = "fp8"
+_FP8_ALIASES = frozenset({"fp8", "float8", "fp8-mixed", "float8-mixed"})
+ESTIMATE_PRECISIONS = PRECISIONS + (FP8,)
 MATMUL_PRECISIONS = ("highest", "high", "medium")
 # Ops autocast runs in half precision (the rest, norms and losses, stay in fp32).
 _AUTOCAST_CLASSES = frozenset({"gemm", "conv", "attention", "recurrent"})
@@ -38,6 +45,7 @@ class Precision:
     matmul_tf32: bool         # fp32 GEMMs on TF32 tensor cores (32-true only)
     conv_tf32: bool           # fp32 cuDNN convolutions on TF32 (32-true only)
     matmul_precision: str     # "highest" | "high" | "medium"
+    fp8: bool = False         # FP8 training: Linear GEMMs in FP8 (torchao float8 tensorwise), the rest bf16-mixed
 
     @property
     def compute_dtype(self) -> str:
@@ -72,28 +80,34 @@ class Precision:
             matmul = "TF32" if self.matmul_tf32 else "FP32"
             conv = "TF32" if self.conv_tf32 else "FP32"
             return f"32-true ({matmul} matmuls, {conv} convolutions)"
+        if self.fp8:
+            return "fp8 (torchao float8 tensorwise: Linear GEMMs in FP8, the rest bf16-mixed)"
         return self.name
 
 
 def precision_alias_note(precision: str | int | None, parsed: Precision) -> str | None:
     """A sentence when `precision` was a short form read as a Lightning name ("bf16" -> "bf16-mixed")."""
     text = str(precision if precision is not None else "32-true").strip().lower()
-    if text == parsed.name:
+    if text == parsed.name or parsed.fp8:
         return None
     return f"precision {precision!r} read as {parsed.name!r} (Lightning's name for it)"
 
 
 def parse_precision(precision: str | int | None = "32-true", float32_matmul_precision: str | None = None,
-                    *, conv_tf32: bool | None = None) -> Precision:
+                    *, conv_tf32: bool | None = None, allow_fp8: bool = False) -> Precision:
     """Validate a Lightning precision string; resolve TF32 from the arguments or `torch.backends`.
 
     ``float32_matmul_precision=None`` reads ``torch.get_float32_matmul_precision()``;
-    ``conv_tf32=None`` reads ``torch.backends.cudnn.allow_tf32``.
+    ``conv_tf32=None`` reads ``torch.backends.cudnn.allow_tf32``. ``allow_fp8``: accept ``"fp8"``
+    (a projection of FP8 training; a measured run's precision is one of Lightning's names).
     """
     text = str(precision if precision is not None else "32-true").strip().lower()
+    if allow_fp8 and text in _FP8_ALIASES:
+        return Precision(FP8, "bfloat16", True, False, False, "highest", fp8=True)
     name = _ALIASES.get(text)
     if name is None:
-        raise ValueError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+        known = ESTIMATE_PRECISIONS if allow_fp8 else PRECISIONS
+        raise ValueError(f"unknown precision {precision!r}; use one of {', '.join(known)}")
     if float32_matmul_precision is None or conv_tf32 is None:
         try:
             import torch
@@ -118,6 +132,11 @@ def parse_precision(precision: str | int | None = "32-true", float32_matmul_prec
 def precision_note(precision: Precision, accelerator, *, has_conv: bool = True) -> str | None:
     """Why a target runs this precision differently (bf16 on a V100, no TF32 before Ampere), else None."""
     name = accelerator.name
+    if precision.fp8:
+        from prenet_callbacks.projection.fp8_rates import rate_source
+
+        return (f"projection of FP8 training (torchao float8 tensorwise): Linear GEMMs in FP8 with their "
+                f"amax/scale/cast kernels, everything else bf16-mixed; FP8 GEMM rate: {rate_source(accelerator)}")
     if precision.half == "bfloat16" and not accelerator.supports("bfloat16"):
         return (f"{name} has no BF16 in hardware: PyTorch emulates {precision.name} there at FP32 speed or "
                 f"slower; projected with FP32 math. Use 16-mixed on {name}")

@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from prenet_callbacks.projection.flat import Flat, flatten
+from prenet_callbacks.projection.fp8_rates import predict_times
 from prenet_callbacks.projection.workload import PHASES, Unit, Variant, Workload
 
 
@@ -47,7 +48,7 @@ def unit_matrix(units: list[Unit] | Flat, devices: Sequence, predictor) -> tuple
         if id(device) not in column:
             column[id(device)] = len(distinct)
             distinct.append(device)
-    times = predictor.predict_matrix(flat.specs, distinct)  # (ops, distinct devices)
+    times = predict_times(predictor, flat.specs, distinct)  # (ops, distinct devices); fp8 GEMMs via bf16 twins
     if len(distinct) < n_dev:
         times = times[:, [column[id(d)] for d in devices]]
     per_spec = times * flat.spec_counts[:, None]
