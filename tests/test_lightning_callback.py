@@ -224,3 +224,33 @@ def test_default_targets_are_projected_with_a_recommendation(tmp_path):
     # consistent with the rows (tests/test_advice_consistency.py checks the rule itself)
     assert rec["text"] and (rec["stay"] or rec["fastest"] in {t["label"] for t in targets})
     assert callback.report.current["batch_size"] == 4 and callback.report.current["optimizer"] == "sgd"
+
+
+# -- patches of the trainer survive ours -----------------------------------------------------------
+def test_a_users_save_checkpoint_patch_survives_the_timing_wrapper(tmp_path):
+    """The wrapper is undone by putting back what the trainer had, not by deleting the attribute."""
+    callback = PreNeTCallback(report_path=tmp_path / "r.json", profile_layers=False, **FAST)
+    t = trainer(tmp_path, [callback], max_epochs=2, enable_checkpointing=True)
+    original, calls = t.save_checkpoint, []
+
+    def users_save(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    t.save_checkpoint = users_save
+    t.fit(TinyModule(), *loaders(train_batches=10))
+    assert t.__dict__["save_checkpoint"] is users_save  # restored, not deleted
+    assert len(calls) == 2 and callback.report.measured["checkpoint"]["files"] == 2  # still timed
+
+
+def test_a_callbacks_patch_made_before_ours_survives(tmp_path):
+    from tests.lightning_helpers import SaveCounter
+
+    saves = SaveCounter()
+    callback = PreNeTCallback(report_path=tmp_path / "r.json", profile_layers=False, **FAST)
+    t = trainer(tmp_path, [saves, callback], max_epochs=2, enable_checkpointing=True)
+    t.fit(TinyModule(), *loaders(train_batches=10))
+    patched = t.__dict__["save_checkpoint"]
+    assert patched.__name__ == "counting" and saves.saves == 2
+    t.save_checkpoint(tmp_path / "after.ckpt")  # the user's patch still works after the fit
+    assert saves.saves == 3

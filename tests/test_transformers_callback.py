@@ -153,17 +153,19 @@ def _fail_plan(monkeypatch):
 
 def _fail_mid_run(monkeypatch):
     from prenet_callbacks.session import PredictionSession
+    from prenet_callbacks.session import guarded as session_guarded
 
-    original = PredictionSession._record_interval
+    original = PredictionSession.batch_end
     calls = {"n": 0}
 
-    def broken(self, now):
+    def broken(self, **kwargs):
         calls["n"] += 1
         if calls["n"] == 9:
             raise RuntimeError("injected fault in a step")
-        return original(self, now)
+        return original(self, **kwargs)
 
-    monkeypatch.setattr(PredictionSession, "_record_interval", broken)
+    # the session's own guard takes the fault, as for a fault deep inside its step bookkeeping
+    monkeypatch.setattr(PredictionSession, "batch_end", session_guarded(broken))
 
 
 def _fail_in_profiler(monkeypatch):
