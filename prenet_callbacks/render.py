@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from prenet_callbacks import report_view as view
+from prenet_callbacks.projection.cost import listing_label
 from prenet_callbacks.report import Report
 from prenet_callbacks.report_parts import Prediction, TargetRow
 from prenet_callbacks.units import (format_count, format_duration, format_percent, format_step_time,
@@ -221,7 +222,7 @@ def targets_table(report: Report) -> Table | None:
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for column, justify in (("hardware", "left"), ("step", "right"), ("time", "right"), ("band", "right"),
                             ("speed-up", "right"), ("fits", "center"), ("$/h", "right"), ("cost", "right"),
-                            ("method", "left")):
+                            ("priced by", "left"), ("method", "left")):
         table.add_column(column, justify=justify)
     by_note: dict[str, list[str]] = {}   # one line per fact, with the rows it applies to
     for target in rows:
@@ -247,6 +248,7 @@ def targets_table(report: Report) -> Table | None:
             fits_text,
             format_usd(target.usd_per_hour),
             format_usd(target.total_usd),
+            listing_label(target.price_provider, target.price_instance, target.price_date, instance_chars=0),
             str(target.method),
         )
     notes = [f"{', '.join(labels)}: {note}" for note, labels in by_note.items()]
@@ -258,6 +260,9 @@ def targets_table(report: Report) -> Table | None:
     if convention and any((t.devices or 1) > 1 for t in rows):
         notes.append("multi-GPU rows: each GPU keeps the measured per-device batch" if convention == "per_device"
                      else "multi-GPU rows: the global batch stays, split over each target's GPUs")
+    instances = sorted({f"{t.price_provider} {t.price_instance}" for t in rows if t.price_provider and t.price_instance})
+    if instances:
+        notes.append("priced by: " + "; ".join(instances) + " (on-demand list prices of that date)")
     if notes:
         table.caption = "\n".join(notes)
         table.caption_justify = "left"

@@ -131,3 +131,4 @@ def test_cli_accepts_precision_fp8(tmp_path, monkeypatch, capsys):
     assert data["precision"] == "fp8" and data["targets"][0]["precision"] == "fp8"
     assert main(["estimate", f"{models}:mlp", "-i", "1024,512", "-t", "A100", "--precision", "fp8"]) == 2
     assert "FP8 needs" in capsys.readouterr().err
+

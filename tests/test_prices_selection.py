@@ -176,3 +176,22 @@ def test_cli_provider_option_on_estimate_and_report(fixture_prices, tmp_path, mo
     rows = json.loads(capsys.readouterr().out)["targets"]
     assert [r["price_provider"] for r in rows if not r["current"]] == ["BetaCloud"]
     assert main(["report", str(path), "--provider", "betacloud"]) == 2   # a re-projection option without --targets
+
+
+def test_the_table_says_who_priced_each_row():
+    from prenet_callbacks.projection.cost import listing_label
+
+    assert listing_label("Lambda", "8x NVIDIA H100 SXM", "2026-09-20") == "Lambda 8x NVIDIA H100 SXM, 2026-09-20"
+    assert listing_label("Lambda", "8x NVIDIA H100 SXM", "2026-09-20", instance_chars=0) == "Lambda, 2026-09-20"
+    assert listing_label(None, None, None) == "—"
+    import torch
+    from torch import nn
+
+    from prenet_callbacks import estimate
+
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256))
+    est = estimate(model, torch.empty(64, 256, device="meta"), targets=["H100"], steps=10)
+    row = est.rows[0]
+    text = est.table(width=160)
+    assert "priced by" in text and f"{row['price_provider']}, {row['price_date']}" in text

@@ -10,6 +10,7 @@ from typing import Any, Iterable
 
 from prenet_callbacks import report_view
 from prenet_callbacks.html import view
+from prenet_callbacks.projection.cost import listing_label
 from prenet_callbacks.report_parts import Prediction, TargetRow
 from prenet_callbacks.report_view import device_label, number
 from prenet_callbacks.units import format_count, format_duration, format_percent, format_step_time, format_usd
@@ -191,11 +192,13 @@ def targets_table(data: dict[str, Any]) -> str:
                      format_step_time(number(target.step_s)), format_duration(number(target.total_s)),
                      band, "—" if speedup is None else f"{speedup:.2f}x", _fits(target),
                      format_usd(number(target.usd_per_hour)), format_usd(number(target.total_usd)),
+                     escape(listing_label(target.price_provider, target.price_instance, target.price_date)),
                      escape(str(target.method or ""))])
         notes += [f"{label}: {note}" for note in target.notes or () if f"{label}: {note}" not in notes]
     dates = sorted({str(t.price_date) for t in targets if t.price_date})
     caption = f"prices as of {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "") if dates else ""
-    table = _table(["hardware", "step", "fit time", "band", "speed-up", "fits in memory", "$/h", "cost", "method"],
+    table = _table(["hardware", "step", "fit time", "band", "speed-up", "fits in memory", "$/h", "cost", "priced by",
+                    "method"],
                    rows, {1, 2, 3, 4, 6, 7}, caption)
     return table + notes_list(notes)
 

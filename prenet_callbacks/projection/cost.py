@@ -52,3 +52,17 @@ def run_cost(accelerator, count: int, seconds: float | None, *, provider: str | 
     total = node * seconds / 3600.0 if seconds is not None else None
     return Cost(per_gpu, node, total, price.price_date, price.provider, price.instance_type or None,
                 price.gpus_per_instance, price.region or None, choice.note)
+
+
+def listing_label(provider: str | None, instance: str | None, date: str | None, *, instance_chars: int = 40) -> str:
+    """Who priced a row and when, for tables: "Lambda 8x NVIDIA H100 SXM, 2026-09-20" ("—" without a
+    listing; an instance name longer than `instance_chars` is cut, ``instance_chars=0`` leaves it out)."""
+    if not provider:
+        return "—"
+    instance = instance or ""
+    if not instance_chars:
+        instance = ""
+    elif len(instance) > instance_chars:
+        instance = instance[:instance_chars - 1] + "…"
+    head = f"{provider} {instance}".strip()
+    return f"{head}, {date}" if date else head
