@@ -121,13 +121,14 @@ def fit_account(account: StateAccount, zero: ZeroConfig, ranks: int, activation_
                 batch: int | None, capacity_gb: float, *, activations_measured: bool = False) -> MemoryFit:
     """Check one target; `activation_bytes` is per device at `batch` (scaled linearly for max_batch).
 
-    `capacity_gb` is the catalog's memory in decimal GB (`capacity_bytes`); the job needs its state and
-    activations x `FRAGMENTATION` + `RESERVED_BYTES` to fit."""
+    `capacity_gb` is the catalog's memory in decimal GB (`capacity_bytes`); the job's allocations, its state
+    and activations x `FRAGMENTATION` (``total_bytes``, the row's ``memory_gib``), must fit in what is
+    usable once `RESERVED_BYTES` are taken (the row's ``memory_usable_gib``)."""
     p, g, o = account.on_device(zero, ranks)
     capacity = capacity_bytes(capacity_gb)
     static = p + g + o
-    total = (static + activation_bytes) * FRAGMENTATION + RESERVED_BYTES
-    fits = total <= capacity
+    total = (static + activation_bytes) * FRAGMENTATION
+    fits = total <= capacity - RESERVED_BYTES
     max_batch = None
     if batch and batch > 0:
         per_sample = activation_bytes / batch
