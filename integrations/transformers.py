@@ -100,6 +100,8 @@ class PreNeTTrainerCallback(TrainerCallback):
         trainer = Trainer(model=model, args=args, train_dataset=train, eval_dataset=val,
                           callbacks=[PreNeTTrainerCallback(targets=["A100", "8x H100"])])
         trainer.train()
+
+    A Trainer built without it takes it with `attach`: ``PreNeTTrainerCallback().attach(trainer)``.
     """
 
     def __init__(
