@@ -132,3 +132,17 @@ def test_cli_accepts_precision_fp8(tmp_path, monkeypatch, capsys):
     assert main(["estimate", f"{models}:mlp", "-i", "1024,512", "-t", "A100", "--precision", "fp8"]) == 2
     assert "FP8 needs" in capsys.readouterr().err
 
+
+
+def test_a_library_wrapper_of_f_linear_does_not_hide_the_linears(monkeypatch):
+    """DeepSpeed's ZeRO-3 init swaps F.linear for its own wrapper; the FP8 capture still sees each Linear."""
+    import torch.nn.functional as F
+
+    def wrapper(input, weight, bias=None):   # noqa: A002 - F.linear's names
+        out = input.matmul(weight.t())
+        return out + bias if bias is not None else out
+
+    monkeypatch.setattr(F, "linear", wrapper)
+    capture = capture_step(_meta_mlp(width=256, layers=2), torch.empty(64, 256, device="meta"), autocast="bfloat16",
+                           fp8=True)
+    assert capture.fp8_linears == 2 and F.linear is wrapper   # restored after the capture

@@ -134,6 +134,18 @@ class Fp8LinearMode(TorchFunctionMode):
         self.linears = 0
         self.skipped: set[tuple[int, ...]] = set()
 
+    def __enter__(self) -> "Fp8LinearMode":
+        # nn.Linear calls F.linear; a library may have swapped it for its own (DeepSpeed's ZeRO-3 init leaves
+        # a wrapper that calls matmul inside an autograd Function). torchao's Float8Linear runs its own path
+        # whatever F.linear is, so the capture pins PyTorch's linear and restores what was there.
+        self._saved_linear = torch.nn.functional.linear
+        torch.nn.functional.linear = torch._C._nn.linear
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        torch.nn.functional.linear = self._saved_linear
+        return super().__exit__(*exc)
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         if getattr(func, "__name__", "") != "linear":
