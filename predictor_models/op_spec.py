@@ -50,9 +50,23 @@ class OpSpec:
     flops: float
     bytes_read: float
     bytes_written: float
+    # `dims` (a dict) is left out of ``==`` and ``hash``: two specs equal in everything else compare
+    # equal, and the callers that count ops in a dict keyed by OpSpec merge them. Use `key` where
+    # the shape features must tell ops apart.
     dims: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
     tf32: bool = False
     name: str = ""
+
+    @property
+    def key(self) -> tuple:
+        """The op's content, dims included, as a hashable tuple; the label `name` is not in it.
+
+        Class, dtype, FLOPs, bytes read and written, TF32, and the dims as sorted ``(key, value)``
+        pairs. Callers that must also tell op names apart (the predictor reads a softmax / heavy
+        flag from the name) pair it with the name: ``(spec.name, spec.key)``.
+        """
+        return (self.op_class, self.dtype, self.flops, self.bytes_read, self.bytes_written, self.tf32,
+                tuple(sorted(self.dims.items())))
 
     @property
     def bytes_moved(self) -> float:

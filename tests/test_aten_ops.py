@@ -10,8 +10,12 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from predictor_models.aten_ops import (OpCall, classify, describe_aten_op, is_free_op,
-                                       op_spec_from_call, record_call)
+from predictor_models.aten import taxonomy
+from predictor_models.aten.call import OpCall
+from predictor_models.aten.costs import describe_aten_op, op_spec_from_call
+from predictor_models.aten.record import record_call
+from predictor_models.aten.taxonomy import classify, is_free_op
+from predictor_models.aten.unmodelled import UnmodelledCalls
 from predictor_models.layer_features import layer_features
 from predictor_models.op_spec import OP_CLASSES, OpSpec
 
@@ -206,10 +210,46 @@ def test_tf32_only_for_fp32_matmuls():
     assert not op_spec_from_call(relu, tf32=True).tf32
 
 
-def test_odd_shapes_do_not_raise():
+def test_odd_shapes_do_not_raise_and_are_counted_as_unmodelled():
     weird = OpCall("aten::convolution", ((1,),), ("float32",), ((1,),), ("float32",))
     spec = op_spec_from_call(weird)
     assert spec.op_class == "conv" and spec.flops == 0 and spec.dims == {}
+    unmodelled = UnmodelledCalls()
+    assert op_spec_from_call(weird, unmodelled=unmodelled) == spec   # counting changes no figure
+    op_spec_from_call(OpCall("aten::mm", ((3,),), ("float32",)), unmodelled=unmodelled)
+    assert len(unmodelled) == 2 and unmodelled.counts["aten::convolution"] == 1
+    note = unmodelled.note()
+    assert "aten::convolution x1 (ValueError" in note and "aten::mm x1 (IndexError" in note
+    assert "unmodelled" in note and UnmodelledCalls().note() is None
+    good = OpCall("aten::relu", ((4,),), ("float32",), ((4,),), ("float32",))
+    op_spec_from_call(good, unmodelled=unmodelled)
+    assert len(unmodelled) == 2                                      # a described call is not counted
+
+
+def test_no_op_name_is_in_two_classes():
+    listed = [(name, op_class) for op_class, names in taxonomy.CLASS_NAMES.items() for name in names]
+    twice = sorted({name for name, _ in listed if sum(n == name for n, _ in listed) > 1})
+    assert not twice, f"in two classes of taxonomy.CLASS_NAMES: {twice}"
+    assert len(taxonomy.NAME_CLASS) == len(listed)
+    assert not taxonomy.FREE_OPS & set(taxonomy.NAME_CLASS), "a free op is also in the class table"
+    # a context only re-classes ops the table already lists (index ops: data movement elsewhere)
+    assert {taxonomy.NAME_CLASS[name] for _, name in taxonomy.CONTEXT_CLASS} == {"data_movement"}
+
+
+def test_the_table_wins_over_the_name_rules():
+    # ``masked_select`` would match the elementwise ``masked`` prefix; the table says data movement
+    assert taxonomy.class_by_rule("masked_select") == "elementwise"
+    assert classify(OpCall("aten::masked_select")) == "data_movement"
+    assert classify(OpCall("aten::gather")) == "data_movement"
+    assert classify(OpCall("aten::gather", context="embedding")) == "embedding"
+    assert classify(OpCall("aten::gather", context="optimizer")) == "optimizer"
+
+
+def test_aten_ops_re_exports_the_public_names():
+    from predictor_models import aten_ops
+
+    assert aten_ops.op_spec_from_call is op_spec_from_call and aten_ops.OpCall is OpCall
+    assert all(hasattr(aten_ops, name) for name in aten_ops.__all__)
 
 
 class _FakeAccelerator:

@@ -127,3 +127,30 @@ def test_eval_forward_share_leaves_out_dropout_layers_and_masks():
     # without dropout an evaluation forward runs everything the training forward ran
     model, batch = ZOO["mlp"]()
     assert _profile(model, batch).eval_forward_share() == 1.0
+
+
+def test_op_samples_tell_apart_ops_that_differ_only_in_dims():
+    # OpSpec's == leaves dims out; the samples key on OpSpec.key, so these are two rows
+    wide = _entry("aten::mm", "gemm", 2e9, 1, 1e-3, dims={"m": 512.0, "n": 1024.0, "k": 768.0})
+    tall = _entry("aten::mm", "gemm", 2e9, 1, 2e-3, dims={"m": 1024.0, "n": 512.0, "k": 768.0})
+    assert wide.spec == tall.spec and wide.spec.key != tall.spec.key
+    rows = _table([LayerRecord("a", "Linear", 1, 0.0, 0.0, 0, ops=[wide, tall])]).op_samples()["rows"]
+    assert [r["dims"]["m"] for r in rows] == [1024.0, 512.0]
+
+
+def test_calls_the_cost_model_cannot_describe_are_a_limitation(monkeypatch):
+    from predictor_models.aten import costs
+
+    def unforeseen(call):
+        raise IndexError("tuple index out of range")
+
+    monkeypatch.setitem(costs._DESCRIBERS, "gemm", unforeseen)
+    model, batch = ZOO["mlp"]()
+    table = _profile(model, batch)
+    gemms = [o for r in table.layers for o in r.ops if o.spec.op_class == "gemm"]
+    assert gemms and all(o.spec.flops == 0 and o.spec.dims == {} for o in gemms)
+    notes = [n for n in table.limitations if "cost model does not describe" in n]
+    assert len(notes) == 1 and "aten::addmm" in notes[0] and "IndexError" in notes[0]
+    model, batch = ZOO["mlp"]()
+    monkeypatch.undo()
+    assert not [n for n in _profile(model, batch).limitations if "cost model" in n]

@@ -78,7 +78,7 @@ def load(data_dir: str | Path) -> tuple[list[Sample], LoadReport]:
                     if seconds < MIN_SECONDS:
                         report.exclude("median under 5 us (1 us resolution)")
                         continue
-                    ident = (device, op.op_class, op.name, tuple(sorted(op.dims.items())))
+                    ident = (device, op.name, op.key)   # dtype, FLOPs and bytes follow from the dims here
                     if ident in seen:
                         report.exclude("duplicate shape")
                         continue

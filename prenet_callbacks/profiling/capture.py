@@ -8,23 +8,39 @@ call is timed is the profiler's op timer's business (`op_timing`): a host clock 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from predictor_models.aten_ops import is_free_op
-
-if TYPE_CHECKING:
-    from prenet_callbacks.profiling.profiler import ModuleProfiler
+from predictor_models.aten.taxonomy import is_free_op
+from prenet_callbacks.profiling.op_timing import HostOpTimer, ProfilerOpTimer
 
 _FREE: dict[Any, bool] = {}
+
+
+class CaptureSink(Protocol):
+    """What the mode reports to (the `ModuleProfiler`); the mode knows nothing else of it."""
+
+    op_timer: HostOpTimer | ProfilerOpTimer
+
+    def capturing(self) -> bool:
+        """Whether a call happening now is to be timed and recorded."""
+
+    def record_op(self, func: Any, args: tuple, kwargs: dict, out: Any, handle: Any) -> None:
+        """One timed call, with its timer handle."""
+
+    def contain(self, what: str, exc: BaseException) -> None:
+        """A failure of the profiler's own code while `what`: stop capturing, say so."""
+
+    def add_overhead(self, seconds: float) -> None:
+        """Host time the mode added around a call."""
 
 
 class CaptureMode(TorchDispatchMode):
     """Times each non-free aten call and reports it to the profiler."""
 
-    def __init__(self, profiler: "ModuleProfiler") -> None:
+    def __init__(self, profiler: CaptureSink) -> None:
         super().__init__()
         self.profiler = profiler
 

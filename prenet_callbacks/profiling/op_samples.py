@@ -6,15 +6,14 @@ rows: host-timed ops (CPU, or launches on a GPU) are not kernel times.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Iterable
 
-if TYPE_CHECKING:
-    from prenet_callbacks.profiling.table import LayerTable
+from prenet_callbacks.profiling.records import LayerRecord
 
 MAX_ROWS = 2000
 
 
-def op_sample_rows(table: "LayerTable", max_rows: int = MAX_ROWS) -> list[dict[str, Any]]:
+def op_sample_rows(layers: Iterable[LayerRecord], max_rows: int = MAX_ROWS) -> list[dict[str, Any]]:
     """Rows ``{op_class, name, dtype, tf32, flops, bytes_read, bytes_written, dims, seconds, calls}``.
 
     ``seconds`` is device seconds per call, ``calls`` the calls per optimizer step; the costliest
@@ -22,13 +21,12 @@ def op_sample_rows(table: "LayerTable", max_rows: int = MAX_ROWS) -> list[dict[s
     tail of small ops) and compiled blocks have no single shape and give no row.
     """
     acc: dict[tuple, list[Any]] = {}
-    for layer in table.layers:
+    for layer in layers:
         for e in layer.ops:
             if e.name.startswith("(merged") or e.count_per_step <= 0:
                 continue
             s = e.spec
-            key = (s.op_class, e.name, s.dtype, s.tf32, s.flops, s.bytes_read, s.bytes_written,
-                   tuple(sorted(s.dims.items())))
+            key = (e.name, s.key)
             slot = acc.get(key)
             if slot is None:
                 acc[key] = [s, e.name, e.count_per_step, e.seconds_per_step]

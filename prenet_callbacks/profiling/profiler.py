@@ -7,7 +7,8 @@ Nothing here changes what the model computes: hooks return None, the mode calls 
 and compiled modules run compiled (profiled as one opaque block, `compiled`).
 
 The other jobs live beside it: `layers` (registration and parameter ownership),
-`optimizer_hooks`, `table_builder` (records, features, CT) and `table` (the result).
+`optimizer_hooks`, `windows` (the windows' own clock), `table_builder` (records, features, CT),
+`records` and `table` (the result).
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from predictor_models.aten_ops import OpCall, record_call
+from predictor_models.aten.call import OpCall
+from predictor_models.aten.record import record_call
 from prenet_callbacks.clocks import DeviceClock, clock_for
 from prenet_callbacks.profiling.attribution import ROOT, Attribution, in_backward
 from prenet_callbacks.profiling.capture import CaptureMode, mode_on_stack, remove_mode
@@ -28,7 +30,8 @@ from prenet_callbacks.profiling.layers import OPTIMIZER, LayerRegistry, tensor_b
 from prenet_callbacks.profiling.op_timing import op_timer_for
 from prenet_callbacks.profiling.optimizer_hooks import OptimizerWatch
 from prenet_callbacks.profiling.table import LayerTable
-from prenet_callbacks.profiling.table_builder import SpecMaker, layer_record
+from prenet_callbacks.profiling.table_builder import SpecMaker, layer_records
+from prenet_callbacks.profiling.windows import WindowTimer
 
 PHASES = ("forward", "backward", "optimizer")
 
@@ -101,9 +104,7 @@ class ModuleProfiler:
         self._opaque_bw_depth = 0
         self._steps = 0
         self._overhead_s = 0.0
-        self._windows = 0
-        self._window_start: Any = None
-        self._window_marks: list[tuple[Any, Any]] = []
+        self._windows = WindowTimer(clock, self.contain)
         self._layers = LayerRegistry.for_model(model)
         self._opaque_time: dict[tuple[int, str], list[Any]] = {}
         self._opaque_starts: list[Any] = []
@@ -315,27 +316,12 @@ class ModuleProfiler:
 
     # ------------------------------------------------------------------ windows
     def _open_window(self) -> None:
-        self._windows += 1
         self._recording = True
-        try:
-            self._window_start = self.clock.mark()
-        except Exception as exc:
-            self.contain("starting the window timer", exc)
+        self._windows.open()
 
     def _close_window(self) -> None:
         self._recording = False
-        if self._window_start is not None:
-            started, self._window_start = self._window_start, None
-            try:
-                self._window_marks.append((started, self.clock.mark()))
-            except Exception as exc:
-                self.contain("stopping the window timer", exc)
-
-    def _window_seconds(self) -> float:
-        if not self._window_marks:
-            return 0.0
-        self.clock.wait(self._window_marks[-1][1])   # the window's one wait for the device
-        return sum(self.clock.elapsed_s(a, b) or 0.0 for a, b in self._window_marks)
+        self._windows.close()
 
     # ------------------------------------------------------------------ hooks
     def _on_pre(self, idx: int, module: nn.Module, args: Any) -> None:
@@ -425,28 +411,17 @@ class ModuleProfiler:
         if self._steps:
             steps = self._steps
         else:
-            steps = max(1, self._windows)
+            steps = max(1, self._windows.opened)
             self._limitations.append("end_step() was never called: each profiling window "
                                      "counted as one step")
-        window_total = self._window_seconds()
+        window_total = self._windows.seconds()
         timer = self.op_timer
-        per_layer: dict[int, list[tuple[OpCall, str, float, float]]] = {}
-        op_total = 0.0
-        for (layer, phase, call), (count, handles) in self._ops.items():
-            secs = timer.resolve(handles) if timer.deferred else handles
-            op_total += secs
-            per_layer.setdefault(layer, []).append((call, phase, count, secs))
-        opaque = {k: timer.resolve(v) for k, v in self._opaque_time.items()}
-        op_total += sum(opaque.values())
-        reg = self._layers
-        keep = [idx for idx in range(len(reg.names))
-                if idx == ROOT or per_layer.get(idx) or reg.calls[idx]
-                or any(k[0] == idx for k in opaque)]
-        reg.fold_unused_params(set(keep))
-        records = [layer_record(reg, idx, per_layer.get(idx, []), opaque, steps, self._specs,
-                                accelerator=self._accelerator, precision=self._precision,
-                                max_ops=self._max_ops)
-                   for idx in keep]
+        records, op_total = layer_records(self._layers, self._ops, self._opaque_time, timer, steps,
+                                          self._specs, accelerator=self._accelerator,
+                                          precision=self._precision, max_ops=self._max_ops)
+        unmodelled = self._specs.unmodelled.note("distinct op calls")
+        if unmodelled and unmodelled not in self._limitations:
+            self._limitations.append(unmodelled)
         gaps = window_total - op_total
         if self.clock.kind != "cuda":
             gaps -= self._overhead_s  # host-timed windows include the profiler's own host time

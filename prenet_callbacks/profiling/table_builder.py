@@ -11,11 +11,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable
 
-from predictor_models.aten_ops import OpCall, classify, op_spec_from_call
+from predictor_models.aten.call import OpCall
+from predictor_models.aten.costs import op_spec_from_call
+from predictor_models.aten.taxonomy import classify
+from predictor_models.aten.unmodelled import UnmodelledCalls
 from predictor_models.layer_features import LayerFeatures, layer_features
 from predictor_models.op_spec import OpSpec
+from prenet_callbacks.profiling.attribution import ROOT
 from prenet_callbacks.profiling.layers import LayerRegistry
-from prenet_callbacks.profiling.table import LayerRecord, OpEntry
+from prenet_callbacks.profiling.records import LayerRecord, OpEntry
 
 _MATRIX_CLASSES = frozenset({"gemm", "conv", "attention", "recurrent"})
 
@@ -33,18 +37,23 @@ def precision_dtype(precision: str | None) -> str:
 
 
 class SpecMaker:
-    """OpSpecs from captured calls, with the run's TF32 settings; one spec per distinct call."""
+    """OpSpecs from captured calls, with the run's TF32 settings; one spec per distinct call.
+
+    ``unmodelled`` counts the distinct calls whose shapes the cost model could not describe
+    (their spec has 0 FLOPs); the profiler reports them among its limitations.
+    """
 
     def __init__(self, tf32_matmul: bool, tf32_conv: bool) -> None:
         self.tf32_matmul = tf32_matmul
         self.tf32_conv = tf32_conv
+        self.unmodelled = UnmodelledCalls()
         self._cache: dict[OpCall, OpSpec] = {}
 
     def __call__(self, call: OpCall) -> OpSpec:
         spec = self._cache.get(call)
         if spec is None:
             tf32 = self.tf32_conv if classify(call) == "conv" else self.tf32_matmul
-            spec = self._cache[call] = op_spec_from_call(call, tf32=tf32)
+            spec = self._cache[call] = op_spec_from_call(call, tf32=tf32, unmodelled=self.unmodelled)
         return spec
 
 
@@ -99,6 +108,33 @@ def layer_record(reg: LayerRegistry, idx: int, ops: list[tuple[OpCall, str, floa
                        backward_s=by_phase["bwd"], optimizer_s=by_phase["opt"],
                        params=reg.params[idx], ops=cap_entries(entries, max_ops),
                        features=feats, opaque=reg.opaque[idx])
+
+
+def layer_records(reg: LayerRegistry, ops: dict[tuple[int, str, OpCall], list[Any]],
+                  opaque_time: dict[tuple[int, str], Any], timer: Any, steps: int, specs: SpecMaker, *,
+                  accelerator: Any, precision: str | None, max_ops: int) -> tuple[list[LayerRecord], float]:
+    """The records of every layer that ran (the root always), and the seconds their ops took.
+
+    ``ops`` maps ``(layer, phase, call)`` to ``[count, seconds or timer handles]`` over the window;
+    ``opaque_time`` maps ``(layer, phase)`` to the handles of compiled blocks. Parameters of layers
+    that never ran go to their nearest kept ancestor (`LayerRegistry.fold_unused_params`).
+    """
+    per_layer: dict[int, list[tuple[OpCall, str, float, float]]] = {}
+    op_total = 0.0
+    for (layer, phase, call), (count, handles) in ops.items():
+        secs = timer.resolve(handles) if timer.deferred else handles
+        op_total += secs
+        per_layer.setdefault(layer, []).append((call, phase, count, secs))
+    opaque = {k: timer.resolve(v) for k, v in opaque_time.items()}
+    op_total += sum(opaque.values())
+    keep = [idx for idx in range(len(reg.names))
+            if idx == ROOT or per_layer.get(idx) or reg.calls[idx]
+            or any(k[0] == idx for k in opaque)]
+    reg.fold_unused_params(set(keep))
+    records = [layer_record(reg, idx, per_layer.get(idx, []), opaque, steps, specs,
+                            accelerator=accelerator, precision=precision, max_ops=max_ops)
+               for idx in keep]
+    return records, op_total
 
 
 def cap_entries(entries: list[OpEntry], cap: int) -> list[OpEntry]:

@@ -24,8 +24,7 @@ def issued_inside(spec: OpSpec) -> bool:
 
 def spec_key(spec: OpSpec) -> tuple:
     """What makes two specs the same op (OpSpec's own equality leaves `dims` out)."""
-    return (spec.op_class, spec.dtype, spec.flops, spec.bytes_read, spec.bytes_written, spec.tf32,
-            tuple(sorted(spec.dims.items())))
+    return spec.key
 
 
 class _Interner:

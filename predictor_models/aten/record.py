@@ -1,0 +1,116 @@
+"""The profiler's hot path: a live aten call -> `OpCall` (names, shapes, dtypes, a few scalars).
+
+No tensor reference survives the call, and the per-overload work (which schema positions hold
+the scalars we keep) is done once per overload, so recording costs little beside the op itself.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from predictor_models.aten.call import OpCall, Shape, freeze
+
+# Scalar arguments worth keeping (by schema name): they change cost or name the shape features.
+KEPT_SCALARS: frozenset[str] = frozenset({
+    "stride", "padding", "dilation", "transposed", "output_padding", "groups", "output_mask",
+    "is_causal", "kernel_size", "dim", "normalized_shape", "train", "training", "num_layers",
+    "bidirectional", "batch_first", "hidden_size", "mode", "has_biases", "N", "C", "HxW", "group",
+    "reverse", "proj_size", "momentum", "maximize", "amsgrad", "padding_idx", "num_weights",
+})
+# c10d namespaces whose ops take a process group (its size is kept as the "ranks" scalar)
+_GROUP_NAMESPACES = ("c10d", "_c10d_functional", "c10d_functional")
+
+_BINDERS: dict[Any, tuple[tuple[int, str, bool, Any], ...]] = {}
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+
+
+def _binder(func: Any) -> tuple[tuple[int, str, bool, Any], ...]:
+    """Positions of the kept scalar arguments in `func`'s schema, computed once per overload."""
+    found = _BINDERS.get(func)
+    if found is None:
+        entries = []
+        for i, arg in enumerate(func._schema.arguments):
+            if arg.name in KEPT_SCALARS:
+                default = arg.default_value if arg.has_default_value() else None
+                entries.append((i, arg.name, arg.kwarg_only, default))
+        found = _BINDERS[func] = tuple(entries)
+    return found
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).replace("torch.", "")
+    return name
+
+
+def _add_tensors(obj: Any, shapes: list, dtypes: list) -> None:
+    if isinstance(obj, torch.Tensor):
+        shapes.append(tuple(obj.shape))
+        dtypes.append(_dtype_name(obj.dtype))
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            if isinstance(x, torch.Tensor):
+                shapes.append(tuple(x.shape))
+                dtypes.append(_dtype_name(x.dtype))
+
+
+def record_call(func: Any, args: tuple, kwargs: dict | None, outputs: Any, *,
+                context: str = "", extra_scalars: tuple[tuple[str, Any], ...] = ()) -> OpCall:
+    """Reduce a live aten call to an `OpCall` (no tensor references are kept).
+
+    ``extra_scalars`` adds facts the call itself cannot show, e.g. ``("opt_kind", 2)`` for an
+    op of an Adam step.
+    """
+    in_shapes: list[Shape] = []
+    in_dtypes: list[str] = []
+    for a in args:
+        _add_tensors(a, in_shapes, in_dtypes)
+    if kwargs:
+        for a in kwargs.values():
+            _add_tensors(a, in_shapes, in_dtypes)
+    out_shapes: list[Shape | None] = []
+    out_dtypes: list[str] = []
+    outs = outputs if isinstance(outputs, (list, tuple)) else (outputs,)
+    for o in outs:
+        if isinstance(o, torch.Tensor):
+            out_shapes.append(tuple(o.shape))
+            out_dtypes.append(_dtype_name(o.dtype))
+        elif isinstance(o, (list, tuple)):
+            _add_tensors(o, out_shapes, out_dtypes)  # type: ignore[arg-type]
+        elif o is None and isinstance(outputs, tuple):
+            out_shapes.append(None)
+            out_dtypes.append("")
+    scalars = []
+    for i, name, kwarg_only, default in _binder(func):
+        if not kwarg_only and i < len(args):
+            v = args[i]
+        elif kwargs and name in kwargs:
+            v = kwargs[name]
+        else:
+            v = default
+        scalars.append((name, freeze(v)))
+    scalars.extend(extra_scalars)
+    if getattr(func, "namespace", "") in _GROUP_NAMESPACES:
+        ranks = _group_size(args, kwargs)
+        if ranks:
+            scalars.append(("ranks", ranks))
+    packet = func._overloadpacket
+    return OpCall(name=getattr(packet, "_qualified_op_name", str(packet)),
+                  input_shapes=tuple(in_shapes), input_dtypes=tuple(in_dtypes),
+                  output_shapes=tuple(out_shapes), output_dtypes=tuple(out_dtypes),
+                  scalars=tuple(sorted(scalars)), context=context,
+                  overload=getattr(func, "_overloadname", "default"))
+
+
+def _group_size(args: tuple, kwargs: dict | None) -> int:
+    """World size of a c10d op's process group, when one of its arguments exposes it."""
+    for a in list(args) + list((kwargs or {}).values()):
+        size = getattr(a, "size", None)
+        if callable(size) and not isinstance(a, torch.Tensor):
+            try:
+                return int(size())
+            except Exception:  # a ScriptObject without size(): unknown, not an error
+                continue
+    return 0
