@@ -70,7 +70,7 @@ def load_training_set(data: str | Path | None, sources: Sequence[str] | None, ex
     resolved against the hardware catalog."""
     from predictor_models.datasets import LoadReport, load_all, read_rows
     from predictor_models.datasets.registry import DEFAULT_SOURCES
-    from predictor_models.datasets.shipped import ShippedDataError, load_shipped
+    from predictor_models.datasets.shipped_files import ShippedDataError, load_shipped
     from predictor_models.hardware import lookup_hardware
     from predictor_models.predictor.training import build_training_set
 

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 
+from predictor_models.predictor.files import ARTIFACT_NAME, CALIBRATION_FORMAT
 from predictor_models.predictor.model import Predictor
 
 from .correction import Correction
 
-FORMAT = "prenet-calibration"
+FORMAT = CALIBRATION_FORMAT
 FORMAT_VERSION = 1
 RECALIBRATE = "prenet calibrate --rows DIR --out {folder} (or --from-report run.json)"
 
@@ -89,10 +91,6 @@ class BaseMismatchError(ValueError):
 def write_calibration(predictor: CalibratedPredictor, folder: Path, card: str) -> Path:
     """Write ``predictor.json`` and ``MODEL_CARD.md``; each file is written beside its final name and
     renamed into place."""
-    import os
-
-    from predictor_models.predictor.artifact import ARTIFACT_NAME
-
     folder.mkdir(parents=True, exist_ok=True)
     files = {ARTIFACT_NAME: json.dumps(calibration_document(predictor), sort_keys=True, indent=1, allow_nan=False),
              "MODEL_CARD.md": card}

@@ -22,6 +22,7 @@ from typing import Iterable, Iterator
 from predictor_models.op_spec import OpSpec
 
 from .common import elementwise_op, embedding_op, gemm_op, norm_op
+from .shipped_files import shipped_label_rows
 
 DTYPE = "float32"
 _LAYER0 = re.compile(r"(?:\bh|\blayer|\blayers)\.0\b")
@@ -180,11 +181,9 @@ def label_sets(rows: Iterable[dict], where: str) -> list[LabelSet]:
 def load_labels(data_dir: str | Path | None = None, *, layer_only: bool = True) -> list[LabelSet]:
     """Training label sets of NVIDIA GPUs; nodes of transformer layer 0 only unless ``layer_only=False``.
 
-    ``data_dir`` None reads the layer-0 rows shipped with the package (see `datasets.shipped`)."""
+    ``data_dir`` None reads the layer-0 rows shipped with the package (see `datasets.shipped_files`)."""
     if data_dir is None:
         if not layer_only:
             raise ValueError("the shipped labels hold transformer layer 0 only; pass data_dir for whole models")
-        from .shipped import shipped_label_rows
-
         return label_sets(shipped_label_rows(), "shipped")
     return label_sets(label_rows(data_dir, layer_only=layer_only), str(Path(data_dir) / "neusight" / "label"))

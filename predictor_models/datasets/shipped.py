@@ -17,21 +17,21 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
-from .common import LoadReport, Sample
-from .rows import open_text, read_row_file, write_rows
+from .neusight_labels import LABEL_COLUMNS, label_rows
+from .registry import load_all
+from .rows import open_text, write_rows
+from .shipped_files import (BUILD_COMMAND, LABELS_FILE, MANIFEST_FILE, ROWS_FILE, SCHEMA, SHIPPED_DIR,
+                            ShippedDataError, load_shipped, read_manifest, sha256_of, shipped_label_rows)
 
-SHIPPED_DIR = Path(__file__).resolve().parent.parent / "public_data"
-ROWS_FILE = "rows.csv.xz"
-LABELS_FILE = "labels.csv.xz"
-MANIFEST_FILE = "manifest.json"
-SCHEMA = "prenet-public-data/1"
-BUILD_COMMAND = "python -m predictor_models.datasets.shipped --data ../shared/data"
+# The reading side lives in `shipped_files` (so `neusight_labels` can read the labels without
+# importing the rebuild); it is re-exported here.
+__all__ = ["LICENSED_SOURCES", "build", "main", "BUILD_COMMAND", "SHIPPED_DIR", "ShippedDataError",
+           "load_shipped", "read_manifest", "shipped_label_rows"]
 
 # Only sources whose licence allows redistribution, and only those the default training set uses.
 LICENSED_SOURCES: dict[str, dict[str, str]] = {
@@ -57,69 +57,8 @@ LICENSED_SOURCES: dict[str, dict[str, str]] = {
 }
 
 
-class ShippedDataError(RuntimeError):
-    """The shipped rows are missing, altered, or lack a requested source."""
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def read_manifest(folder: Path = SHIPPED_DIR) -> dict:
-    """The manifest, checked against the files beside it."""
-    path = folder / MANIFEST_FILE
-    fix = f"reinstall prenet-callbacks, or rebuild the files with `{BUILD_COMMAND}`"
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise ShippedDataError(f"{path}: the shipped training rows are missing or unreadable ({error}); {fix}") from None
-    if manifest.get("schema") != SCHEMA:
-        raise ShippedDataError(f"{path}: schema {manifest.get('schema')!r}, this code reads {SCHEMA!r}; {fix}")
-    for key in ("rows", "labels"):
-        name = manifest[f"{key}_file"]
-        if not (folder / name).is_file() or _sha256(folder / name) != manifest[f"{key}_sha256"]:
-            raise ShippedDataError(f"{folder / name}: missing or not the file the manifest describes; {fix}")
-    return manifest
-
-
-def load_shipped(sources: Sequence[str] | None = None, folder: Path = SHIPPED_DIR) -> tuple[list[Sample], list[LoadReport]]:
-    """The shipped samples of ``sources`` (default: all shipped, which are the default training
-    sources) in the order `load_all` gives them from the raw folders, with the loaders' reports."""
-    manifest = read_manifest(folder)
-    reports = {r["source"]: r for r in manifest["reports"]}
-    wanted = list(sources) if sources else [r["source"] for r in manifest["reports"]]
-    missing = [name for name in wanted if name not in reports]
-    if missing:
-        raise ShippedDataError(f"source {missing[0]!r} is not in the shipped rows (shipped: {', '.join(reports)}); "
-                               "pass --data DIR with the raw source folders to use it")
-    by_source: dict[str, list[Sample]] = {name: [] for name in wanted}
-    for sample in read_row_file(folder / manifest["rows_file"], sources=wanted):
-        by_source[sample.source].append(sample)
-    out_reports = []
-    for name in wanted:
-        r = reports[name]
-        report = LoadReport(name, int(r["kept"]), notes=list(r["notes"]))
-        report.excluded.update(r["excluded"])
-        out_reports.append(report)
-    return [s for name in wanted for s in by_source[name]], out_reports
-
-
-def shipped_label_rows(folder: Path = SHIPPED_DIR) -> Iterator[dict]:
-    """The shipped NeuSight layer-0 label rows (the columns `neusight_labels.node_ops` reads)."""
-    manifest = read_manifest(folder)
-    with open_text(folder / manifest["labels_file"]) as handle:
-        yield from csv.DictReader(handle)
-
-
 def build(data_dir: str | Path, out: Path = SHIPPED_DIR, *, log=print) -> dict:
     """Write the rows, labels and manifest from the raw source folders; returns the manifest."""
-    from .neusight_labels import LABEL_COLUMNS, label_rows
-    from .registry import load_all
-
     root = Path(data_dir)
     if not (root / "neusight").is_dir():
         raise ShippedDataError(f"{root}: no raw source folders here (no neusight/); pass --data ../shared/data")
@@ -139,8 +78,8 @@ def build(data_dir: str | Path, out: Path = SHIPPED_DIR, *, log=print) -> dict:
             labels += 1
     manifest = {
         "schema": SCHEMA, "built_with": BUILD_COMMAND,
-        "rows_file": ROWS_FILE, "rows": count, "rows_sha256": _sha256(out / ROWS_FILE),
-        "labels_file": LABELS_FILE, "label_rows": labels, "labels_sha256": _sha256(out / LABELS_FILE),
+        "rows_file": ROWS_FILE, "rows": count, "rows_sha256": sha256_of(out / ROWS_FILE),
+        "labels_file": LABELS_FILE, "label_rows": labels, "labels_sha256": sha256_of(out / LABELS_FILE),
         "reports": [r.as_dict() for r in reports],
         "sources": LICENSED_SOURCES,
     }

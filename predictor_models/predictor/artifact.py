@@ -15,15 +15,12 @@ from pathlib import Path
 
 from .bound import LAUNCH_S
 from .features import FEATURES
+from .files import ARTIFACT_NAME, CALIBRATION_FORMAT, HELDOUT_NAME, PREDICTOR_FORMAT, PRETRAINED_DIR
 from .mlp import from_json, to_json
 from .model import Predictor
 
-FORMAT = "prenet-predictor"
-CALIBRATION_FORMAT = "prenet-calibration"   # a base predictor plus one device's correction (`calibration`)
+FORMAT = PREDICTOR_FORMAT
 FORMAT_VERSION = 2
-ARTIFACT_NAME = "predictor.json"
-HELDOUT_NAME = "heldout_errors.json"
-PRETRAINED_DIR = Path(__file__).resolve().parent.parent / "pretrained"
 RETRAIN_HINT = "python -m predictor_models.train --out {folder}"
 
 
