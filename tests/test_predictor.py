@@ -207,3 +207,44 @@ def test_remove_host_lag_takes_a_harness_lag_off_its_source_only():
         fastest = np.argmin(kernel.seconds[rows])
         assert kernel.bound[rows][fastest] < KERNEL_FLOOR_S
         assert kernel.seconds[rows][fastest] == pytest.approx(KERNEL_FLOOR_S, rel=1e-9)
+
+
+def test_a_peak_the_catalog_lacks_is_noted_and_a_faulty_device_raises():
+    from predictor_models.predictor.devices import device_columns
+
+    a16, h100 = lookup_hardware("A16"), lookup_hardware("H100")
+    cols = device_columns([h100, a16])
+    assert cols.notes == ("A16: no published bf16 peak in the catalog; its fp32 peak stands in",)
+    assert cols.peaks[1, 3] == cols.peaks[1, 0]                     # bf16 column = fp32 peak
+    assert cols.take(np.array([0])).notes == () and cols.take(np.array([1, 1])).notes == cols.notes
+    # a precision the hardware lacks is physics (libraries run fp32), not a gap: no note
+    assert device_columns([lookup_hardware("A100-PCIe-40GB")]).notes == ()
+
+    class Broken:
+        """A device whose peak_flops has a bug: the fault must not become an fp32-peak guess."""
+
+        def __init__(self, dev):
+            self.__dict__.update({k: getattr(dev, k) for k in ("name", "memory_bandwidth_gbs", "fp32_tflops",
+                                                                "sm_count", "boost_clock_mhz", "l2_cache_mb",
+                                                                "memory_gb", "tdp_w", "compute_capability")})
+            self.dev = dev
+
+        def peak_flops(self, dtype, tf32=False):
+            if dtype == "bfloat16":
+                raise AttributeError("'NoneType' object has no attribute 'bf16'")
+            return self.dev.peak_flops(dtype, tf32=tf32)
+
+    with pytest.raises(AttributeError, match="bf16"):
+        device_columns([Broken(h100)])
+
+
+def test_a_lookup_fault_is_not_an_unknown_gpu():
+    samples = _synthetic_samples()[:30] + [Sample(gemm_op(1, 64, 64, 64, "float32"), "No Such GPU", 1e-3, "x")]
+    ts = build_training_set(samples, lookup_hardware)
+    assert ts.excluded["x: GPU 'No Such GPU' not in the hardware catalog"] == 1
+
+    def broken(name):
+        raise RuntimeError("catalog file unreadable")
+
+    with pytest.raises(RuntimeError, match="unreadable"):
+        build_training_set(samples, broken)

@@ -6,6 +6,8 @@ from typing import Sequence
 
 import numpy as np
 
+from predictor_models.hardware.spec import MissingFigureError, UnsupportedPrecisionError
+
 # Math modes an op can run in; an op's mode comes from its dtype, its tf32 flag and its class.
 MODES = ("fp32", "tf32", "fp16", "bf16", "fp64", "fp8")
 _MODE_DTYPE = {"fp32": ("float32", False), "tf32": ("float32", True), "fp16": ("float16", False),
@@ -28,31 +30,45 @@ class DeviceColumns:
     tdp_w: np.ndarray        # board power; where the catalog has none, a typical 2 W per SM-GHz
     peaks: np.ndarray        # (d, len(MODES)) FLOP/s; a mode the device lacks falls back to fp32
     tensor: np.ndarray       # (d, len(MODES)) 1.0 where that mode runs on tensor cores
+    # where a peak is a stand-in: a precision the device runs but the catalog has no figure for
+    notes: tuple[str, ...] = ()
 
     def take(self, index: np.ndarray) -> "DeviceColumns":
-        return DeviceColumns(tuple(self.names[i] for i in index), self.bandwidth[index], self.sms[index],
+        names = tuple(self.names[i] for i in index)
+        present = set(names)
+        notes = tuple(n for n in self.notes if n.split(":", 1)[0] in present)
+        return DeviceColumns(names, self.bandwidth[index], self.sms[index],
                              self.l2_bytes[index], self.clock_mhz[index], self.memory_gb[index],
-                             self.tdp_w[index], self.peaks[index], self.tensor[index])
+                             self.tdp_w[index], self.peaks[index], self.tensor[index], notes)
 
 
-def _peak(device, mode: str, fp32: float) -> float:
+def _peak(device, mode: str, fp32: float, notes: list[str]) -> float:
+    """The device's peak in `mode`; its fp32 peak where it has none, noted when that is a catalog gap."""
     dtype, tf32 = _MODE_DTYPE[mode]
     try:
         value = float(device.peak_flops(dtype, tf32=tf32))
-    except Exception:  # unsupported or unpublished precision: libraries fall back to fp32 math
+    except MissingFigureError:  # the device runs it, the catalog has no figure: a guess, said so
+        notes.append(f"{device.name}: no published {mode} peak in the catalog; its fp32 peak stands in")
+        value = fp32
+    except UnsupportedPrecisionError:  # the hardware lacks it: libraries fall back to fp32 math
         value = fp32
     return value if value > 0 else fp32
 
 
 def device_columns(devices: Sequence) -> DeviceColumns:
-    """Columns for catalog `Accelerator`s (anything with the same fields and `peak_flops`)."""
+    """Columns for catalog `Accelerator`s (anything with the same fields and `peak_flops`).
+
+    `peak_flops` may raise `UnsupportedPrecisionError` (the fp32 peak stands in; ``notes`` says so
+    when it is a missing catalog figure); any other error is a fault and propagates.
+    """
     rows = []
+    notes: list[str] = []
     for dev in devices:
         if not getattr(dev, "memory_bandwidth_gbs", None):
             raise ValueError(f"{getattr(dev, 'name', dev)}: no memory bandwidth in the catalog; cannot bound ops")
         fp32 = float(dev.peak_flops("float32")) if dev.fp32_tflops else 1e12
         cc = _compute_capability(dev)
-        peaks = [_peak(dev, m, fp32) for m in MODES]
+        peaks = [_peak(dev, m, fp32, notes) for m in MODES]
         tensor = [0.0 if m in ("fp32", "fp64") or cc < 7.0 or peaks[i] <= fp32 * 1.01 else 1.0
                   for i, m in enumerate(MODES)]
         sms, clock = dev.sm_count or DEFAULT_SM, dev.boost_clock_mhz or 1500.0
@@ -62,7 +78,8 @@ def device_columns(devices: Sequence) -> DeviceColumns:
     col = lambda i: np.array([r[i] for r in rows], dtype=np.float64)  # noqa: E731
     return DeviceColumns(tuple(r[0] for r in rows), col(1), col(2), col(3), col(4), col(5), col(6),
                          np.array([r[7] for r in rows], dtype=np.float64).reshape(len(rows), len(MODES)),
-                         np.array([r[8] for r in rows], dtype=np.float64).reshape(len(rows), len(MODES)))
+                         np.array([r[8] for r in rows], dtype=np.float64).reshape(len(rows), len(MODES)),
+                         tuple(dict.fromkeys(notes)))
 
 
 def _compute_capability(dev) -> float:

@@ -8,6 +8,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from predictor_models.datasets import Sample
+from predictor_models.hardware import UnknownHardwareError
 
 from .bound import bound_seconds, paired
 from .devices import DeviceColumns, device_columns
@@ -58,6 +59,9 @@ class TrainingSet:
 def build_training_set(samples: Sequence[Sample], lookup: Callable, *, remove_host_lag: bool = False) -> TrainingSet:
     """Resolve devices with ``lookup`` (name -> Accelerator), drop what cannot be used, compute bounds.
 
+    A GPU ``lookup`` does not know (`UnknownHardwareError`) drops its samples, counted in
+    ``excluded``; any other error of ``lookup`` (a malformed catalog file) propagates.
+
     ``remove_host_lag``: learn kernel times, the host lag of `HOST_LAG_SOURCES` taken off (`kernel_seconds`);
     off by default, see the model card ("Known limits") for what it changes."""
     excluded: Counter = Counter()
@@ -65,7 +69,7 @@ def build_training_set(samples: Sequence[Sample], lookup: Callable, *, remove_ho
     for name in sorted({s.device for s in samples}):
         try:
             accel[name] = lookup(name)
-        except Exception:  # unknown to the catalog: we cannot bound its ops
+        except UnknownHardwareError:  # unknown to the catalog: we cannot bound its ops (counted below)
             accel[name] = None
     kept = [s for s in samples if accel[s.device] is not None]
     for s in samples:
