@@ -1,10 +1,13 @@
 """ETA accuracy on real CPU runs: PreNeT's first prediction vs the measured fit time.
 
-    python benchmarks/eta_accuracy.py [--set default|validation|all] [--only NAME ...] [--json FILE]
+    python benchmarks/eta_accuracy.py [--set default|validation|compiled|all] [--only NAME ...] [--json FILE]
 
 ``--set validation`` runs nine short fits (20-60 s) where validation is 5-25% of the wall time, to check
 the estimate of a validation run made before the first one is measured (issues 16 and 24); each row keeps
 the inputs of that estimate (``validation_inputs``), which `validation_rules.py` scores candidate rules on.
+``--set compiled`` runs four short fits of ``torch.compile``'d models (MLP, CNN, transformer, and an MLP whose
+partial last batches recompile both graphs): compile time is a one-off, never a rate (issue 24); each row
+gives the fit's compile seconds (``compile_s``).
 The summary gives the band's coverage (the fit's time inside the first prediction's band) and half-width.
 
 Each workload (see `workloads.py`) runs in its own process with `PreNeTCallback`. For each we
@@ -119,6 +122,7 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
         "first_validation_error_of_total": round(
             (first["breakdown"]["validation_s"] * pace - validation_actual) / actual, 4),
         "predictions": len(report.predictions),
+        "compile_s": report.measured.get("compile_s"),
         # what the first prediction's validation estimate rested on, and what validation runs then cost:
         # `benchmarks/validation_rules.py` scores candidate rules on these
         "validation_inputs": inputs,
@@ -148,7 +152,7 @@ def _capture_validation_inputs(prenet: Any) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--set", default="default", choices=["default", "validation", "all"],
+    parser.add_argument("--set", default="default", choices=["default", "validation", "compiled", "all"],
                         help="which workloads (default: the five general ones)")
     parser.add_argument("--only", nargs="*", help="workload names (default: the set's)")
     parser.add_argument("--json", help="result file (default: benchmarks/results/eta_accuracy[_SET].json)")

@@ -6,7 +6,9 @@ Each workload (see `hf_workloads.py`) runs in its own process with `PreNeTTraine
 (torch single-threaded unless ``PRENET_BENCH_THREADS`` says otherwise). For each we report the
 error of PreNeT's first prediction of ``trainer.train()``'s wall time and, at the same optimizer
 step, the error of the ETA the Trainer's own progress bar shows then (elapsed + tqdm's remaining
-time). Targets: first prediction within the first 5% of steps, median error <= 3%, worst <= 6%.
+time). Targets (issue 24): first prediction within the first 5% of steps; median error <= 5% raw on a quiet
+machine and <= 2% at the run's pace; the actual time inside the first prediction's band in >= 90% of runs
+(``band_coverage``, over every repeat), its half-width beside it.
 ``--scale 0.05`` is a smoke test of the script, not a measurement.
 
 On a shared machine the step rate drifts within a run (+-10% and more), which no prediction made at
@@ -53,6 +55,7 @@ def eta_row(name: str, description: str, result: dict[str, Any]) -> dict[str, An
         "first_error": round(first["predicted_total_s"] / actual - 1, 4),
         "first_band": [round(first["low_s"], 2), round(first["high_s"], 2)],
         "actual_in_band": first["low_s"] <= actual <= first["high_s"],
+        "first_band_half_width": round((first["high_s"] - first["low_s"]) / 2 / first["predicted_total_s"], 4),
         "pace": round(pace, 4) if pace else None,
         "first_error_at_pace": round(at_pace / actual - 1, 4) if at_pace else None,
         "progress_bar_s": round(bar_total, 3) if bar_total is not None else None,
@@ -72,6 +75,7 @@ def _median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
     row["first_errors_at_pace"] = [r.get("first_error_at_pace") for r in rows]
     row["paces"] = [r.get("pace") for r in rows]
     row["progress_bar_errors"] = [r["progress_bar_error"] for r in rows]
+    row["actual_in_band_runs"] = [r["actual_in_band"] for r in rows]
     paced = [r["first_error_at_pace"] for r in rows if r.get("first_error_at_pace") is not None]
     row["first_error_at_pace"] = round(statistics.median(paced), 4) if paced else None
     bars = [r["progress_bar_error"] for r in rows if r["progress_bar_error"] is not None]
@@ -83,6 +87,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     first = [abs(r["first_error"]) for r in rows]
     bar = [abs(r["progress_bar_error"]) for r in rows if r["progress_bar_error"] is not None]
     paced = [abs(r["first_error_at_pace"]) for r in rows if r.get("first_error_at_pace") is not None]
+    in_band = [hit for r in rows for hit in r.get("actual_in_band_runs", [r["actual_in_band"]])]
     return {
         "runs": len(rows),
         "median_abs_first_error": round(statistics.median(first), 4),
@@ -93,8 +98,19 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "median_abs_progress_bar_error": round(statistics.median(bar), 4) if bar else None,
         "worst_abs_progress_bar_error": round(max(bar), 4) if bar else None,
         "actual_in_band": sum(r["actual_in_band"] for r in rows),
-        "targets": "first prediction within 5% of the steps; median |error| <= 3%, worst <= 6%",
+        # over every run, repeats included (a workload's median row alone hides its other repeats)
+        "band_coverage": round(sum(in_band) / len(in_band), 4),
+        "band_runs": len(in_band),
+        # the band's half-width relative to the first prediction (rows of older files: from their band)
+        "median_band_half_width": round(statistics.median(_half_width(r) for r in rows), 4),
+        "targets": "first prediction within 5% of the steps; median |error| <= 5% raw (quiet machine), <= 2% at "
+                   "the run's pace; band coverage >= 90%",
     }
+
+
+def _half_width(row: dict[str, Any]) -> float:
+    low, high = row["first_band"]
+    return row.get("first_band_half_width") or (high - low) / 2 / row["first_prediction_s"]
 
 
 def run_child(script: str, *args: str) -> dict[str, Any]:

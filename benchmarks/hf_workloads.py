@@ -75,10 +75,20 @@ def max_steps_mid_epoch(scale: float) -> tuple[Any, Any, Any, dict[str, Any]]:
     return _gpt2(4, 64), TokenChains(int(4_000 * scale), seed=5), TokenChains(96, seed=6), settings
 
 
+def causal_lm_accumulate_eval_checkpoints(scale: float) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """GPT-2 (2 layers x 128) from its config, gradient accumulation 2, 600 steps, evaluation every 150, a checkpoint
+    every 300 (issue 24's run: `examples/hf_trainer.py --accumulate 2`)."""
+    settings = dict(max_steps=max(1, int(600 * scale)), per_device_train_batch_size=8, per_device_eval_batch_size=8,
+                    gradient_accumulation_steps=2, eval_strategy="steps", eval_steps=max(1, int(150 * scale)),
+                    save_strategy="steps", save_steps=max(1, int(300 * scale)), save_total_limit=2, logging_steps=50)
+    return _gpt2(2, 128), TokenChains(2000, seed=7), TokenChains(64, seed=8), settings
+
+
 WORKLOADS: dict[str, Callable[[float], tuple[Any, Any, Any, dict[str, Any]]]] = {
     "causal_lm_eval_steps_checkpoints": causal_lm_eval_steps_checkpoints,
     "classifier_epoch_eval_accumulate": classifier_epoch_eval_accumulate,
     "max_steps_mid_epoch": max_steps_mid_epoch,
+    "causal_lm_accumulate_eval_checkpoints": causal_lm_accumulate_eval_checkpoints,
 }
 
 

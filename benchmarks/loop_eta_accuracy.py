@@ -4,9 +4,10 @@
 
 Each workload (see `loop_workloads.py`) runs in its own process (torch single-threaded unless
 ``PRENET_BENCH_THREADS`` says otherwise): a transformer-encoder loop that evaluates and saves on a
-schedule, and an LSTM loop under `accelerate` with gradient accumulation. Beside PreNeT's first
-prediction, the ETA a tqdm bar over the optimizer steps shows at the same step. Targets: first
-prediction within the first 5% of steps, median error <= 3%, worst <= 6%.
+schedule, an LSTM loop under `accelerate` with gradient accumulation, and the encoder over DataLoader
+epochs (a new iterator each epoch; with and without two workers, which each epoch and each evaluation
+spawns afresh). Beside PreNeT's first prediction, the ETA a tqdm bar over the optimizer steps shows at
+the same step. Targets as in `hf_eta_accuracy.py`.
 ``--scale 0.05`` is a smoke test of the script, not a measurement.
 """
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Plain-loop workloads for the `Tracker` ETA-accuracy and overhead benchmarks (CPU, synthetic data).
 
-Each is a hand-written training loop sized for 1-2 minutes on one CPU thread at ``scale=1``.
+Each is a hand-written training loop sized for 1-2 minutes on one CPU thread at ``scale=1`` (the DataLoader
+loops, whose epochs re-create their iterators, for 10-20 s).
 `run_loop` runs one with or without a `Tracker` and, when asked, records the ETA a tqdm progress
 bar over the optimizer steps would show after every step (tqdm's own formula, with its smoothing).
 """
@@ -10,10 +11,11 @@ import contextlib
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
 
 from benchmarks.hf_workloads import bar_remaining_s
 from examples.plain_loop import Regressor as EncoderRegressor  # the example's model
@@ -47,6 +49,33 @@ def lstm_accelerate_accumulate(scale: float) -> dict[str, Any]:
                 loss=lambda out, y: nn.functional.cross_entropy(out, y), accelerate=True)
 
 
+def encoder_loader_epochs(scale: float, workers: int = 0) -> dict[str, Any]:
+    """Transformer-encoder regressor over a shuffled DataLoader (batch 16), 6 epochs of 150 steps, evaluation on a
+    loader of 12 batches of 64 every 300 steps, a checkpoint every 450: the loop re-creates its iterator each epoch."""
+    samples = max(16, int(16 * 150 * scale))
+    train = _loader(_regression_set(samples, 32, 64, seed=1), 16, shuffle=True, workers=workers)
+    evaluation = _loader(_regression_set(64 * 12, 32, 64, seed=2), 64, shuffle=False, workers=workers)
+    steps = len(train) * 6
+    return dict(model=EncoderRegressor(), train_loader=train, eval_loader=evaluation, steps=steps,
+                eval_every=max(1, steps // 3), eval_batches=len(evaluation), checkpoint_every=max(1, steps // 2),
+                accumulate=1, loss=lambda out, y: nn.functional.mse_loss(out, y))
+
+
+def encoder_loader_epochs_workers(scale: float) -> dict[str, Any]:
+    """The same loop with 2-worker DataLoaders: each epoch and each evaluation spawns its workers afresh."""
+    return encoder_loader_epochs(scale, workers=2)
+
+
+def _regression_set(samples: int, tokens: int, width: int, *, seed: int) -> TensorDataset:
+    x, y = _regression_batch(torch.Generator().manual_seed(seed), samples, tokens, width)
+    return TensorDataset(x, y)
+
+
+def _loader(data: TensorDataset, batch: int, *, shuffle: bool, workers: int) -> DataLoader:
+    return DataLoader(data, batch_size=batch, shuffle=shuffle, num_workers=workers,
+                      generator=torch.Generator().manual_seed(3) if shuffle else None)
+
+
 def _regression_batch(generator: torch.Generator, batch: int, tokens: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
     x = torch.randn(batch, tokens, width, generator=generator)
     return x, x.mean(dim=1)[:, :1] * 3
@@ -60,6 +89,8 @@ def _class_batch(generator: torch.Generator, batch: int, steps: int, features: i
 WORKLOADS: dict[str, Callable[[float], dict[str, Any]]] = {
     "loop_encoder_eval_checkpoints": encoder_eval_checkpoints,
     "loop_lstm_accelerate_accumulate": lstm_accelerate_accumulate,
+    "loop_encoder_loader_epochs": encoder_loader_epochs,
+    "loop_encoder_loader_epochs_workers": encoder_loader_epochs_workers,
 }
 
 
@@ -92,8 +123,10 @@ def run_loop(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0, 
                if with_prenet else None)
     bar = tqdm(total=steps, file=open(os.devnull, "w")) if record_bar else None  # noqa: SIM115 - closed below
     step = 0
-    while step < steps:
-        x, y = spec["make_batch"](train)
+    train_batches = _epochs(spec["train_loader"]) if "train_loader" in spec else _endless(spec["make_batch"], train)
+    for x, y in train_batches:
+        if step >= steps:
+            break
         cycle = accelerator.accumulate(model) if accelerator is not None else contextlib.nullcontext()
         with cycle:
             loss = spec["loss"](model(x), y)
@@ -111,8 +144,9 @@ def run_loop(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0, 
         if step % eval_every == 0:
             with tracker.validation() if tracker else contextlib.nullcontext(), torch.no_grad():
                 model.eval()
-                for _ in range(spec["eval_batches"]):
-                    x, y = spec["make_batch"](evaluation)
+                batches = (spec["eval_loader"] if "eval_loader" in spec
+                           else (spec["make_batch"](evaluation) for _ in range(spec["eval_batches"])))
+                for x, y in batches:
                     spec["loss"](model(x), y).item()
                 model.train()
         if checkpoint_every and step % checkpoint_every == 0:
@@ -125,3 +159,14 @@ def run_loop(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0, 
         bar.close()
         sink.close()
     return {"fit_s": fit_s, "report": report, "bar": points, "steps": step}
+
+
+def _epochs(loader: DataLoader) -> Iterator[Any]:
+    """Epoch after epoch over a loader, a new iterator each (what ``for epoch ...: for batch in loader`` does)."""
+    while True:
+        yield from loader
+
+
+def _endless(make_batch: Callable[[torch.Generator], Any], generator: torch.Generator) -> Iterator[Any]:
+    while True:
+        yield make_batch(generator)

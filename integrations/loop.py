@@ -37,6 +37,7 @@ from torch import nn
 
 from integrations.loop_run import LoopRun, check_schedule, loop_config, memory_account, module_profiler, torch_optimizer
 from integrations.plumbing import note_once
+from prenet_callbacks.loader_epochs import watch_loader_epochs
 from prenet_callbacks.projection.precision import PRECISIONS, parse_precision
 from prenet_callbacks.report import Report
 from prenet_callbacks.run_info import batch_size_of, describe_run
@@ -233,6 +234,8 @@ class Tracker:
             self._handles.append(self.model.register_forward_hook(self._on_forward))
         if self.optimizer is not None and hasattr(self.optimizer, "register_step_pre_hook"):
             self._handles.append(self.optimizer.register_step_pre_hook(self._on_optimizer_pre))
+        # a DataLoader's epochs: planned from its length, each new iterator an epoch boundary (loader_epochs)
+        self._handles.append(watch_loader_epochs(self.run.session, lambda: self.run.active and not self.run.in_block))
 
     def _remove_hooks(self) -> None:
         while self._handles:
