@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from predictor_models.paths import check_output_path
-from prenet_callbacks.session import SessionConfig
+from prenet_callbacks.session_config import SessionConfig
 
 
 def _positive_int(name: str, value: Any, *, minimum: int = 1) -> int:

@@ -3,67 +3,50 @@
 Adapters (Lightning callback, DeepSpeed attach, Hugging Face callback, the loop tracker) translate
 their framework's hooks into calls on a `PredictionSession`; the session times steps, runs the
 per-module profiler for a short window, predicts the whole run, refines the prediction, logs and
-writes the report, and records how the run ended.
-
-The session keeps the events and the schedule; its parts do the rest:
+writes the report, and records how the run ended. It keeps the events and decides, step by step
+(`session_schedule`), when to profile, time and predict; its parts do the rest:
 
 - `session_steps.StepAccount`: what each interval between batch ends was (a clean step, an event's
-  cost), the batch's phases, validation, the sanity check and saves;
+  cost), the batch's phases, validation runs, the sanity check and saves;
 - `profiling_window.ProfilingWindow`: the module profiler's calls, the window's GPU phases and memory;
-- `measured`: the report's ``measured`` block; `run_record`: its ``run`` and ``actual`` blocks;
+- `measured`: the report's ``measured`` block; `run_record`: its ``plan``, ``run`` and ``actual`` blocks;
+- `session_predictions.Predictions`: the prediction history, the first one projected onto other hardware;
 - `session_outputs.SessionOutputs`: logger metrics, printer, publishers, the report on disk.
 
-The session must never break a run (`session_guard`). Every public method is guarded: an exception
-inside it becomes one warning, all hooks are removed and the session goes quiet for the rest of the run.
-
-Timeline, in optimizer steps since the run (or attach) started::
-
-    | warm-up | per-module profiling | clean timing | first prediction, then refinements ...
+The session must never break a run (`session_guard`): every public method is guarded, and an
+exception inside it becomes one warning, all hooks are removed and the session goes quiet.
 """
 from __future__ import annotations
 
 import json
 import time
-import warnings
 from typing import Any, Callable
 
 from prenet_callbacks.clocks import DeviceClock
 from prenet_callbacks.compile_clock import CompileClock
 from prenet_callbacks.eta import Prediction, RunMeasurements, predict_fit
 from prenet_callbacks.lifecycle import check_reason, check_start
-from prenet_callbacks.measured import record_window, update_measured
+from prenet_callbacks.measured import close_window, update_measured
 from prenet_callbacks.plan import RunLimits, RunPlan
 from prenet_callbacks.profiling_window import ProfilingWindow, WindowProfiler
 from prenet_callbacks.report import Report
-from prenet_callbacks.run_record import record_fit_end, record_fit_start
+from prenet_callbacks.report_view import run_word
+from prenet_callbacks.run_record import record_fit_end, record_fit_start, record_plan
 from prenet_callbacks.sanity import minor_faults, seconds_per_fault
 from prenet_callbacks.session_config import SessionConfig
-from prenet_callbacks.session_guard import PreNeTWarning, guarded, warn_stepped_aside
+from prenet_callbacks.session_guard import Containment, PreNeTWarning, guarded
 from prenet_callbacks.session_outputs import SessionOutputs
+from prenet_callbacks.session_predictions import Predictions
+from prenet_callbacks.session_schedule import Schedule
 from prenet_callbacks.session_steps import StepAccount
-from prenet_callbacks.units import plural
 
 __all__ = ["PredictionSession", "PreNeTWarning", "SessionConfig", "guarded"]
 
-# Fewest clean steps a first prediction rests on, and the share of the run it may wait for.
-_MIN_TIMING_STEPS = 3
-_FIRST_PREDICTION_BY = 0.04
 
-
-class _OnPart:
-    """A session attribute that lives on one of its parts; integrations and tests read and set it here."""
-
-    def __init__(self, part: str, name: str | None = None) -> None:
-        self.part, self.name = part, name
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = self.name or name
-
-    def __get__(self, session: Any, owner: type | None = None) -> Any:
-        return self if session is None else getattr(getattr(session, self.part), str(self.name))
-
-    def __set__(self, session: Any, value: Any) -> None:
-        setattr(getattr(session, self.part), str(self.name), value)
+def _on(part: str, name: str) -> Any:
+    """A session attribute that lives on one of its parts (integrations and tests read and set it here)."""
+    return property(lambda session: getattr(getattr(session, part), name),
+                    lambda session, value: setattr(getattr(session, part), name, value))
 
 
 class PredictionSession:
@@ -76,16 +59,20 @@ class PredictionSession:
             plain ``() -> seconds`` callable (a fake host clock in tests). Default: host time.
     """
 
-    is_rank_zero = _OnPart("outputs")
-    logger_sinks = _OnPart("outputs")
-    printer = _OnPart("outputs")
-    line_printer = _OnPart("outputs")
-    publishers = _OnPart("outputs")
-    profiler = _OnPart("window")
-    profiling = _OnPart("window", "active")
-    window_phases = _OnPart("window", "phases")
-    step_clock = _OnPart("steps")
-    sanity = _OnPart("steps")
+    disabled = _on("guard", "disabled")
+    failure = _on("guard", "failure")
+    _cleanups = _on("guard", "cleanups")
+    is_rank_zero = _on("outputs", "is_rank_zero")
+    logger_sinks = _on("outputs", "logger_sinks")
+    printer = _on("outputs", "printer")
+    line_printer = _on("outputs", "line_printer")
+    publishers = _on("outputs", "publishers")
+    profiler = _on("window", "profiler")
+    profiling = _on("window", "active")
+    window_phases = _on("window", "phases")
+    step_clock = _on("steps", "step_clock")
+    first_prediction_made = _on("predictions", "first_made")
+    sanity = _on("steps", "sanity")
 
     def __init__(self, config: SessionConfig, *, is_rank_zero: bool = True,
                  clock: DeviceClock | Callable[[], float] | None = None) -> None:
@@ -95,20 +82,16 @@ class PredictionSession:
         # the process's page faults, to time the sanity check warm (a fake clock has none to match)
         self.count_faults: Callable[[], int | None] | None = minor_faults if self.now is time.perf_counter else None
         self.fault_cost: Callable[[], float | None] = seconds_per_fault
-        self.disabled = False
-        self.failure: str | None = None
         self.report = Report()
         self.measurements = RunMeasurements()
         self.plan: RunPlan | None = None
-        self.outputs = SessionOutputs(config, is_rank_zero=is_rank_zero, now=self._now)
-        self.window = ProfilingWindow(on_drop=self._profile_unavailable)
-        self._cleanups: list[Callable[[], None]] = []
+        self.schedule = Schedule.for_run(config)   # the plan's length may shorten it (`set_plan`)
+        self.outputs = SessionOutputs(config, is_rank_zero=is_rank_zero, now=lambda: self.now())
+        self.window = ProfilingWindow(on_drop=lambda limitation: self.report.limitations.append(limitation))
+        self.guard = Containment(release=self.window.release)
+        self.predictions = Predictions(config, self.outputs)
         self.compile_clock = CompileClock()   # torch.compile's compilations: one-off time, never a rate
-        self._timing_steps = config.timing_steps  # clean steps before the first prediction (`set_plan`)
         self._reset_fit_state()
-
-    def _now(self) -> float:
-        return self.now()  # read through: a test may swap the clock after construction
 
     def _reset_fit_state(self) -> None:
         self.fit_start_time: float | None = None
@@ -116,47 +99,24 @@ class PredictionSession:
         self.done_batches = 0          # global batches finished in this run (plus the resume point)
         self.done_steps = 0            # optimizer steps (trainer.global_step)
         self.steps_seen = 0            # optimizer steps seen in this fit call
-        self.steps = StepAccount(self._now, self.measurements, self.compile_clock)
+        self.steps = StepAccount(lambda: self.now(), self.measurements, self.compile_clock)
         self.window.new_fit(self.device_clock)
         self.outputs.new_fit()
-        self.first_prediction_made = False
-        self.first_entry: dict[str, Any] | None = None  # this fit's first prediction (history may thin it)
-        self.last_logged_step = -1
+        self.predictions.new_fit()
         self.ended = False
 
-    # -- failure containment ------------------------------------------------------------------------
+    # -- failure containment (`session_guard`) -----------------------------------------------------
     def fail(self, error: BaseException, where: str = "") -> None:
         """Step aside: one warning, every hook removed, nothing more from this session."""
-        if self.disabled:
-            return
-        self.disabled = True
-        self.failure = f"{type(error).__name__}: {error}"
-        self._run_cleanups()
-        warn_stepped_aside(self.failure, where)
+        self.guard.fail(error, where)
 
     def add_cleanup(self, cleanup: Callable[[], None]) -> None:
         """Register an undo action (remove a hook, restore a wrapped method); run once at the end."""
-        self._cleanups.append(cleanup)
-
-    def _run_cleanups(self) -> None:
-        self.window.release()
-        while self._cleanups:
-            cleanup = self._cleanups.pop()
-            try:
-                cleanup()
-            except Exception:  # noqa: BLE001
-                pass
+        self.guard.cleanups.append(cleanup)
 
     def close(self) -> None:
         """Remove every hook and wrapper (idempotent; also after a failure)."""
-        self._run_cleanups()
-
-    def _profile_unavailable(self, error: BaseException) -> None:
-        """The profiler was dropped (`ProfilingWindow.drop`): say so once; predictions use step timing."""
-        self.report.limitations.append(f"per-module profile unavailable ({type(error).__name__}: {error}); "
-                                       "predictions use step timing only")
-        warnings.warn(f"PreNeT could not profile layers ({type(error).__name__}: {error}); "
-                      "it goes on predicting from step timing. Training is unchanged.", PreNeTWarning, stacklevel=4)
+        self.guard.run_cleanups()
 
     # -- the run and what the adapter learns about it -----------------------------------------------
     @guarded
@@ -167,9 +127,7 @@ class PredictionSession:
         check_start(start)
         self._reset_fit_state()
         self.fit_start_time = self.now() - (startup_s or 0.0)
-        if current:
-            self.report.current.update(current)
-        record_fit_start(self.report, framework=framework, start=start, limits=limits, startup_s=startup_s)
+        record_fit_start(self.report, current, framework=framework, start=start, limits=limits, startup_s=startup_s)
         self.outputs.add_page_publisher()
         if self.compile_clock.install():
             self.add_cleanup(self.compile_clock.remove)
@@ -187,19 +145,12 @@ class PredictionSession:
 
     @guarded
     def set_plan(self, plan: RunPlan) -> None:
+        """The run plan (from the trainer): its resume point, and the schedule's clean timing in a short run."""
         self.plan = plan
-        self.done_batches = plan.start_batch
-        self.done_steps = plan.start_step
+        self.done_batches, self.done_steps = plan.start_batch, plan.start_step
         self.train_start_elapsed = self._elapsed()
-        self.report.plan = plan.to_dict()
-        self.report.run["start_step"] = plan.start_step
-        if plan.known_length:
-            # Keep the first prediction early in short runs: shrink the clean timing window.
-            steps_left = plan.total_steps - plan.start_step
-            budget = int(steps_left * _FIRST_PREDICTION_BY) - self.config.warmup_steps - self.config.profile_steps
-            self._timing_steps = max(_MIN_TIMING_STEPS, min(self.config.timing_steps, budget))
-        else:
-            self._timing_steps = self.config.timing_steps
+        record_plan(self.report, plan)
+        self.schedule = Schedule.for_run(self.config, plan)
 
     @guarded
     def attach_profiler(self, profiler: WindowProfiler) -> None:
@@ -208,11 +159,8 @@ class PredictionSession:
 
     @guarded
     def profile_model(self, make_profiler: Callable[[], WindowProfiler]) -> None:
-        """Build and attach the per-module profiler, unless ``profile_layers`` is off.
-
-        A model the profiler cannot take still gets step timing and predictions: the failure
-        becomes one warning and a stated limitation (`ProfilingWindow.drop`).
-        """
+        """Build and attach the per-module profiler, unless ``profile_layers`` is off; a model it cannot
+        take still gets step timing and predictions (`ProfilingWindow.drop`)."""
         if self.config.profile_layers:
             self.window.build(make_profiler)
 
@@ -249,7 +197,7 @@ class PredictionSession:
         if size:
             self.measurements.val_batch_size = int(size)
 
-    # -- sanity check, validation and saves ---------------------------------------------------------
+    # -- sanity check, validation and saves (timed by `StepAccount`) --------------------------------
     @guarded
     def validation_start(self, sanity: bool = False) -> None:
         # on a GPU the host's page faults overlap device work: nothing to take off there
@@ -279,35 +227,31 @@ class PredictionSession:
 
     @guarded
     def batch_start(self) -> None:
-        in_window = self._in_profile_window
-        self.steps.batch_start(self.fit_start_time, timing=self._in_timing_phase, in_window=in_window)
-        self.window.mark("forward", in_window)
-        self.steps.open_forward(timing=self._in_timing_phase)
+        in_window = not self.window.done and self.schedule.profiles(self.steps_seen)
+        self.steps.batch_start(self.fit_start_time, timing=self.schedule.times(self.steps_seen), in_window=in_window)
         self.window.open_batch(in_window)
 
     @guarded
     def before_backward(self) -> None:
-        self.steps.forward_end(timing=self._in_timing_phase)
-        self.window.mark("backward", self.steps.step_clock.in_window)
-        self.window.begin_phase("backward")
+        self.steps.forward_end(timing=self.schedule.times(self.steps_seen))
+        self.window.begin_phase("backward", self.steps.in_window)
 
     @guarded
     def after_backward(self) -> None:
         self.steps.backward_end()
-        self.window.mark("after_backward", self.steps.step_clock.in_window)
+        self.window.mark("after_backward", self.steps.in_window)
 
     @guarded
     def before_optimizer_step(self) -> None:
         self.steps.optimizer_start()
-        self.window.mark("optimizer", self.steps.step_clock.in_window)
-        self.window.begin_phase("optimizer")
+        self.window.begin_phase("optimizer", self.steps.in_window)
 
     @guarded
     def batch_end(self, *, stepped: bool, global_step: int | None = None) -> None:
         """One training batch finished; ``stepped`` if it ended with an optimizer step."""
         now = self.now()
-        self.window.mark("end", self.steps.step_clock.in_window)
-        self.steps.batch_end(now, timing=self._in_timing_phase)
+        self.window.mark("end", self.steps.in_window)
+        self.steps.batch_end(now, timing=self.schedule.times(self.steps_seen))
         self.done_batches += 1
         self.window.suspend()
         if not stepped:
@@ -315,75 +259,29 @@ class PredictionSession:
         self.steps_seen += 1
         self.done_steps = global_step if global_step is not None else self.done_steps + 1
         self.window.end_step(self.steps.close_step(now))
-        if self.window.active and not self._in_profile_window:
+        if self.window.active and not self.schedule.profiles(self.steps_seen):
             self._finish_profile_window()
         if not self.first_prediction_made:
-            if self._ready_for_first_prediction():
+            if self.schedule.first_prediction_due(self.steps_seen, device_timed=self.steps.device_timed,
+                                                  clean_steps=self.measurements.batch.count):
                 self._predict(first=True)
-        elif self.done_steps - self.last_logged_step >= self.config.log_every_n_steps:
+        elif self.done_steps - self.predictions.last_logged_step >= self.config.log_every_n_steps:
             self._predict(first=False)
 
     def _finish_profile_window(self) -> None:
-        table, limitations = self.window.stop()
-        gpu_forwards = self.window.resolve_gpu_phases()
-        if gpu_forwards is not None:
-            self.steps.stand_in_forwards(gpu_forwards)
-        record_window(self.report.measured, self.measurements, self.window, table,
-                      device_phases=self.steps.device_timed, gpu_forwards=gpu_forwards,
-                      fallback_device=self.report.current.get("name"),
-                      measure_host=not self._on_cuda() and self.config.projects)
-        self.report.limitations.extend(x for x in limitations if x not in self.report.limitations)
+        forwards = close_window(self.report, self.measurements, self.window, device_phases=self.steps.device_timed,
+                                measure_host=not self._on_cuda() and self.config.projects)
+        self.steps.stand_in_forwards(forwards or [])
         self.steps.break_run()  # stopping the profiler (and reading its trace) is not a training step
 
-    # -- the schedule -------------------------------------------------------------------------------
-    @property
-    def _in_profile_window(self) -> bool:
-        return (self.config.profile_layers and not self.window.done
-                and self.config.warmup_steps <= self.steps_seen < self.config.warmup_steps + self.config.profile_steps)
-
-    @property
-    def _in_timing_phase(self) -> bool:
-        # Clean timing starts after warm-up and the profiling window (profiled steps run slower).
-        return self.steps_seen >= self.config.warmup_steps + (self.config.profile_steps if self.config.profile_layers else 0)
-
-    @property
-    def _first_prediction_step(self) -> int:
-        timing_start = self.config.warmup_steps + (self.config.profile_steps if self.config.profile_layers else 0)
-        return timing_start + self._timing_steps
-
-    def _ready_for_first_prediction(self) -> bool:
-        if self.steps_seen < self._first_prediction_step:
-            return False
-        # device intervals arrive a few steps late: wait for as many as a short run's timing window
-        return not self.steps.device_timed or self.measurements.batch.count >= _MIN_TIMING_STEPS
-
+    # -- predictions --------------------------------------------------------------------------------
     def _elapsed(self) -> float:
         return self.now() - (self.fit_start_time if self.fit_start_time is not None else self.now())
 
     def _predict(self, *, first: bool, fit_done: bool = False) -> Prediction | None:
-        prediction = self._prediction(fit_done)
-        if prediction is None:
-            return None
-        self.report.add_prediction(self._entry(prediction))
-        self.last_logged_step = self.done_steps
-        self._update_measured()
-        if first:
-            self.first_prediction_made = True
-            if self.config.projects:
-                self._project_targets()
-                # projecting took time inside this run: predict again so that it counts, and
-                # project again so that the table and the headline rest on the same prediction
-                prediction = self._prediction(fit_done) or prediction
-                self.report.predictions[-1] = self._entry(prediction)
-                self._project_targets()
-            self.first_entry = self.report.predictions[-1]
-        self.outputs.log({"prenet/step_s": prediction.step_s, **({"prenet/eta_s": prediction.eta_s,
-                          "prenet/predicted_total_s": prediction.predicted_total_s}
-                         if prediction.predicted_total_s is not None else {})}, self.done_steps)
-        # the report first: a location that cannot be written is one failure, not one per output
-        self.outputs.write_report(self.report, force=first)
-        if first:
-            self.outputs.publish(self.report, "first")
+        prediction = self.predictions.add(self.report, lambda: self._prediction(fit_done), at_step=self.done_steps,
+                                          first=first, update_measured=self._update_measured)
+        if prediction is not None and first:
             self.steps.break_run()  # predicting, projecting and printing are not a training step
         return prediction
 
@@ -396,23 +294,11 @@ class PredictionSession:
                                  fit_done=fit_done, time_limit_start_s=self.train_start_elapsed)
         return prediction if prediction.step_s is not None else None
 
-    def _entry(self, prediction: Prediction) -> dict[str, Any]:
-        return {**prediction.to_dict(), "fit": self.report.fit_number or 1}
-
-    def _project_targets(self) -> None:
-        """Cross-hardware projection of the measured run onto the configured targets."""
-        from prenet_callbacks import projection
-
-        projection.project_report(self.report, self.config.targets, predictor=self.config.predictor,
-                                  batch_convention=self.config.batch_convention)
-        self.report.projection["at_step"] = self.done_steps
-
     def _update_measured(self) -> None:
-        compile_s = (self.compile_clock.seconds() - self.steps.compile_at_fit_start
-                     if self.compile_clock.installed else None)
         update_measured(self.report.measured, self.measurements, self.window, warmup_steps=self.config.warmup_steps,
-                        compile_s=compile_s, on_cuda=self._on_cuda(), device_timed=self.steps.device_timed)
+                        compile_s=self.steps.compile_s(), on_cuda=self._on_cuda(), device_timed=self.steps.device_timed)
 
+    # -- the end of an epoch and of the run ---------------------------------------------------------
     @guarded
     def epoch_end(self) -> None:
         if self.first_prediction_made:
@@ -434,19 +320,15 @@ class PredictionSession:
         self.steps.flush()
         start_batch = self.plan.start_batch if self.plan is not None else 0
         record_fit_end(self.report, self.plan, elapsed=elapsed, reason=reason, detail=detail,
-                       done_steps=self.done_steps, done_batches=self.done_batches, first=self.first_entry,
-                       breakdown=self.steps.spent_breakdown(elapsed, self.done_batches - start_batch))
-        if not self.first_prediction_made:
-            self.report.limitations.append(
-                f"the run ended after {plural(self.steps_seen, 'optimizer step')}, before the first prediction "
-                f"(it comes after {self._first_prediction_step}: warm-up, profiling and timed steps)")
+                       done_steps=self.done_steps, done_batches=self.done_batches, first=self.predictions.first_entry,
+                       breakdown=self.steps.spent_breakdown(elapsed, self.done_batches - start_batch),
+                       steps_seen=self.steps_seen,
+                       first_prediction_step=None if self.first_prediction_made else self.schedule.first_prediction_step)
         self._update_measured()
         if self.first_prediction_made and self.config.projects and self.report.targets:
-            self._project_targets()  # the final table rests on the final measurements
-        self.outputs.print_end_line(self.report, unit="fit" if self.report.run.get("framework") == "lightning" else "run")
-        self.outputs.write_report(self.report, force=True)
-        self.outputs.publish(self.report, "end")
-        self._run_cleanups()
+            self.predictions.project(self.report, self.done_steps)  # the final table rests on the final measurements
+        self.outputs.end(self.report, unit=run_word(self.report))
+        self.guard.run_cleanups()
 
     # -- resume -------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

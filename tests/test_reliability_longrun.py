@@ -18,6 +18,7 @@ import pytest
 
 from prenet_callbacks.estimators import RobustDuration
 from prenet_callbacks.plan import CheckpointRule, RunPlan
+from prenet_callbacks.profiling.table import LayerTable
 from prenet_callbacks.report import MAX_HISTORY
 from prenet_callbacks.session import PredictionSession, SessionConfig
 
@@ -48,9 +49,9 @@ class FakeProfiler:
             return lambda *args: self.calls.append(name)
         raise AttributeError(name)
 
-    def stop(self) -> dict:
+    def stop(self) -> LayerTable:
         self.calls.append("stop")
-        return {"layers": [{"name": "fc", "forward_s": 0.01}]}
+        return LayerTable.from_dict({"layers": [{"name": "fc", "forward_s": 0.01}], "steps": 3})
 
 
 def _deep_size(obj, seen=None) -> int:

@@ -7,8 +7,10 @@ import pytest
 
 from prenet_callbacks.eta import _validation_estimate, _validation_uncertainty
 from prenet_callbacks.plan import CheckpointRule, RunPlan
+from prenet_callbacks.profiling.table import LayerTable
 from prenet_callbacks.sanity import minor_faults
 from prenet_callbacks.session import PredictionSession, PreNeTWarning, SessionConfig
+from prenet_callbacks.session_schedule import Schedule
 
 
 class FakeClock:
@@ -182,7 +184,7 @@ def test_an_internal_error_warns_once_runs_cleanups_and_goes_quiet():
         session.plan = "not a plan"  # the next prediction will fail inside predict_fit
         session.steps_seen = 100
         session.first_prediction_made = False
-        session._timing_steps = 1
+        session.schedule = Schedule(warmup_steps=0, profile_steps=0, timing_steps=1)
         session.batch_end(stepped=True, global_step=101)
         session.batch_end(stepped=True, global_step=102)
     prenet = [w for w in caught if issubclass(w.category, PreNeTWarning)]
@@ -243,9 +245,9 @@ class FakeProfiler:
             return lambda *a: self.calls.append(name)
         raise AttributeError(name)
 
-    def stop(self):
+    def stop(self) -> LayerTable:
         self.calls.append("stop")
-        return {"layers": [], "steps": 2}
+        return LayerTable(layers=[], steps=2)
 
 
 class FakeCudaClock:
