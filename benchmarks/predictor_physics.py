@@ -22,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from predictor_models.datasets.common import elementwise_op, gemm_op, norm_op  # noqa: E402
-from predictor_models.hardware import lookup_hardware  # noqa: E402
+from predictor_models.datasets.common import elementwise_op, gemm_op, norm_op
+from predictor_models.hardware import lookup_hardware
 
 GPUS = ("T4", "L4", "A10G", "V100", "A100", "H100", "H200", "B200", "RTX 4090", "A100-PCIe-40GB", "P100", "A40",
         "L40S")

@@ -43,20 +43,20 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import projection_models as pm  # noqa: E402
+import projection_models as pm
 
-import dataclasses  # noqa: E402
+import dataclasses
 
-import projection_collectives  # noqa: E402
-import projection_hostbound  # noqa: E402
-import projection_transformers  # noqa: E402
+import projection_collectives
+import projection_hostbound
+import projection_transformers
 
-from prenet_callbacks import estimate  # noqa: E402
-from prenet_callbacks.projection.predictor_source import default_predictor  # noqa: E402
-from prenet_callbacks.projection.project import RunShape, project_targets  # noqa: E402
-from prenet_callbacks.projection.scaling import unit_matrix  # noqa: E402
-from prenet_callbacks.projection.targets import parse_projection_target  # noqa: E402
-from prenet_callbacks.projection.workload import Unit  # noqa: E402
+from prenet_callbacks import estimate
+from prenet_callbacks.projection.predictor_source import default_predictor
+from prenet_callbacks.projection.project import RunShape, project_targets
+from prenet_callbacks.projection.scaling import unit_matrix
+from prenet_callbacks.projection.targets import parse_projection_target
+from prenet_callbacks.projection.workload import Unit
 
 GAVEL_DEVICES = {"k80": "K80", "p100": "P100-PCIe-16GB", "v100": "V100-SXM2-16GB"}
 GAVEL_REFERENCE = "v100"
@@ -177,7 +177,7 @@ def neusight(data: Path, estimates: dict | None = None) -> tuple[list[dict], lis
 def relative_errors(rows: list[dict], reference: str | None = None) -> list[dict]:
     """Per non-reference row: predicted vs measured time relative to the reference GPU of its group
     (the rows flagged ``reference``, or the rows on GPU ``reference`` when given)."""
-    is_ref = (lambda r: r["reference"]) if reference is None else (lambda r: r["gpu"] == reference)  # noqa: E731
+    is_ref = (lambda r: r["reference"]) if reference is None else (lambda r: r["gpu"] == reference)
     out = []
     for row in rows:
         if is_ref(row):

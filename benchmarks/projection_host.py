@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from prenet_callbacks.projection.host import CONSTANTS_PATH, LAUNCH_S, measure_host_costs  # noqa: E402
+from prenet_callbacks.projection.host import CONSTANTS_PATH, LAUNCH_S, measure_host_costs
 
 KEYS = ("fwd_op_s", "bwd_op_s", "aten_op_s", "opt_step_s")
 

@@ -26,7 +26,6 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from predictor_models.op_spec import OpSpec  # noqa: E402
 from prenet_callbacks.estimation import workload_from_capture  # noqa: E402
 from prenet_callbacks.projection.capture import capture_step  # noqa: E402
 from prenet_callbacks.projection.host import ExecutionOptions  # noqa: E402

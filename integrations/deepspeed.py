@@ -113,6 +113,7 @@ def attach(
     predictor: Any = None,
     html: bool | None = None,
     batch_convention: str = "per_device",
+    provider: str | None = None,
 ) -> DeepSpeedHandle:
     """Start predicting the run of a `deepspeed.DeepSpeedEngine`; call it just before the training loop.
 
@@ -129,7 +130,7 @@ def attach(
         targets: other hardware to project onto (``["A100", "8x H100"]``); ``None`` for the default
             set, ``[]`` for none.
         warmup_steps, profile_steps, timing_steps, log_every_n_steps, print_report, profile_layers,
-        predictor, html, batch_convention: as for `PreNeTCallback` (steps are optimizer steps).
+        predictor, html, batch_convention, provider: as for `PreNeTCallback` (steps are optimizer steps).
 
     Returns:
         A `DeepSpeedHandle` with ``.report``, ``.validation()``, ``.checkpoint()``, ``.finish()`` and ``.detach()``.
@@ -146,7 +147,7 @@ def attach(
         warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
         log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
         print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
-        batch_convention=batch_convention,
+        batch_convention=batch_convention, provider=provider,
     )
     if engine.__dict__.get(_HANDLE_ATTR) is not None:
         raise ValueError("this engine already has PreNeT attached; call .detach() on the first handle before attaching again")

@@ -58,6 +58,9 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         batch_convention: how multi-GPU targets (``"8x H100"``) run the same data: ``"per_device"``
             keeps each GPU's batch (the global batch grows, fewer steps), ``"global"`` keeps the
             global batch (each GPU gets a share, the same steps).
+        provider: price the target rows with one provider's listings (``"Lambda"``, ``"GCP"``, ...;
+            case-insensitive); None: the cheapest current listing of each target's GPU count. An
+            unknown name raises at construction, listing the known providers.
 
     Raises:
         ValueError: an argument out of range or of the wrong type (the message names the fix).
@@ -89,13 +92,14 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         predictor: Any = None,
         html: bool | None = None,
         batch_convention: str = "per_device",
+        provider: str | None = None,
     ) -> None:
         super().__init__()
         self.config: SessionConfig = validate_session_config(
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
             log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
             print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
-            batch_convention=batch_convention,
+            batch_convention=batch_convention, provider=provider,
         )
         self._user_report_path = self.config.report_path
         self.session = PredictionSession(self.config)

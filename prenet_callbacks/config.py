@@ -63,6 +63,7 @@ def validate_session_config(
     predictor: Any = None,
     html: bool | None = None,
     batch_convention: str = "per_device",
+    provider: str | None = None,
 ) -> SessionConfig:
     """Check every argument and build the `SessionConfig`; raise `ValueError` on bad input."""
     return SessionConfig(
@@ -77,6 +78,7 @@ def validate_session_config(
         predictor=validate_predictor(predictor),
         html=validate_html(html),
         batch_convention=validate_batch_convention(batch_convention),
+        provider=validate_provider(provider),
     )
 
 
@@ -86,6 +88,14 @@ def validate_batch_convention(value: Any, name: str = "batch_convention") -> str
 
     check_batch_convention(value)
     return value
+
+
+def validate_provider(value: Any, name: str = "provider") -> str | None:
+    """None (the cheapest listing of each target) or a provider of the price table ("Lambda", any case):
+    returned as the table spells it; unknown names raise ValueError listing the known providers."""
+    from predictor_models.hardware.providers import check_provider
+
+    return check_provider(value)
 
 
 def validate_html(value: Any, name: str = "html") -> bool | None:

@@ -23,13 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("PL_DISABLE_FORK", "1")
 
-import torch  # noqa: E402
+import torch
 
-import lightning.pytorch as pl  # noqa: E402
+import lightning.pytorch as pl
 
-from prenet_callbacks import PreNeTCallback  # noqa: E402
-from prenet_callbacks.session import PreNeTWarning  # noqa: E402
-from tests.lightning_helpers import RecordingLogger, TinyModule, loaders  # noqa: E402
+from prenet_callbacks import PreNeTCallback
+from prenet_callbacks.session import PreNeTWarning
+from tests.lightning_helpers import RecordingLogger, TinyModule, loaders
 
 STEP_SLEEP_S = 0.01
 

@@ -1,11 +1,12 @@
 """Activation checkpointing in a capture (`prenet_callbacks/projection/recompute.py`), as the transformer
 benchmark (`benchmarks/projection_transformers.py`) reproduces its sources' set-ups and `estimate()` offers it."""
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+
+from predictor_models.op_spec import OpSpec
 
 transformers = pytest.importorskip("transformers", reason="the transformer benchmark builds Hugging Face Llama models")
 
@@ -46,7 +47,7 @@ def test_each_layer_recomputes_its_forward_but_attention_and_every_other_matmul(
     layer_ops = capture.sequence["fwd"][spans[0][0]:spans[0][1]]
     mms = [op for op in layer_ops if getattr(op, "name", "") == "aten::mm"]
     assert len(mms) == 7          # q, k, v, o, gate, up, down
-    attention = [op for op in layer_ops if isinstance(op, bench.OpSpec)]
+    attention = [op for op in layer_ops if isinstance(op, OpSpec)]
     assert len(attention) == 1    # the fused SDPA call
     bwd_before = len(capture.sequence["bwd"])
 
@@ -89,7 +90,7 @@ def test_full_checkpointing_recomputes_each_block_whole(bench):
 
     assert apply_recompute(capture, "full") == block_ops
     recomputed = capture.sequence["bwd"][:block_ops]
-    assert sum(isinstance(op, bench.OpSpec) for op in recomputed) == 2   # each block's attention runs again
+    assert sum(isinstance(op, OpSpec) for op in recomputed) == 2   # each block's attention runs again
     with pytest.raises(ValueError, match="'full' or 'selective'"):
         apply_recompute(capture, "every-other-layer")
 

@@ -8,7 +8,6 @@ the resumed fit's wall time within 30%. Steps sleep 8 ms so that timing noise st
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 

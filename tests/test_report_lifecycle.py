@@ -170,7 +170,7 @@ def test_panel_and_json_agree_on_the_first_prediction(tmp_path, capsys):
     first = callback.report.first_prediction
     from prenet_callbacks.units import format_duration
 
-    assert f"time on CPU" in printed and format_duration(first["predicted_total_s"]) in printed
+    assert "time on CPU" in printed and format_duration(first["predicted_total_s"]) in printed
     assert "PreNeT: the fit took" in printed  # the closing line
 
 

@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("transformers", reason="the transformers extra is not installed")
 
-import integrations.transformers as hf_module  # noqa: E402
-from prenet_callbacks import PreNeTTrainerCallback  # noqa: E402
-from tests.hf_helpers import EventCounter, Samples, TinyRegressor, trainer  # noqa: E402
+import integrations.transformers as hf_module
+from prenet_callbacks import PreNeTTrainerCallback
+from tests.hf_helpers import EventCounter, Samples, TinyRegressor, trainer
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=4, targets=[], print_report=False)

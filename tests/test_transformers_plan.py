@@ -7,11 +7,11 @@ import pytest
 
 pytest.importorskip("transformers", reason="the transformers extra is not installed")
 
-from torch.utils.data import DataLoader  # noqa: E402
-from transformers import TrainerCallback, TrainerState  # noqa: E402
+from torch.utils.data import DataLoader
+from transformers import TrainerCallback, TrainerState
 
-from integrations.transformers_plan import TrainerPlan, eval_batches, plan_from_trainer  # noqa: E402
-from tests.hf_helpers import EventCounter, Samples, Stream, arguments, trainer  # noqa: E402
+from integrations.transformers_plan import TrainerPlan, eval_batches, plan_from_trainer
+from tests.hf_helpers import EventCounter, Samples, Stream, arguments, trainer
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 

@@ -16,7 +16,6 @@ from typing import Any, Callable
 
 import pytest
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 

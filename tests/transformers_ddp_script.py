@@ -17,12 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from prenet_callbacks import PreNeTTrainerCallback  # noqa: E402
-from prenet_callbacks.session import PreNeTWarning  # noqa: E402
-from tests.hf_helpers import EventCounter, Samples, TinyRegressor, trainer, weights_digest  # noqa: E402
-from transformers.integrations import TensorBoardCallback  # noqa: E402
+from prenet_callbacks import PreNeTTrainerCallback
+from prenet_callbacks.session import PreNeTWarning
+from tests.hf_helpers import EventCounter, Samples, TinyRegressor, trainer, weights_digest
+from transformers.integrations import TensorBoardCallback
 
 STEP_SLEEP_S = 0.01
 

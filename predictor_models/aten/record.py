@@ -111,6 +111,6 @@ def _group_size(args: tuple, kwargs: dict | None) -> int:
         if callable(size) and not isinstance(a, torch.Tensor):
             try:
                 return int(size())
-            except Exception:  # a ScriptObject without size(): unknown, not an error
+            except Exception:  # noqa: BLE001 - a ScriptObject without size(): unknown, not an error
                 continue
     return 0

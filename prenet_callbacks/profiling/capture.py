@@ -56,7 +56,7 @@ class CaptureMode(TorchDispatchMode):
         timer = prof.op_timer
         try:
             started = timer.start()
-        except Exception as exc:  # a profiler bug must never reach the model
+        except Exception as exc:  # noqa: BLE001 - a profiler bug must never reach the model
             prof.contain(f"timing {func}", exc)
             return func(*args, **kwargs)
         before = time.perf_counter()
@@ -66,13 +66,13 @@ class CaptureMode(TorchDispatchMode):
             after = time.perf_counter()
             try:
                 handle = timer.stop(started)   # closes a labelled range even when the op raised
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a profiler fault is contained, never raised into the model or the run
                 prof.contain(f"timing {func}", exc)
                 handle = None
         if handle is not None:
             try:
                 prof.record_op(func, args, kwargs, out, handle)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a profiler fault is contained, never raised into the model or the run
                 prof.contain(f"recording {func}", exc)
         # host time this handler added around the op (not torch's own Python-mode cost)
         prof.add_overhead((before - entered) + (time.perf_counter() - after))

@@ -284,25 +284,25 @@ class ModuleProfiler:
         self._recording = False
         try:
             self._pop_mode()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a profiler fault is contained, never raised into the model or the run
             self._limitations.append(f"could not remove the dispatch mode: {exc}")
         self._mode_paused = 0
         for handle in self._handles + self._node_handles:
             try:
                 handle.remove()
-            except Exception:  # already removed by its owner (e.g. a freed graph)
+            except Exception:  # noqa: BLE001 - already removed by its owner (e.g. a freed graph)
                 pass
         self._handles.clear()
         self._node_handles.clear()
         for restore in self._restore:
             try:
                 restore()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a profiler fault is contained, never raised into the model or the run
                 self._limitations.append(f"could not unwrap a compiled module: {exc}")
         self._restore.clear()
         try:
             self._limitations.extend(self.op_timer.close())
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a profiler fault is contained, never raised into the model or the run
             self._limitations.append(f"per-op times lost: the op timer failed to close "
                                      f"({type(exc).__name__}: {exc})")
         self._attr.reset()
@@ -329,7 +329,7 @@ class ModuleProfiler:
             return
         try:
             self._enter(idx, args)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a profiler fault is contained, never raised into the model or the run
             self.contain("entering a module", exc)
 
     def _enter(self, idx: int, args: Any) -> bool:
@@ -348,7 +348,7 @@ class ModuleProfiler:
             self._attr.exit(idx)
             if not in_backward():
                 self._layers.out_bytes[idx] += tensor_bytes(output)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a profiler fault is contained, never raised into the model or the run
             self.contain("leaving a module", exc)
 
     def _on_opaque_pre(self, idx: int, module: nn.Module, args: Any) -> None:
@@ -361,7 +361,7 @@ class ModuleProfiler:
                 remove_mode(self._mode)
                 self._mode_paused += 1
             self._opaque_starts.append((idx, "bwd" if in_bw else "fwd", self.op_timer.start()))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a profiler fault is contained, never raised into the model or the run
             self.contain("entering a compiled module", exc)
 
     def _on_opaque_post(self, idx: int, module: nn.Module, args: Any, output: Any) -> None:
@@ -377,7 +377,7 @@ class ModuleProfiler:
             if phase == "fwd":
                 self._layers.out_bytes[idx] += tensor_bytes(output)
                 self._hook_compiled_backward(idx, output)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a profiler fault is contained, never raised into the model or the run
             self.contain("leaving a compiled module", exc)
 
     def _hook_compiled_backward(self, idx: int, output: Any) -> None:
@@ -393,7 +393,7 @@ class ModuleProfiler:
             try:
                 self._opaque_starts.append((idx, "bwd", self.op_timer.start()))
                 self._opaque_bw_depth += 1
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a profiler fault is contained, never raised into the model or the run
                 self.contain("entering a compiled backward", exc)
 
     def _on_compiled_bw_post(self, idx: int, grad_inputs: Any, grad_outputs: Any) -> None:
@@ -402,7 +402,7 @@ class ModuleProfiler:
             try:
                 sidx, phase, started = self._opaque_starts.pop()
                 self._opaque_time.setdefault((sidx, phase), []).append(self.op_timer.stop(started))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a profiler fault is contained, never raised into the model or the run
                 self.contain("leaving a compiled backward", exc)
 
     # ------------------------------------------------------------------ result
