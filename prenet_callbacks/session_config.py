@@ -25,6 +25,7 @@ class SessionConfig:
     predictor: Any = None        # a loaded `Predictor` for the projection; None: the shipped one
     html: bool | None = None     # write the HTML page beside the report (None: when the extra is installed)
     batch_convention: str = "per_device"  # multi-GPU targets keep the per-device batch, or the global one
+    provider: str | None = None  # price the target rows with this provider's listings (None: the cheapest)
 
     @property
     def projects(self) -> bool:

@@ -18,7 +18,7 @@ class Predictions:
     """This fit's prediction history. See the module docstring.
 
     Args:
-        config: the user's choices (``targets``, ``predictor``, ``batch_convention``).
+        config: the user's choices (``targets``, ``predictor``, ``batch_convention``, ``provider``).
         outputs: where every prediction goes (metrics, the report on disk, the first one's panel).
     """
 
@@ -64,7 +64,7 @@ class Predictions:
         from prenet_callbacks import projection
 
         projection.project_report(report, self.config.targets, predictor=self.config.predictor,
-                                  batch_convention=self.config.batch_convention)
+                                  batch_convention=self.config.batch_convention, provider=self.config.provider)
         report.projection["at_step"] = at_step
 
     @staticmethod
