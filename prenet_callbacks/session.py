@@ -40,7 +40,7 @@ from prenet_callbacks.session_predictions import Predictions
 from prenet_callbacks.session_schedule import Schedule
 from prenet_callbacks.session_steps import StepAccount
 
-__all__ = ["PredictionSession", "PreNeTWarning", "SessionConfig", "guarded"]
+__all__ = ["PreNeTWarning", "PredictionSession", "SessionConfig", "guarded"]
 
 
 def _on(part: str, name: str) -> Any:
@@ -59,20 +59,14 @@ class PredictionSession:
             plain ``() -> seconds`` callable (a fake host clock in tests). Default: host time.
     """
 
-    disabled = _on("guard", "disabled")
-    failure = _on("guard", "failure")
-    _cleanups = _on("guard", "cleanups")
-    is_rank_zero = _on("outputs", "is_rank_zero")
-    logger_sinks = _on("outputs", "logger_sinks")
-    printer = _on("outputs", "printer")
-    line_printer = _on("outputs", "line_printer")
-    publishers = _on("outputs", "publishers")
-    profiler = _on("window", "profiler")
-    profiling = _on("window", "active")
-    window_phases = _on("window", "phases")
-    step_clock = _on("steps", "step_clock")
+    # what integrations and tests read and set on the session, kept on the part it belongs to
+    disabled, failure, _cleanups = _on("guard", "disabled"), _on("guard", "failure"), _on("guard", "cleanups")
+    is_rank_zero, printer, line_printer = (_on("outputs", "is_rank_zero"), _on("outputs", "printer"),
+                                           _on("outputs", "line_printer"))
+    logger_sinks, publishers = _on("outputs", "logger_sinks"), _on("outputs", "publishers")
+    profiler, profiling, window_phases = _on("window", "profiler"), _on("window", "active"), _on("window", "phases")
+    step_clock, sanity = _on("steps", "step_clock"), _on("steps", "sanity")
     first_prediction_made = _on("predictions", "first_made")
-    sanity = _on("steps", "sanity")
 
     def __init__(self, config: SessionConfig, *, is_rank_zero: bool = True,
                  clock: DeviceClock | Callable[[], float] | None = None) -> None:
@@ -122,8 +116,7 @@ class PredictionSession:
     @guarded
     def fit_start(self, current: dict[str, Any] | None = None, *, framework: str | None = None,
                   start: str = "fresh", limits: RunLimits | None = None, startup_s: float | None = None) -> None:
-        """A fit (or an attach) begins now; ``startup_s`` seconds of it already passed before this call
-        (process start-up under DDP), and count in the run's wall time."""
+        """A fit (or an attach) begins; the ``startup_s`` before this call (DDP start-up) count in its time."""
         check_start(start)
         self._reset_fit_state()
         self.fit_start_time = self.now() - (startup_s or 0.0)
@@ -159,8 +152,7 @@ class PredictionSession:
 
     @guarded
     def profile_model(self, make_profiler: Callable[[], WindowProfiler]) -> None:
-        """Build and attach the per-module profiler, unless ``profile_layers`` is off; a model it cannot
-        take still gets step timing and predictions (`ProfilingWindow.drop`)."""
+        """Build and attach the per-module profiler, unless ``profile_layers`` is off (`ProfilingWindow.build`)."""
         if self.config.profile_layers:
             self.window.build(make_profiler)
 
@@ -306,10 +298,7 @@ class PredictionSession:
 
     @guarded
     def fit_end(self, reason: str = "completed", detail: str | None = None) -> None:
-        """The run is over: record how it ended and its actual time, write the report, remove hooks.
-
-        ``completed`` is checked against the plan (`run_record.record_fit_end`).
-        """
+        """The run is over: how it ended (`run_record.record_fit_end`), the final report, hooks removed."""
         check_reason(reason)
         if self.fit_start_time is None or self.ended:
             return
@@ -318,11 +307,10 @@ class PredictionSession:
         if self.window.active:
             self._finish_profile_window()
         self.steps.flush()
-        start_batch = self.plan.start_batch if self.plan is not None else 0
-        record_fit_end(self.report, self.plan, elapsed=elapsed, reason=reason, detail=detail,
+        train_batches = self.done_batches - (self.plan.start_batch if self.plan is not None else 0)
+        record_fit_end(self.report, self.plan, elapsed=elapsed, reason=reason, detail=detail, steps_seen=self.steps_seen,
                        done_steps=self.done_steps, done_batches=self.done_batches, first=self.predictions.first_entry,
-                       breakdown=self.steps.spent_breakdown(elapsed, self.done_batches - start_batch),
-                       steps_seen=self.steps_seen,
+                       breakdown=self.steps.spent_breakdown(elapsed, train_batches),
                        first_prediction_step=None if self.first_prediction_made else self.schedule.first_prediction_step)
         self._update_measured()
         if self.first_prediction_made and self.config.projects and self.report.targets:
@@ -336,11 +324,8 @@ class PredictionSession:
         return {"report": json.loads(self.report.to_json(indent=None)), "measurements": self.measurements.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore a checkpointed report and measurements, unless this session already has newer ones.
-
-        ``trainer.validate/test/predict(ckpt_path=...)`` after a fit restore callbacks too: the
-        report in memory, with its actual time, is newer than any checkpoint of the same run.
-        """
+        """Restore a checkpointed report and measurements, unless this session already has newer ones
+        (``trainer.validate(ckpt_path=...)`` after a fit restores callbacks too: the report in memory is newer)."""
         if self.report.run.get("fits"):
             return
         try:

@@ -69,4 +69,6 @@ class Predictions:
 
     @staticmethod
     def _entry(report: Report, prediction: Prediction) -> dict[str, Any]:
-        return {**prediction.to_dict(), "fit": report.fit_number or 1}
+        entry = prediction.to_dict()
+        entry["fit"] = report.fit_number or 1
+        return entry

@@ -25,7 +25,7 @@ class Schedule:
     timing_steps: int        # clean steps timed before the first prediction
 
     @classmethod
-    def for_run(cls, config: SessionConfig, plan: RunPlan | None = None) -> "Schedule":
+    def for_run(cls, config: SessionConfig, plan: RunPlan | None = None) -> Schedule:
         """The user's schedule; in a short run the clean timing shrinks so that the first prediction
         comes within `FIRST_PREDICTION_BY` of it (never on fewer than `MIN_TIMING_STEPS` steps)."""
         timing = config.timing_steps
