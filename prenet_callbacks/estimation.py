@@ -30,7 +30,7 @@ from prenet_callbacks.projection.alignment import unaligned_gemm_note
 from prenet_callbacks.projection.autocast import CAST_NAME
 from prenet_callbacks.projection.advice import recommend
 from prenet_callbacks.projection.capture import Capture, CaptureError, capture_step
-from prenet_callbacks.projection.fp8 import check_fp8_targets, fp8_notes
+from prenet_callbacks.projection.fp8 import check_fp8_targets, fp8_notes, fp8_targets
 from prenet_callbacks.projection.host import ExecutionOptions
 from prenet_callbacks.projection.layout import layout_ops
 from prenet_callbacks.projection.optimizer_ops import (
@@ -133,16 +133,6 @@ class Estimate:
         return f"Estimate({len(self.rows)} targets, precision={self.workload.precision.name!r})"
 
 
-def _fp8_targets(chosen: list, *, explicit: bool) -> tuple[list, list[str]]:
-    """FP8 targets: named ones must all have FP8 (else ValueError); the default set keeps its FP8 GPUs."""
-    if explicit:
-        check_fp8_targets([t.accelerator for t in chosen], [t.label for t in chosen])
-        return chosen, []
-    kept = [t for t in chosen if t.accelerator.supports("float8")]
-    dropped = [t.label for t in chosen if t not in kept]
-    return kept, ([f"FP8: default targets without FP8 left out ({', '.join(dropped)})"] if dropped else [])
-
-
 def _convention_text(convention: str) -> str:
     return ("each GPU keeps the given batch (per-device convention)" if convention == "per_device"
             else "the given batch is the global batch, split over each target's GPUs (global convention)")
@@ -203,7 +193,7 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
     prec = parse_precision(precision, float32_matmul_precision, allow_fp8=True)
     fp8_notes_ = []
     if prec.fp8:
-        chosen, fp8_notes_ = _fp8_targets(chosen, explicit=targets is not None)
+        chosen, fp8_notes_ = fp8_targets(chosen, explicit=targets is not None)
     optimizer = normalise_optimizer(optimizer)
     _check_steps(steps)
     _check_batch_size(batch_size)
@@ -399,15 +389,20 @@ def workload_from_capture(capture: Capture, precision: Precision, optimizer: str
         for start in range(0, len(items), UNIT_OPS):
             merged: dict = {}
             for item in items[start:start + UNIT_OPS]:
-                found = specs.get(item)
+                # OpSpec equality ignores dims: look-alikes merge, except FP8 GEMMs, whose dims say which
+                # operand is e5m2 (grad_output), a rate of its own (fp8_rates.py)
+                fp8_gemm = isinstance(item, OpSpec) and item.dtype == "float8"
+                found = specs.get(item.key if fp8_gemm else item)
                 if found is None:
-                    found = specs[item] = _spec_of(item, capture, precision, phase, channels_last)
+                    found = specs[item.key if fp8_gemm else item] = _spec_of(item, capture, precision, phase,
+                                                                            channels_last)
                 spec, extra = found
-                merged[spec] = merged.get(spec, 0.0) + 1.0   # OpSpec equality ignores dims: merge look-alikes
+                merge_key = spec.key if fp8_gemm else spec
+                merged[merge_key] = (spec, merged.get(merge_key, (spec, 0.0))[1] + 1.0)
                 for op in extra:
-                    merged[op] = merged.get(op, 0.0) + 1.0
+                    merged[op] = (op, merged.get(op, (op, 0.0))[1] + 1.0)
             units.append(Unit(f"model.{phase}.{start // UNIT_OPS}", phase,
-                              [(spec, count * accumulate) for spec, count in merged.items()]))
+                              [(spec, count * accumulate) for spec, count in merged.values()]))
     if accumulate > 1:
         units.append(Unit("gradient accumulation", "bwd", _accumulation_ops(capture.param_tensors, precision, accumulate)))
     units.append(Unit("optimizer", "opt", optimizer_ops(optimizer, capture.param_tensors, precision.state_dtype,

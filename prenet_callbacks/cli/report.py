@@ -3,6 +3,7 @@
     prenet report lightning_logs/version_0/prenet_report.json
     prenet report report.json --targets "8x H100" L4 A100     # project onto these instead
     prenet report report.json --targets default --json        # the default set, as JSON
+    prenet report report.json --targets H100 --precision fp8  # the same run in FP8 training
     prenet report report.json --html report.html              # also a self-contained page with charts
 """
 from __future__ import annotations
@@ -26,6 +27,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--predictor", metavar="PATH",
                         help="with --targets: predictor.json (or its folder) from `prenet train` instead of the shipped one")
     add_projection_options(parser)
+    parser.add_argument("--precision", metavar="P",
+                        help="with --targets: re-project the run at another training precision: 32-true, 16-mixed, "
+                             "bf16-mixed, 16-true, bf16-true, or fp8 (torchao float8 training: Linear GEMMs in FP8; "
+                             "FP8 GPUs only); default: the run's own")
     parser.add_argument("--json", action="store_true", help="print the (re-projected) report as JSON")
     parser.add_argument("--out", metavar="FILE", help="also write the re-projected report to FILE")
     parser.add_argument("--width", type=int, default=120, help="text width (default 120)")
@@ -63,10 +68,17 @@ def run(args: argparse.Namespace) -> int:
     options = projection_kwargs(args)
     if args.targets is None and any(getattr(args, k) != d for k, d in (("batch_convention", "per_device"),
                                                                        ("sharding", None), ("compile", "none"),
-                                                                       ("cuda_graphs", False), ("provider", None))):
-        raise UsageError("--batch-convention, --sharding, --compile, --cuda-graphs and --provider apply to a "
-                         "re-projection: "
-                         "add --targets (e.g. --targets default)")
+                                                                       ("cuda_graphs", False), ("provider", None),
+                                                                       ("precision", None))):
+        raise UsageError("--batch-convention, --sharding, --compile, --cuda-graphs, --provider and --precision apply "
+                         "to a re-projection: add --targets (e.g. --targets default)")
+    if args.precision is not None:   # a bad name exits 2 before the report is read
+        from prenet_callbacks.projection.precision import parse_precision
+
+        try:
+            parse_precision(args.precision, "highest", conv_tf32=True, allow_fp8=True)
+        except ValueError as error:
+            raise UsageError(f"--precision: {error}") from None
     predictor = load_predictor_option(args.predictor, "--predictor")
     if args.width < 40:
         raise UsageError("--width must be >= 40")
@@ -74,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         _check_html_option(args.html)
     report = Report.load(Path(args.path))
     if args.targets is not None:
-        project_report(report, targets, predictor=predictor, **options)
+        project_report(report, targets, predictor=predictor, precision=args.precision, **options)
     if args.html is not None:
         from prenet_callbacks.html import ReportPageError, write_report_page
 

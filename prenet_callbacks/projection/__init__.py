@@ -13,6 +13,7 @@ from predictor_models.hardware.providers import check_provider
 
 from prenet_callbacks.projection.advice import recommend
 from prenet_callbacks.projection.cost import run_cost
+from prenet_callbacks.projection.fp8 import fp8_targets
 from prenet_callbacks.projection.from_report import run_shape_from_report, workload_from_report
 from prenet_callbacks.projection.host import ExecutionOptions, measure_host_costs
 from prenet_callbacks.projection.memory import GIB, capacity_bytes
@@ -33,7 +34,7 @@ __all__ = ["BATCH_CONVENTIONS", "DEFAULT_TARGETS", "ExecutionOptions", "Precisio
 def project_report(report, targets: Sequence[str] | None = None, *, predictor=None,
                    batch_convention: str = "per_device", sharding: str | None = None, compile: str = "none",
                    cuda_graphs: bool = False, optimizer_impl: str | None = None,
-                   provider: str | None = None) -> list[dict[str, Any]]:
+                   provider: str | None = None, precision: str | None = None) -> list[dict[str, Any]]:
     """Fill ``report.targets`` (current device first), the recommendation and ``projection``.
 
     ``targets=None`` projects onto `DEFAULT_TARGETS`, ``[]`` onto nothing (the table is cleared).
@@ -43,6 +44,10 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     ``optimizer_impl``: "foreach", "fused" or "forloop"; None: as the run named it, else PyTorch's default.
     ``provider``: price every row with that provider's listings ("Lambda", case-insensitive); None: the
     cheapest current listing of the row's GPU count (docs/hardware.md). Unknown providers raise ValueError.
+    ``precision``: None keeps the run's; another ("bf16-mixed", "16-mixed", "32-true", ..., or "fp8": torchao
+    float8 tensorwise on each ``Linear`` layer) re-tunes the recorded ops to it (`reproject.py`; the rows'
+    precision_note says so; the measured device's row stays as measured, and the same GPU is projected too).
+    "fp8" on named targets without FP8 raises ValueError; the default set keeps its FP8 GPUs.
     Unknown names raise `UnknownHardwareError` (a ValueError naming the closest catalog entries); other
     bad values raise ValueError naming the value and the fix. Returns the rows.
     """
@@ -55,13 +60,17 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
         report.targets = []
         report.recommendation = None
         return []
-    workload = workload_from_report(report, options=options, optimizer_impl=optimizer_impl)
+    workload = workload_from_report(report, options=options, optimizer_impl=optimizer_impl, precision=precision)
+    fp8_note: list[str] = []
+    if workload.precision.fp8:
+        chosen, fp8_note = fp8_targets(chosen, explicit=targets is not None)
     shape = run_shape_from_report(report, workload)
     predictor, predictor_note = resolve_predictor(predictor)
     current = _current_row(report, workload, shape, batch_convention, provider)
     current_key = (current.devices, current.name) if current else None
-    chosen = [t for t in chosen if (t.count, t.accelerator.name) != current_key or t.nodes > 1]
-    notes = list(workload.notes)
+    if not workload.reprojected_from:   # at another precision the measured GPU is a target of its own
+        chosen = [t for t in chosen if (t.count, t.accelerator.name) != current_key or t.nodes > 1]
+    notes = list(workload.notes) + fp8_note
     if predictor_note:
         notes.append(predictor_note)
     if not workload.units or not any(u.ops for u in workload.units):
@@ -81,6 +90,8 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
         "predictor": (getattr(predictor, "metadata", {}) or {}).get("version"),
         "work": {"steps": None if shape.steps is None else int(round(shape.steps)), "done_steps": shape.done_steps},
     }
+    if workload.reprojected_from:
+        report.projection["reprojected_from"] = workload.reprojected_from   # the run's own precision
     return report.targets
 
 
@@ -136,7 +147,7 @@ def _current_row(report, workload: Workload, shape: RunShape, convention: str,
                   "optimizer": phases.get("optimizer_s"),
                   "host": (phases.get("data_s") or 0.0) + (phases.get("other_s") or 0.0) if phases else None},
         host_bound=bool(device_s is not None and step and step - workload.data_s > 1.2 * device_s),
-        precision=workload.precision.name,
+        precision=workload.reprojected_from or workload.precision.name,   # the run as measured
         assumed={"attention": None, "optimizer": f"{workload.optimizer} ({workload.optimizer_ran or 'as measured'})",
                  "compile": "default" if workload.ran_compiled else "none", "cuda_graphs": False,
                  "host": "measured", "sharding": workload.zero.label(), "network_gbps_per_gpu": None},

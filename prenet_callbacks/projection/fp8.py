@@ -190,3 +190,13 @@ def check_fp8_targets(accelerators: Sequence, labels: Sequence[str]) -> None:
     lacking = [label for acc, label in zip(accelerators, labels) if not acc.supports("float8")]
     if lacking:
         raise ValueError(f"precision='fp8' on {', '.join(lacking)}: no FP8 in hardware. {FP8_TARGET_HINT}")
+
+
+def fp8_targets(chosen: list, *, explicit: bool) -> tuple[list, list[str]]:
+    """FP8 targets: named ones must all have FP8 (else ValueError); the default set keeps its FP8 GPUs."""
+    if explicit:
+        check_fp8_targets([t.accelerator for t in chosen], [t.label for t in chosen])
+        return chosen, []
+    kept = [t for t in chosen if t.accelerator.supports("float8")]
+    dropped = [t.label for t in chosen if t not in kept]
+    return kept, ([f"FP8: default targets without FP8 left out ({', '.join(dropped)})"] if dropped else [])

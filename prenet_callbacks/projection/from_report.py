@@ -19,6 +19,7 @@ from prenet_callbacks.projection.memory import StateAccount
 from prenet_callbacks.projection.parallel import ZeroConfig
 from prenet_callbacks.projection.precision import parse_precision, retune
 from prenet_callbacks.projection.project import RunShape
+from prenet_callbacks.projection.reproject import memory_scale, reproject_units, reprojection_note, requested_precision
 from prenet_callbacks.projection.workload import PHASES, Unit, Workload
 
 _PHASE_FIELDS = {"fwd": "forward_s", "bwd": "backward_s", "opt": "optimizer_s"}
@@ -60,27 +61,38 @@ def anchor_accelerator(current: dict[str, Any]):
 
 
 def workload_from_report(report, *, options: ExecutionOptions | None = None,
-                         optimizer_impl: str | None = None) -> Workload:
-    """The measured step as a `Workload` (anchored when the device is a catalog GPU)."""
+                         optimizer_impl: str | None = None, precision: Any = None) -> Workload:
+    """The measured step as a `Workload` (anchored when the device is a catalog GPU).
+
+    ``precision``: None (as the run) or another training precision, "fp8" included: the recorded ops
+    re-tuned to it (`reproject.py`); the units keep the measured ops in ``measured_units``."""
     current = report.current or {}
     measured = report.measured or {}
     plan = report.plan or {}
     deepspeed = current.get("deepspeed") or {}
     memory = measured.get("memory") or {}
-    precision = parse_precision(current.get("precision") or "32-true",
-                                current.get("float32_matmul_precision") or "highest",
-                                conv_tf32=bool(current.get("cudnn_allow_tf32", True)))
+    run_precision = parse_precision(current.get("precision") or "32-true",
+                                    current.get("float32_matmul_precision") or "highest",
+                                    conv_tf32=bool(current.get("cudnn_allow_tf32", True)))
+    target = requested_precision(precision, run_precision, current)
     anchor = anchor_accelerator(current)
     on_cpu = current.get("device") == "cpu"
     layers = ((measured.get("layers") or {}).get("layers")) or []
-    units, params, opt_kind, fwd_written, op_seconds, param_layers, compiled = _units(layers, precision)
+    units, params, opt_kind, fwd_written, op_seconds, param_layers, compiled = _units(layers, run_precision)
+    precision, measured_units, changed = run_precision, None, None
+    if target is not None:
+        fused = (options or ExecutionOptions()).compiled or compiled
+        changed = reproject_units(units, layers, run_precision, target, fused=fused)
+        precision, measured_units, units = target, units, changed.units
     accumulate = int(deepspeed.get("gradient_accumulation_steps") or plan.get("accumulate") or 1)
     step_s = _measured_step(report, accumulate)
     data_s = _data_per_step(measured, accumulate)
     world = int(memory.get("world") or current.get("devices") or 1)
     zero = ZeroConfig.from_dict(deepspeed) if deepspeed else ZeroConfig.from_sharding(memory.get("sharding"))
     batch = current.get("batch_size") or deepspeed.get("micro_batch_per_gpu")
-    activation, act_measured = _activations(memory, fwd_written, params, precision)
+    activation, act_measured = _activations(memory, fwd_written, params, run_precision)
+    if changed is not None and activation is not None:
+        activation *= memory_scale(run_precision, target)
     optimizer, known = _optimizer_name(current.get("optimizer"), opt_kind)
     named = optimizer_impl or current.get("optimizer_impl")
     tensors = int(current.get("param_tensors") or 2 * param_layers or 1)
@@ -89,13 +101,18 @@ def workload_from_report(report, *, options: ExecutionOptions | None = None,
         units=units, params=params, precision=precision, optimizer=optimizer,
         batch_size=int(batch) if batch else None, accumulate=accumulate, world=world, data_s=data_s,
         activation_bytes=activation, activations_measured=act_measured,
-        state=StateAccount.from_measured(memory, zero, world), anchor=anchor,
+        state=StateAccount.from_measured(memory, zero, world) if changed is None else None, anchor=anchor,
         current_kind="cpu" if on_cpu else "gpu", measured_step_s=step_s, zero=zero,
         param_tensors=[int(params // tensors)] * tensors if params else [],
         optimizer_impl=named if known else None,
         optimizer_ran=(named or ("forloop" if on_cpu else "foreach")) if known else None,
         host_costs=costs, host_issue_s=(measured.get("host") or {}).get("issue_s"),
-        options=options or ExecutionOptions(), ran_compiled=compiled)
+        options=options or ExecutionOptions(), ran_compiled=compiled, measured_units=measured_units,
+        reprojected_from=run_precision.name if changed is not None else None)
+    if changed is not None:
+        workload.notes.append(reprojection_note(run_precision.name, target) + "; model state derived at "
+                              f"{target.name}, activations x{memory_scale(run_precision, target):.2f}")
+        workload.notes.extend(changed.notes)
     if on_cpu:
         _cpu_host_share(workload, measured, step_s, data_s, op_seconds, accumulate)
         workload.input_bytes = _input_bytes(layers)
@@ -179,7 +196,7 @@ def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, da
     python = max(0.0, step_s - data_s - other - sum(op_seconds.values()))
     table = measured.get("layers") or {}
     overhead = float(table.get("overhead_s") or 0.0)
-    per_unit = workload.unit_kernels()
+    per_unit = workload.measured_kernels()
     kernels = {p: sum(k for u, k in zip(workload.units, per_unit) if u.phase == p) for p in PHASES}
     all_kernels = sum(kernels.values()) or 1.0
     raw = {}

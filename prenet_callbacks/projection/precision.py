@@ -1,6 +1,6 @@
 """Training precision as PyTorch and Lightning spell it, and what it means for ops and memory.
 
-``"fp8"`` (`estimate` only, ``allow_fp8=True``): FP8 training as torchao's float8 "tensorwise" recipe
+``"fp8"`` (projections only: `estimate` and a report's re-projection, ``allow_fp8=True``): FP8 training as torchao's float8 "tensorwise" recipe
 runs it -- bf16-mixed, with each ``nn.Linear`` whose sides divide by 16 computing its three GEMMs in
 FP8 with dynamic per-tensor scaling (`fp8.py`); FP8 GEMM rates in `fp8_rates.py`.
 

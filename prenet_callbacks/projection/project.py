@@ -34,6 +34,7 @@ from prenet_callbacks.projection.memory import GIB, capacity_bytes, derived_acco
 from prenet_callbacks.projection.optimizer_ops import default_implementation
 from prenet_callbacks.projection.parallel import DDP_BUCKET_BYTES, ZeroConfig, ddp_exposed_seconds, zero_comm_seconds
 from prenet_callbacks.projection.precision import precision_note
+from prenet_callbacks.projection.reproject import reprojection_note
 from prenet_callbacks.projection.scaling import device_times
 from prenet_callbacks.projection.targets import as_projection_target
 from prenet_callbacks.projection.workload import Variant, Workload
@@ -84,7 +85,7 @@ def host_model(workload: Workload) -> _HostModel:
     if workload.anchor is None or workload.measured_step_s is None:
         return _HostModel(1.0, 0.0)
     phases = workload.phase_index()
-    kernels = workload.unit_kernels()
+    kernels = workload.measured_kernels()
     host = unit_host_seconds(kernels, phases, workload.host_costs, workload.options_ran())
     device = np.array([u.measured_s or 0.0 for u in workload.units])
     target = workload.measured_step_s - workload.data_s - workload.fixed_host_s
@@ -178,6 +179,8 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
         batch_t = _target_batch(workload, r)
         memory = _memory(workload, acc, n, zero, variant, r, batch_t)
         note = precision_note(workload.precision, acc, has_conv=has_conv)
+        if workload.reprojected_from:
+            note = "; ".join([reprojection_note(workload.reprojected_from, workload.precision)] + ([note] if note else []))
         notes = [note] if note else []
         if target.note:
             notes.append(target.note)
@@ -270,7 +273,7 @@ def _current_forward(workload: Workload, hm: _HostModel) -> float | None:
         return None
     if workload.anchor is None:
         return sum((u.measured_s or 0.0) + (u.python_s or 0.0) for u in fwd)
-    kernels = workload.unit_kernels()[workload.phase_index() == 0]
+    kernels = workload.measured_kernels()[workload.phase_index() == 0]
     host = unit_host_seconds(kernels, np.zeros(len(fwd), dtype=int), workload.host_costs,
                              workload.options_ran()) * hm.scale
     return float(simulate(host, np.array([u.measured_s or 0.0 for u in fwd]), kernels)[0])

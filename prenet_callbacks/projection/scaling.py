@@ -69,11 +69,12 @@ def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[
         flat = workload.flat_for(variant)
         groups.setdefault(id(flat), (flat, []))[1].append(t)
     base = workload.flat()
-    if anchored and id(base) not in groups:
+    measured = workload.measured_flat()   # the run's own ops: base, unless re-tuned to another precision
+    if anchored and measured is base and id(base) not in groups:
         groups[id(base)] = (base, [])
     pred_anchor = None
     for flat, members in groups.values():
-        with_anchor = anchored and flat is base
+        with_anchor = anchored and flat is base and measured is base
         devices = [accelerators[t] for t in members] + ([anchor] if with_anchor else [])
         pred, by_class = unit_matrix(flat, devices, predictor)
         if with_anchor:
@@ -91,6 +92,8 @@ def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[
             safe = np.where(some, total, 1.0)
             rel[members] = np.where(some, (shares * errors[:, None]).sum(axis=0) / safe, rel[members])
             unmodelled[members] = np.where(some, shares[~modelled].sum(axis=0) / safe, 0.0)
+    if anchored and measured is not base:
+        pred_anchor = unit_matrix(measured, [anchor], predictor)[0][:, 0]
     if anchored:
         measured = np.array([u.measured_s if u.measured_s is not None else np.nan for u in workload.units])
         known = ~np.isnan(measured)

@@ -84,6 +84,8 @@ class Workload:
     options: ExecutionOptions = field(default_factory=ExecutionOptions)
     ran_compiled: bool = False
     validation_forward_s: float | None = None  # forward time per step on the current device
+    measured_units: list[Unit] | None = None   # the units as the run recorded them, when `units` are re-tuned
+    reprojected_from: str | None = None        # the run's precision, when `units` are re-tuned to another
     notes: list[str] = field(default_factory=list)
     _variants: dict = field(default_factory=dict, repr=False)
 
@@ -137,6 +139,19 @@ class Workload:
         if cached is None:
             cached = self._variants["flat"] = flatten(self.units)
         return cached
+
+    def measured_flat(self) -> Flat:
+        """The ops the run itself ran (what the anchor's predictions and the host calibration are of)."""
+        if self.measured_units is None:
+            return self.flat()
+        cached = self._variants.get("measured_flat")
+        if cached is None:
+            cached = self._variants["measured_flat"] = flatten(self.measured_units)
+        return cached
+
+    def measured_kernels(self) -> np.ndarray:
+        """Kernel launches per unit in the run itself (equal to `unit_kernels` unless re-tuned)."""
+        return self.measured_flat().kernels
 
     def phase_index(self) -> np.ndarray:
         """Each unit's phase as an index into `PHASES` (cached)."""

@@ -1,0 +1,176 @@
+"""A saved run's op stream at another training precision: ``project_report(report, targets, precision=...)``.
+
+The report records each op as the run executed it, at the run's precision. Another precision rewrites
+them op by op, the way `estimate` prices an fp32 capture outside autocast's emulation (`precision.convert`):
+
+- from a 32-true run: `convert` (mixed: GEMM-like ops in the half dtype at half the bytes, pointwise ops
+  at half the bytes, norms read half, the optimizer untouched; true-half: everything in the half dtype;
+  64-true: fp64); mixed targets also pay autocast's cast of each weight (once per call of a layer with
+  parameters and GEMMs/convolutions) and the cast of its gradient back to the fp32 master;
+- from a half-precision run to the other half dtype of the same kind (16-mixed <-> bf16-mixed): the
+  half ops change dtype, nothing else;
+- from a half-precision run to 32-true or 64-true: the half ops widen (twice the bytes); the run's
+  recorded autocast casts stay priced (they are not told apart from the model's own ``.to`` calls);
+- ``"fp8"``: bf16-mixed as above, then each layer the per-layer table calls ``Linear`` whose weight sides
+  divide by 16 has its GEMMs replaced by torchao's float8 tensorwise ops (`fp8.forward_ops` /
+  `fp8.backward_ops`, as `estimate(precision="fp8")` prices them).
+
+Not modelled: activation casts autocast adds where an fp32 tensor enters a half op (one per model
+input, usually), and cuDNN's NCHW layout transforms of half convolutions (`estimate` prices both).
+The units keep their measured times; the anchor's predictions are of the ops as measured
+(`Workload.measured_units`), so a GPU-measured run's anchored ratio carries the change of precision.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from predictor_models.op_spec import OpSpec
+
+from prenet_callbacks.projection import fp8
+from prenet_callbacks.projection.autocast import CAST_NAME
+from prenet_callbacks.projection.precision import Precision, activation_scale, convert, parse_precision
+from prenet_callbacks.projection.workload import Unit
+
+_WEIGHT_CLASSES = frozenset({"gemm", "conv", "recurrent"})
+
+
+@dataclass
+class Reprojection:
+    """The units at the new precision (same order and measured times as the recorded ones)."""
+
+    units: list[Unit]
+    linears: int = 0                                           # Linear calls per step priced in FP8
+    skipped: set[tuple[int, ...]] = field(default_factory=set)  # Linear weight shapes left in bf16
+    notes: list[str] = field(default_factory=list)
+
+
+def requested_precision(precision: Any, run: Precision, current: dict[str, Any]) -> Precision | None:
+    """`precision` parsed for a re-projection (the run's TF32 settings carry over); None when it is None
+    or the run's own precision (the rows are then exactly those of the run's precision)."""
+    if precision is None:
+        return None
+    target = parse_precision(precision, current.get("float32_matmul_precision") or "highest",
+                             conv_tf32=bool(current.get("cudnn_allow_tf32", True)), allow_fp8=True)
+    return None if target == run else target
+
+
+def reprojection_note(run_name: str, target: Precision) -> str:
+    """The sentence every re-projected row carries in its precision_note."""
+    return (f"re-projection from the run's {run_name} to {target.name}: the recorded ops re-tuned op by op "
+            "(docs/projection.md, 'Another precision'), not measured at this precision")
+
+
+def memory_scale(run: Precision, target: Precision) -> float:
+    """Saved activations at `target` relative to the run's (`activation_scale` is relative to fp32)."""
+    return activation_scale(target) / activation_scale(run)
+
+
+def _widened(spec: OpSpec, run: Precision) -> OpSpec:
+    """The op as a 32-true run records it."""
+    if run.half and spec.dtype == run.half:
+        return replace(spec, dtype="float32", bytes_read=spec.bytes_read * 2, bytes_written=spec.bytes_written * 2)
+    if run.name == "64-true" and spec.dtype == "float64":
+        return replace(spec, dtype="float32", bytes_read=spec.bytes_read / 2, bytes_written=spec.bytes_written / 2)
+    return spec
+
+
+def spec_at(spec: OpSpec, run: Precision, target: Precision, phase: str) -> OpSpec:
+    """One recorded op of a `run`-precision step as a `target`-precision step runs it."""
+    if run.half and target.half and run.mixed == target.mixed:
+        return replace(spec, dtype=target.half, tf32=False) if spec.dtype == run.half else spec
+    return convert(_widened(spec, run), target, phase)
+
+
+def _cast(numel: float, src: int, dst: int, dtype: str) -> OpSpec:
+    return OpSpec("elementwise", dtype, float(numel), float(numel * src), float(numel * dst),
+                  {"numel": float(numel), "inputs": 1.0}, False, CAST_NAME)
+
+
+def _linear_shapes(ops: list[tuple[OpSpec, float]], params: float) -> list[tuple[int, int, int, float]] | None:
+    """(M, N, K, calls) of each forward GEMM of a Linear layer; None when one is not a weight's GEMM."""
+    shapes = []
+    for spec, count in ops:
+        if spec.op_class != "gemm":
+            continue
+        d = spec.dims or {}
+        m, n, k = (int(d.get(key) or 0) for key in ("m", "n", "k"))
+        m *= int(d.get("b") or 1)
+        if not (m and n and k) or n * k > params + 0.5:
+            return None
+        shapes.append((m, n, k, count))
+    return shapes or None
+
+
+def reproject_units(units: list[Unit], layers: list[dict[str, Any]], run: Precision, target: Precision, *,
+                    fused: bool = False) -> Reprojection:
+    """`units` (recorded at `run`) at `target`; ``layers``: the report's per-layer table (types, params)."""
+    by_name = {str(layer.get("name", "?")): layer for layer in layers}
+    casts = run.half is None and run.name != "64-true" and target.mixed
+    fwd_ops = {u.name: u.ops for u in units if u.phase == "fwd"}
+    out = Reprojection([])
+    fp8_shapes: dict[str, list[tuple[int, int, int, float]]] = {}
+    if target.fp8:
+        for name, ops in fwd_ops.items():
+            layer = by_name.get(name) or {}
+            kind = str(layer.get("module_type") or layer.get("type") or "").removesuffix(" (compiled)")
+            shapes = _linear_shapes(ops, float(layer.get("params") or 0)) if kind == "Linear" else None
+            if not shapes:
+                continue
+            if all(n % fp8.ALIGN == 0 and k % fp8.ALIGN == 0 for _, n, k, _ in shapes):
+                fp8_shapes[name] = shapes
+                out.linears += int(round(sum(c for *_, c in shapes)))
+            else:
+                out.skipped.update((n, k) for _, n, k, _ in shapes)
+    seen = False   # a half op already ran: the model's fp32 input was cast there
+    for unit in units:
+        seen = seen or bool(unit.phase == "fwd" and fp8_shapes.get(unit.name))
+        layer = by_name.get(unit.name) or {}
+        params = float(layer.get("params") or 0)
+        shapes = fp8_shapes.get(unit.name)
+        ops = [(spec_at(s, run, target, unit.phase), c) for s, c in unit.ops
+               if not (shapes and s.op_class == "gemm")]
+        if shapes:
+            ops += _fp8_ops(shapes, unit.phase, params, fused)
+        elif casts and params > 0 and unit.phase in ("fwd", "bwd"):
+            ops += _autocast_casts(fwd_ops.get(unit.name, []), params, unit.phase, target.half, first=not seen)
+            seen = seen or any(s.op_class in _WEIGHT_CLASSES for s, _ in fwd_ops.get(unit.name, ()))
+        out.units.append(Unit(unit.name, unit.phase, ops, unit.measured_s, unit.python_s))
+    if target.fp8:
+        out.notes.extend(fp8.fp8_notes(out.linears, sorted(out.skipped), compiled=fused))
+    return out
+
+
+def _autocast_casts(fwd: list[tuple[OpSpec, float]], params: float, phase: str, half: str,
+                    first: bool) -> list[tuple[OpSpec, float]]:
+    """Autocast's casts around one layer's half ops in a step recorded in fp32: each parameter tensor to
+    the half dtype once per call (weight and bias apart when the GEMM's shape tells them), its gradient
+    back to fp32 in backward, and at the first such layer of the forward the fp32 input of its GEMM."""
+    heavy = [(s, c) for s, c in fwd if s.op_class in _WEIGHT_CLASSES]
+    calls = sum(c for _, c in heavy)
+    if not calls:
+        return []
+    d = heavy[0][0].dims or {}
+    m, n, k = (float(d.get(key) or 0) * (float(d.get("b") or 1) if key == "m" else 1) for key in ("m", "n", "k"))
+    tensors = [n * k, n] if heavy[0][0].op_class == "gemm" and n and k and abs(params - n * k - n) < 0.5 else [params]
+    src, dst, dtype = (4, 2, "float32") if phase == "fwd" else (2, 4, half)
+    ops = [(_cast(numel, src, dst, dtype), calls) for numel in tensors]
+    if first and phase == "fwd" and heavy[0][0].op_class == "gemm" and m and k:
+        ops.append((_cast(m * k, 4, 2, "float32"), heavy[0][1]))
+    return ops
+
+
+def _fp8_ops(shapes: list[tuple[int, int, int, float]], phase: str, params: float,
+             fused: bool) -> list[tuple[OpSpec, float]]:
+    """A Linear's FP8 ops in one phase: forward GEMM + casts (+ the bf16 bias add), or the backward's."""
+    ops: list[tuple[OpSpec, float]] = []
+    for m, n, k, calls in shapes:
+        if phase == "fwd":
+            ops += [(spec, calls) for spec in fp8.forward_ops(m, n, k, 2, 4, fused)]
+            if params >= n * k + n:   # the bias, added in bf16 after the GEMM
+                ops.append((OpSpec("elementwise", "bfloat16", float(m * n), 4.0 * m * n + 2 * n, 2.0 * m * n,
+                                   {"numel": float(m * n), "inputs": 2.0}, False, "aten::add"), calls))
+        elif phase == "bwd":
+            ops += [(spec, calls) for spec in fp8.backward_ops(m, n, k, fused)]
+            ops.append((_cast(n * k, 2, 4, "bfloat16"), calls))   # the weight gradient to the fp32 master
+    return ops

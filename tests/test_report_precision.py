@@ -1,0 +1,143 @@
+"""A finished run's report re-projected at another precision (``project_report(precision=...)``,
+``prenet report --precision``): the recorded ops re-tuned, FP8 on the report's Linear layers."""
+from __future__ import annotations
+
+import copy
+import json
+from collections import Counter
+
+import pytest
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+import lightning.pytorch as pl
+
+from prenet_callbacks import PreNeTCallback, estimate
+from prenet_callbacks.cli import main
+from prenet_callbacks.projection import project_report
+from prenet_callbacks.projection.from_report import workload_from_report
+from prenet_callbacks.report import Report
+from tests.lightning_helpers import trainer
+from tests.projection_fixtures import make_report
+
+WIDTH, BATCH, FEATURES = 1024, 512, 512
+
+
+def _mlp() -> nn.Sequential:
+    return nn.Sequential(nn.Linear(FEATURES, WIDTH), nn.ReLU(), nn.Linear(WIDTH, WIDTH), nn.ReLU(),
+                         nn.Linear(WIDTH, 16))
+
+
+class GemmMLP(pl.LightningModule):
+    """GEMM-heavy: three Linears, all sides divisible by 16 (so all three run FP8)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = _mlp()
+
+    def training_step(self, batch, batch_idx):  # noqa: ANN001, ANN201
+        x, y = batch
+        return nn.functional.cross_entropy(self.net(x), y)
+
+    def configure_optimizers(self):  # noqa: ANN201
+        return torch.optim.AdamW(self.parameters(), lr=1e-3)
+
+
+@pytest.fixture(scope="module")
+def report_path(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("precision")
+    pl.seed_everything(0, verbose=False)
+    g = torch.Generator().manual_seed(0)
+    data = TensorDataset(torch.randn(BATCH * 10, FEATURES, generator=g), torch.randint(0, 16, (BATCH * 10,), generator=g))
+    callback = PreNeTCallback(report_path=tmp / "run.json", warmup_steps=1, profile_steps=1, timing_steps=3,
+                              log_every_n_steps=5, targets=["H100"], print_report=False, html=False)
+    trainer(tmp, [callback], max_steps=10).fit(GemmMLP(), DataLoader(data, batch_size=BATCH))
+    return tmp / "run.json"
+
+
+def _rows(path, precision=None, targets=("H100",), **kwargs):
+    report = Report.load(path)
+    return project_report(report, None if targets is None else list(targets), precision=precision, **kwargs), report
+
+
+def _target(rows):
+    (row,) = [r for r in rows if not r.get("current")]
+    return row
+
+
+def test_none_and_the_runs_own_precision_give_todays_rows(report_path):
+    today, _ = _rows(report_path)
+    report = Report.load(report_path)
+    assert project_report(report, ["H100"]) == today                      # the argument left out
+    assert _rows(report_path, None)[0] == today
+    assert _rows(report_path, "32-true")[0] == today                      # the run's own precision
+    assert all(r["precision"] == "32-true" and "re-projection" not in (r.get("precision_note") or "") for r in today)
+
+
+def test_bf16_mixed_is_faster_on_h100_and_says_it_is_a_reprojection(report_path):
+    fp32, _ = _rows(report_path, "32-true")
+    bf16, report = _rows(report_path, "bf16-mixed")
+    a, b = _target(fp32), _target(bf16)
+    assert b["precision"] == "bf16-mixed"
+    assert b["phases_s"]["forward"] + b["phases_s"]["backward"] < 0.7 * (a["phases_s"]["forward"]
+                                                                         + a["phases_s"]["backward"])
+    assert b["step_s"] <= a["step_s"]     # a CPU-measured step of this size is host-bound on an H100
+    graphs = _target(_rows(report_path, "bf16-mixed", cuda_graphs=True)[0])
+    assert graphs["step_s"] < _target(_rows(report_path, "32-true", cuda_graphs=True)[0])["step_s"]
+    assert "re-projection from the run's 32-true to bf16-mixed" in b["precision_note"]
+    current = [r for r in bf16 if r.get("current")][0]
+    assert current["precision"] == "32-true"                              # the measured row stays as measured
+    assert report.projection["reprojected_from"] == "32-true"
+    assert report.projection["precision"] == "bf16-mixed"
+
+
+def test_fp8_prices_the_reports_linears_as_estimate_does(report_path):
+    rows, report = _rows(report_path, "fp8", compile="default")
+    row = _target(rows)
+    assert row["precision"] == "fp8" and "FP8 GEMM rate" in row["precision_note"]
+    assert any("3 Linear call(s)" in note for note in report.projection["notes"])
+    workload = workload_from_report(Report.load(report_path), precision="fp8")
+
+    def scaled(units):
+        return Counter((s.dims["m"], s.dims["n"], s.dims["k"], s.dims["kind"]) for u in units for s, c in u.ops
+                       for _ in range(int(c)) if s.name == "aten::_scaled_mm")
+
+    assert sum(scaled(workload.units).values()) == 9                      # 3 FP8 GEMMs per Linear
+    assert not any(s.op_class == "gemm" and s.dtype == "float32" for u in workload.units for s, _ in u.ops)
+    with torch.device("meta"):
+        model = _mlp()
+    est = estimate(model, torch.empty(BATCH, FEATURES, device="meta"), targets=["H100"], precision="fp8")
+    assert scaled(workload.units) == scaled(est.workload.units)           # the same FP8 GEMMs as estimate()
+
+
+def test_fp8_refuses_targets_without_fp8(report_path):
+    with pytest.raises(ValueError, match=r"precision='fp8' on A100.*no FP8 in hardware.*H100"):
+        _rows(report_path, "fp8", targets=("A100",))
+    rows, report = _rows(report_path, "fp8", targets=None)                # the default set keeps its FP8 GPUs
+    assert rows and all(r["precision"] == "fp8" for r in rows if not r.get("current"))
+    assert any("default targets without FP8 left out" in n for n in report.projection["notes"])
+
+
+def test_a_gpu_run_keeps_its_anchor_on_the_measured_ops():
+    """Anchored on an A100 fp32 run, bf16 on the same A100 is faster than the measured fp32 step."""
+    report = make_report()
+    rows = project_report(report, ["A100"], precision="bf16-mixed")
+    current, projected = rows
+    assert current["current"] and projected["name"] == current["name"]  # the measured GPU, at bf16
+    assert projected["method"].startswith("anchored")
+    assert projected["step_s"] < 0.6 * current["step_s"]
+    with pytest.raises(ValueError, match="unknown precision 'fp4'"):
+        project_report(copy.deepcopy(report), ["A100"], precision="fp4")
+
+
+def test_cli_precision(report_path, capsys):
+    assert main(["report", str(report_path), "--targets", "H100", "--precision", "fp8", "--json"]) == 0
+    saved = json.loads(capsys.readouterr().out)
+    assert [r["precision"] for r in saved["targets"]] == ["32-true", "fp8"]
+    assert main(["report", str(report_path), "--targets", "A100", "--precision", "fp8"]) == 2
+    assert "no FP8 in hardware" in capsys.readouterr().err
+    assert main(["report", str(report_path), "--precision", "bf16-mixed"]) == 2
+    assert "add --targets" in capsys.readouterr().err
+    assert main(["report", str(report_path), "--targets", "H100", "--precision", "fp4"]) == 2
+    assert "--precision: unknown precision 'fp4'" in capsys.readouterr().err
