@@ -49,7 +49,8 @@ def report_path(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("precision")
     pl.seed_everything(0, verbose=False)
     g = torch.Generator().manual_seed(0)
-    data = TensorDataset(torch.randn(BATCH * 10, FEATURES, generator=g), torch.randint(0, 16, (BATCH * 10,), generator=g))
+    data = TensorDataset(torch.randn(BATCH * 10, FEATURES, generator=g),
+                         torch.randint(0, 16, (BATCH * 10,), generator=g))
     callback = PreNeTCallback(report_path=tmp / "run.json", warmup_steps=1, profile_steps=1, timing_steps=3,
                               log_every_n_steps=5, targets=["H100"], print_report=False, html=False)
     trainer(tmp, [callback], max_steps=10).fit(GemmMLP(), DataLoader(data, batch_size=BATCH))

@@ -1,8 +1,9 @@
 """Training precision as PyTorch and Lightning spell it, and what it means for ops and memory.
 
-``"fp8"`` (projections only: `estimate` and a report's re-projection, ``allow_fp8=True``): FP8 training as torchao's float8 "tensorwise" recipe
-runs it -- bf16-mixed, with each ``nn.Linear`` whose sides divide by 16 computing its three GEMMs in
-FP8 with dynamic per-tensor scaling (`fp8.py`); FP8 GEMM rates in `fp8_rates.py`.
+``"fp8"`` (projections only: `estimate` and a report's re-projection, ``allow_fp8=True``): FP8 training
+as torchao's float8 "tensorwise" recipe runs it -- bf16-mixed, with each ``nn.Linear`` whose sides divide
+by 16 computing its three GEMMs in FP8 with dynamic per-tensor scaling (`fp8.py`); FP8 GEMM rates in
+`fp8_rates.py`.
 
 Lightning's strings: ``"32-true"``, ``"16-mixed"``, ``"bf16-mixed"``, ``"16-true"``, ``"bf16-true"``
 (``"64-true"`` too). In ``"32-true"`` fp32 matmuls may run on TF32 tensor cores: PyTorch decides that

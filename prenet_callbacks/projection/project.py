@@ -180,7 +180,8 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
         memory = _memory(workload, acc, n, zero, variant, r, batch_t)
         note = precision_note(workload.precision, acc, has_conv=has_conv)
         if workload.reprojected_from:
-            note = "; ".join([reprojection_note(workload.reprojected_from, workload.precision)] + ([note] if note else []))
+            first = reprojection_note(workload.reprojected_from, workload.precision)
+            note = f"{first}; {note}" if note else first
         notes = [note] if note else []
         if target.note:
             notes.append(target.note)
