@@ -210,7 +210,9 @@ def test_session_state_does_not_grow_with_steps(long_run):
 def test_traced_allocations_do_not_grow(long_run):
     # measured where the (bounded, saw-toothing) prediction history has as many entries as before
     growth = long_run["traced_b"] - long_run["traced_a"]
-    assert growth < 32 * 1024, f"{growth / 1024:.0f} KiB retained over 2k+ steps"
+    # 64 KiB: one leaked object per step (>= 56 bytes) over these 2k+ steps is >= 112 KiB; below it lies the
+    # float allocator's reuse order, which moves the figure by about a KiB from one session layout to another
+    assert growth < 64 * 1024, f"{growth / 1024:.0f} KiB retained over 2k+ steps"
     assert long_run["peak"] < 4 * 1024 * 1024
 
 
