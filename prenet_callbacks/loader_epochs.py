@@ -42,18 +42,22 @@ def _patched_iter(loader: Any) -> Any:
 def _add(listener: Callable[[Any], None]) -> None:
     global _original_iter
     with _lock:
-        if not _listeners:
+        if _original_iter is None:   # not installed (an inert one left under a later wrapper is reused)
             _original_iter = DataLoader.__iter__
             DataLoader.__iter__ = functools.wraps(_original_iter)(_patched_iter)  # type: ignore[method-assign]
         _listeners.append(listener)
 
 
 def _discard(listener: Callable[[Any], None]) -> None:
+    """Stop one listener; with the last one gone put back what ``DataLoader.__iter__`` was, unless
+    someone wrapped it again on top of ours: theirs stays, and ours, left under it, is inert."""
     global _original_iter
     with _lock:
         if listener in _listeners:
             _listeners.remove(listener)
-        if not _listeners and _original_iter is not None:
+        if _listeners or _original_iter is None:
+            return
+        if getattr(DataLoader.__dict__.get("__iter__"), "__wrapped__", None) is _original_iter:
             DataLoader.__iter__ = _original_iter  # type: ignore[method-assign]
             _original_iter = None
 

@@ -103,3 +103,27 @@ def test_tracker_over_loader_epochs_plans_and_measures_the_boundaries(tmp_path):
     assert measured["first_epoch_start_s"] is not None  # the estimate before one is measured
     assert report.first_prediction["rates"]["epoch_boundary_s"] is not None
     assert report.actual["ended"] == "completed"
+
+
+def test_a_later_wrapper_of_dataloader_iter_survives_our_removal():
+    original = DataLoader.__iter__
+    session = _fake_session()
+    watcher = watch_loader_epochs(session, lambda: True)
+    ours = DataLoader.__iter__
+    seen = []
+
+    def theirs(loader):  # another library patching DataLoader after us
+        seen.append(loader)
+        return ours(loader)
+
+    DataLoader.__iter__ = theirs
+    try:
+        watcher.remove()
+        assert DataLoader.__iter__ is theirs         # not overwritten with the original under their feet
+        assert len(list(_loader(8))) == 2 and seen   # and the chain under it still iterates
+        again = watch_loader_epochs(session, lambda: True)
+        list(_loader(8))
+        again.remove()
+        assert session.epochs == 1                   # our inert wrapper, reused, listens again
+    finally:
+        DataLoader.__iter__ = original
