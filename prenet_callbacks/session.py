@@ -34,11 +34,13 @@ from prenet_callbacks.report_view import run_word
 from prenet_callbacks.run_record import record_fit_end, record_fit_start, record_plan
 from prenet_callbacks.sanity import minor_faults, seconds_per_fault
 from prenet_callbacks.session_config import SessionConfig
+from prenet_callbacks.session_facts import RunFacts as Facts
 from prenet_callbacks.session_guard import Containment, PreNeTWarning, guarded
+from prenet_callbacks.session_guard import guarded_on_part as _to
 from prenet_callbacks.session_outputs import SessionOutputs
 from prenet_callbacks.session_predictions import Predictions
 from prenet_callbacks.session_schedule import Schedule
-from prenet_callbacks.session_steps import StepAccount
+from prenet_callbacks.session_steps import StepAccount as Steps
 
 __all__ = ["PreNeTWarning", "PredictionSession", "SessionConfig", "guarded"]
 
@@ -84,6 +86,7 @@ class PredictionSession:
         self.window = ProfilingWindow(on_drop=lambda limitation: self.report.limitations.append(limitation))
         self.guard = Containment(release=self.window.release)
         self.predictions = Predictions(config, self.outputs)
+        self.facts = Facts(lambda: self.report, self.measurements, self.window)
         self.compile_clock = CompileClock()   # torch.compile's compilations: one-off time, never a rate
         self._reset_fit_state()
 
@@ -93,7 +96,7 @@ class PredictionSession:
         self.done_batches = 0          # global batches finished in this run (plus the resume point)
         self.done_steps = 0            # optimizer steps (trainer.global_step)
         self.steps_seen = 0            # optimizer steps seen in this fit call
-        self.steps = StepAccount(lambda: self.now(), self.measurements, self.compile_clock)
+        self.steps = Steps(lambda: self.now(), self.measurements, self.compile_clock)
         self.window.new_fit(self.device_clock)
         self.outputs.new_fit()
         self.predictions.new_fit()
@@ -145,6 +148,11 @@ class PredictionSession:
         record_plan(self.report, plan)
         self.schedule = Schedule.for_run(self.config, plan)
 
+    # what the adapter learns as the run goes (`session_facts.RunFacts`)
+    set_state_bytes, set_memory_account = _to("facts", Facts.set_state_bytes), _to("facts", Facts.set_memory_account)
+    note_run_facts, note_optimizer = _to("facts", Facts.note_run_facts), _to("facts", Facts.note_optimizer)
+    note_validation_batch_size = _to("facts", Facts.note_validation_batch_size)
+
     @guarded
     def attach_profiler(self, profiler: WindowProfiler) -> None:
         """Give the session a module profiler (`profiling_window.WindowProfiler`)."""
@@ -156,39 +164,6 @@ class PredictionSession:
         if self.config.profile_layers:
             self.window.build(make_profiler)
 
-    @guarded
-    def set_state_bytes(self, state_bytes: float) -> None:
-        self.measurements.state_bytes = float(state_bytes)
-
-    @guarded
-    def set_memory_account(self, account: dict[str, Any]) -> None:
-        """Per-device sizes of parameters, gradients and optimizer state (`memory_account.state_sizes`)."""
-        self.window.memory_account = dict(account)
-        # what a checkpoint holds: parameters and optimizer state
-        self.measurements.state_bytes = float(account.get("params_bytes") or 0) + float(
-            account.get("optimizer_bytes") or 0)
-
-    @guarded
-    def note_run_facts(self, **facts: Any) -> None:
-        """Facts the projection needs that the adapter learns late (batch size, optimizer...)."""
-        self.report.current.update({k: v for k, v in facts.items() if v is not None})
-        if facts.get("batch_size"):
-            self.measurements.train_batch_size = int(facts["batch_size"])
-
-    @guarded
-    def note_optimizer(self, optimizer: Any) -> None:
-        """The run's optimizer: its kind and implementation (foreach/fused), which the projection carries over."""
-        from prenet_callbacks.projection import optimizer_settings
-
-        if optimizer is not None:
-            self.note_run_facts(**optimizer_settings(optimizer))
-
-    @guarded
-    def note_validation_batch_size(self, size: int | None) -> None:
-        """The validation batch size, for estimating a validation run before one is measured."""
-        if size:
-            self.measurements.val_batch_size = int(size)
-
     # -- sanity check, validation and saves (timed by `StepAccount`) --------------------------------
     @guarded
     def validation_start(self, sanity: bool = False) -> None:
@@ -196,26 +171,11 @@ class PredictionSession:
         self.steps.validation_start(sanity=sanity, faults=None if self._on_cuda() else self.count_faults,
                                     fault_cost=self.fault_cost)
 
-    @guarded
-    def validation_batch_end(self, sanity: bool = False) -> None:
-        self.steps.validation_batch_end(sanity=sanity)
-
-    @guarded
-    def validation_end(self, sanity: bool = False) -> None:
-        self.steps.validation_end(sanity=sanity)
-
-    @guarded
-    def checkpoint_start(self) -> None:
-        self.steps.checkpoint_start()
-
-    @guarded
-    def checkpoint_end(self) -> None:
-        self.steps.checkpoint_end()
+    validation_batch_end, validation_end = _to("steps", Steps.validation_batch_end), _to("steps", Steps.validation_end)
+    checkpoint_start, checkpoint_end = _to("steps", Steps.checkpoint_start), _to("steps", Steps.checkpoint_end)
 
     # -- training batches ---------------------------------------------------------------------------
-    @guarded
-    def train_epoch_start(self) -> None:
-        self.steps.epoch_start()
+    train_epoch_start = _to("steps", Steps.epoch_start, "train_epoch_start")
 
     @guarded
     def batch_start(self) -> None:

@@ -41,6 +41,17 @@ def guarded(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def guarded_on_part(part: str, method: Callable[..., None], name: str | None = None) -> Callable[..., None]:
+    """A guarded event method that the object's ``part`` handles: ``method`` (a function of the part's
+    class) called on it with the same arguments; the event keeps the method's docstring."""
+    def event(owner: Guardable, *args: Any, **kwargs: Any) -> None:
+        getattr(getattr(owner, part), method.__name__)(*args, **kwargs)
+
+    event.__name__ = event.__qualname__ = name or method.__name__
+    event.__doc__ = method.__doc__
+    return guarded(event)
+
+
 class Containment:
     """The session's failure state and its undo actions (hooks removed, wrapped methods restored).
 

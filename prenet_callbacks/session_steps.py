@@ -87,6 +87,7 @@ class StepAccount:
 
     # -- training batches --------------------------------------------------------------------------
     def epoch_start(self) -> None:
+        """A training epoch begins (its first batch waits on the loader's start-up)."""
         self.epoch_start_time = self.now()
         self.epoch_first_batch = True
 
@@ -254,11 +255,13 @@ class StepAccount:
             self.sanity = SanityTimer(faults=faults, fault_cost=fault_cost)
             self.sanity.start(self.val_start)
 
-    def validation_batch_end(self, *, sanity: bool) -> None:
+    def validation_batch_end(self, *, sanity: bool = False) -> None:
+        """One validation batch finished (the sanity check's are timed one by one)."""
         if sanity:
             self.sanity.batch_end(self.now())
 
-    def validation_end(self, *, sanity: bool) -> None:
+    def validation_end(self, *, sanity: bool = False) -> None:
+        """A validation run (or the sanity check) ended: its time, less any compilation inside it."""
         if self.val_start is None:
             return
         end = self.now()
@@ -279,9 +282,11 @@ class StepAccount:
         self.spent.validation_s += duration
 
     def checkpoint_start(self) -> None:
+        """A checkpoint save begins."""
         self.ckpt_start = self.now()
 
     def checkpoint_end(self) -> None:
+        """A checkpoint save ended: one file's cost."""
         if self.ckpt_start is None:
             return
         duration = self.now() - self.ckpt_start
