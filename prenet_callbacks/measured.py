@@ -1,6 +1,6 @@
 """The report's ``measured`` block: what the run measured, written where the projection and the page read it.
 
-Two writers: `close_window` when the profiling window closes (its phase timing, memory, per-module
+Keys are `report_parts.Measured`'s fields (a misspelt one fails at once). Two writers: `close_window` when the profiling window closes (its phase timing, memory, per-module
 table and coverage), `update_measured` at every prediction and at the end (step phases, clean
 batches, data wait, validation, checkpoints, epoch boundaries, set-up, how steps were timed).
 """
@@ -11,6 +11,7 @@ from typing import Any
 from prenet_callbacks.eta import RunMeasurements
 from prenet_callbacks.profiling_window import ProfilingWindow
 from prenet_callbacks.report import Report
+from prenet_callbacks.report_parts import Measured
 
 _STEP_PHASES = ("data_s", "forward_s", "backward_s", "optimizer_s", "other_s", "total_s")
 
@@ -23,26 +24,27 @@ def close_window(report: Report, m: RunMeasurements, window: ProfilingWindow, *,
     PyTorch's per-op host cost on this CPU (~0.1 s, once), what a GPU target keeps paying. Returns the
     profiled steps' device forwards per batch when their phases came from CUDA events (else None).
     """
-    measured = report.measured
+    found: dict[str, Any] = {}
     table, limitations = window.stop()
     gpu_forwards = window.resolve_gpu_phases()
     if gpu_forwards is not None:
-        measured["phase_timing"] = "cuda_events"
+        found["phase_timing"] = "cuda_events"
     memory = window.memory(report.current.get("name"))
     if memory is not None:
-        measured["memory"] = memory
+        found["memory"] = memory
     if table is not None:  # None: the profiler could not be stopped (and was dropped)
-        measured["layers"] = table.to_dict()
+        found["layers"] = table.to_dict()
         if measure_host:
             from prenet_callbacks.projection.host import measure_host_costs
 
-            measured["host"] = measure_host_costs()
+            found["host"] = measure_host_costs()
         window.keep_table(table, device_phases=device_phases)
         m.eval_forward_share = table.eval_forward_share()
-        measured["coverage"] = window.coverage(m.batch.mean)
+        found["coverage"] = window.coverage(m.batch.mean)
         samples = table.op_samples()
         if samples is not None:
-            measured["op_samples"] = samples
+            found["op_samples"] = samples
+    report.measured.update(Measured.partial(**found).to_dict())
     for limitation in limitations:
         if limitation not in report.limitations:
             report.limitations.append(limitation)
@@ -52,32 +54,32 @@ def close_window(report: Report, m: RunMeasurements, window: ProfilingWindow, *,
 def update_measured(measured: dict[str, Any], m: RunMeasurements, window: ProfilingWindow, *, warmup_steps: int,
                     compile_s: float | None, on_cuda: bool, device_timed: bool) -> None:
     """Everything measured so far. ``compile_s`` is torch.compile's time in this fit (None: not listening)."""
-    measured["warmup_steps"] = warmup_steps
     phases = window.phases
-    measured["profiled_steps"] = len(phases)
+    found: dict[str, Any] = {"warmup_steps": warmup_steps, "profiled_steps": len(phases)}
     if phases:
-        measured["step_phases"] = {k: round(sum(p[k] for p in phases) / len(phases), 6) for k in _STEP_PHASES}
-    measured["batch_s"] = m.batch.mean
-    measured["clean_batches"] = m.batch.count
+        found["step_phases"] = {k: round(sum(p[k] for p in phases) / len(phases), 6) for k in _STEP_PHASES}
+    found["batch_s"] = m.batch.mean
+    found["clean_batches"] = m.batch.count
     # the whole run's mean clean batch (``batch_s`` is the recent window's, what predictions use)
-    measured["batch_run_mean_s"] = m.batch.total / m.batch.count if m.batch.count else None
+    found["batch_run_mean_s"] = m.batch.total / m.batch.count if m.batch.count else None
     if window.table is not None:
-        measured["coverage"] = window.coverage(m.batch.mean)
-    measured["data_wait_s"] = m.data_per_batch.mean
+        found["coverage"] = window.coverage(m.batch.mean)
+    found["data_wait_s"] = m.data_per_batch.mean
     if compile_s is not None:
         # torch.compile's compilations in this fit: kept out of every step's and validation run's rate
-        measured["compile_s"] = round(compile_s, 4)
-    measured["validation"] = {"runs": m.validation_run.count, "mean_s": m.validation_run.mean,
-                              "sanity_per_batch_s": m.sanity_val_per_batch,
-                              "sanity_page_faults_s": m.sanity_page_faults_s,
-                              "sanity_batches": m.sanity_val_batches,
-                              "sanity_raw_per_batch_s": m.sanity_val_raw_per_batch,
-                              "eval_forward_share": m.eval_forward_share}
-    measured["checkpoint"] = {"files": m.checkpoint_file.count, "mean_s": m.checkpoint_file.mean}
-    measured["epoch_boundary"] = {"count": m.epoch_boundary.count, "mean_s": m.epoch_boundary.mean,
-                                  "first_epoch_start_s": m.first_epoch_start_s}
-    measured["setup_s"] = m.setup_s
-    measured["timing"] = {"clock": "cuda" if on_cuda else "cpu",
-                          "op_timing": (measured.get("layers") or {}).get("op_timing"),
-                          "step_timing": ("device marks between batch ends" if device_timed
-                                          else "host intervals between batch ends")}
+        found["compile_s"] = round(compile_s, 4)
+    found["validation"] = {"runs": m.validation_run.count, "mean_s": m.validation_run.mean,
+                           "sanity_per_batch_s": m.sanity_val_per_batch,
+                           "sanity_page_faults_s": m.sanity_page_faults_s,
+                           "sanity_batches": m.sanity_val_batches,
+                           "sanity_raw_per_batch_s": m.sanity_val_raw_per_batch,
+                           "eval_forward_share": m.eval_forward_share}
+    found["checkpoint"] = {"files": m.checkpoint_file.count, "mean_s": m.checkpoint_file.mean}
+    found["epoch_boundary"] = {"count": m.epoch_boundary.count, "mean_s": m.epoch_boundary.mean,
+                               "first_epoch_start_s": m.first_epoch_start_s}
+    found["setup_s"] = m.setup_s
+    found["timing"] = {"clock": "cuda" if on_cuda else "cpu",
+                       "op_timing": (measured.get("layers") or {}).get("op_timing"),
+                       "step_timing": ("device marks between batch ends" if device_timed
+                                       else "host intervals between batch ends")}
+    measured.update(Measured.partial(**found).to_dict())

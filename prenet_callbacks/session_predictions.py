@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from prenet_callbacks.eta import Prediction
 from prenet_callbacks.report import Report
+from prenet_callbacks.report_parts import Prediction as PredictionEntry
 from prenet_callbacks.session_config import SessionConfig
 from prenet_callbacks.session_outputs import SessionOutputs
 
@@ -69,6 +70,4 @@ class Predictions:
 
     @staticmethod
     def _entry(report: Report, prediction: Prediction) -> dict[str, Any]:
-        entry = prediction.to_dict()
-        entry["fit"] = report.fit_number or 1
-        return entry
+        return PredictionEntry.from_eta(prediction, fit=report.fit_number or 1).to_dict()

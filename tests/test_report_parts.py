@@ -99,6 +99,13 @@ def test_the_history_entry_is_the_eta_prediction_and_its_fit():
     assert entry.to_dict() == {**made.to_dict(), "fit": 2} and entry.elapsed_s == 1.2346
 
 
+def test_a_partial_part_writes_only_its_keys_and_refuses_a_misspelt_one():
+    part = Measured.partial(batch_s=0.25, clean_batches=4)
+    assert part.to_dict() == {"batch_s": 0.25, "clean_batches": 4}
+    with pytest.raises(TypeError, match="batch_sec"):
+        Measured.partial(batch_sec=0.25)   # the measured block's writers cannot invent a key
+
+
 def test_the_current_row_leaves_out_what_only_projections_have():
     report = _projected()
     current, *projected = report.targets

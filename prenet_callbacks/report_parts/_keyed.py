@@ -45,6 +45,11 @@ class KeyedPart:
         return cls(**values, absent=frozenset(k for k in keys if k not in data),  # type: ignore[call-arg]
                    extra={k: v for k, v in data.items() if k not in keys})
 
+    @classmethod
+    def partial(cls: type[P], **values: Any) -> P:
+        """A part that holds only ``values`` (the keys a writer updates now); a misspelt key is a TypeError."""
+        return cls(**values, absent=frozenset(k for k in cls.keys() if k not in values))  # type: ignore[call-arg]
+
     # -- per-field JSON forms (identity unless a part says otherwise) --------------------------------
     @classmethod
     def _in(cls, key: str, value: Any) -> Any:
