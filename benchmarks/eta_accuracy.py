@@ -140,7 +140,8 @@ def _capture_validation_inputs(prenet: Any) -> dict[str, Any]:
             m = session.measurements
             captured.update(
                 batch_s=m.batch.mean, forward_per_batch_s=m.forward_per_batch.mean, data_per_batch_s=m.data_per_batch.mean,
-                eval_forward_share=m.eval_forward_share, train_batch_size=m.train_batch_size,
+                eval_forward_share=m.eval_forward_share, eval_forward_s=m.eval_forward_s,
+                eval_forward_note=m.eval_forward_note, model_call_s=m.model_call.mean, train_batch_size=m.train_batch_size,
                 val_batch_size=m.val_batch_size, sanity_batches=m.sanity_val_batches,
                 sanity_raw_per_batch_s=m.sanity_val_raw_per_batch, sanity_per_batch_s=m.sanity_val_per_batch,
                 sanity_fixed_s=m.sanity_val_fixed, sanity_page_faults_s=m.sanity_page_faults_s)

@@ -39,6 +39,19 @@ def forward(x: dict[str, Any]) -> float | None:
     return (x.get("sanity_fixed_s") or 0.0) + x["val_batches"] * per_batch
 
 
+def replay(x: dict[str, Any], *, outside: bool = True) -> float | None:
+    """The model's forward replayed in eval mode without autograd (`eval_probe`) and the data wait, per
+    sample at the eval batch size; ``outside``: plus the training forward's time outside the model's call."""
+    if x.get("eval_forward_s") is None:
+        return None
+    r = _ratio(x)
+    rest = 0.0
+    if outside and x.get("model_call_s") is not None and x.get("forward_per_batch_s") is not None:
+        rest = max(0.0, x["forward_per_batch_s"] - x["model_call_s"])
+    per_batch = x["eval_forward_s"] * r + rest + (x.get("data_per_batch_s") or 0.0) * r
+    return (x.get("sanity_fixed_s") or 0.0) + x["val_batches"] * per_batch
+
+
 def sanity_corrected(x: dict[str, Any]) -> float | None:
     """The sanity check's batches with their page faults' cost taken off (the old `sanity`)."""
     if x.get("sanity_per_batch_s") is None:
@@ -69,11 +82,12 @@ def shipped(x: dict[str, Any]) -> float | None:
     from prenet_callbacks.plan import RunPlan
 
     m = RunMeasurements(train_batch_size=x.get("train_batch_size"), val_batch_size=x.get("val_batch_size"),
-                        eval_forward_share=x.get("eval_forward_share"), sanity_val_per_batch=x.get("sanity_per_batch_s"),
+                        eval_forward_share=x.get("eval_forward_share"), eval_forward_s=x.get("eval_forward_s"),
+                        sanity_val_per_batch=x.get("sanity_per_batch_s"),
                         sanity_val_raw_per_batch=x.get("sanity_raw_per_batch_s"), sanity_val_fixed=x.get("sanity_fixed_s"),
                         sanity_page_faults_s=x.get("sanity_page_faults_s"), sanity_val_batches=x.get("sanity_batches"))
     for field, key in (("forward_per_batch", "forward_per_batch_s"), ("data_per_batch", "data_per_batch_s"),
-                       ("batch", "batch_s")):
+                       ("batch", "batch_s"), ("model_call", "model_call_s")):
         if x.get(key) is not None:
             getattr(m, field).add(x[key])
     plan = RunPlan(total_batches=1, batches_per_epoch=1, val_batches=x["val_batches"])
@@ -82,6 +96,11 @@ def shipped(x: dict[str, Any]) -> float | None:
 
 RULES: dict[str, Callable[[dict[str, Any]], float | None]] = {
     "forward x ratio": forward,
+    "eval replay (model only)": lambda x: replay(x, outside=False),
+    "eval replay": replay,
+    "min(replay, raw)": _pair(replay, sanity_raw, min),
+    "max(replay, raw)": _pair(replay, sanity_raw, max),
+    "geomean(replay, raw)": _pair(replay, sanity_raw, lambda a, b: math.sqrt(a * b)),
     "sanity corrected": sanity_corrected,
     "sanity raw": sanity_raw,
     "min(forward, corrected) [old]": _pair(forward, sanity_corrected, min),

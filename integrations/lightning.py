@@ -157,6 +157,9 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         if trainer.optimizers:
             session.note_optimizer(trainer.optimizers[0])
         session.profile_model(lambda: _make_profiler(trainer, pl_module, session.device_clock))
+        if compat.holds_whole_model(trainer.strategy):   # a sharded model cannot be called outside its step
+            session.probe_eval_forward(pl_module)
+        session.note_validation_batch_size(_val_batch_size(trainer))
 
     @guarded_hook
     def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
@@ -292,6 +295,14 @@ def _tensorboard_publisher(logger: Any, trainer: Any) -> Callable[[Any, str], No
 
     publish.tensorboard = True  # type: ignore[attr-defined] - replaced, not added again, on the next fit
     return publish
+
+
+def _val_batch_size(trainer: Any) -> int | None:
+    """The first validation loader's batch size, when the plan has loaded it (else the first batch tells)."""
+    loaders = trainer.val_dataloaders
+    first = loaders[0] if isinstance(loaders, (list, tuple)) and loaders else loaders
+    size = getattr(first, "batch_size", None) or getattr(getattr(first, "batch_sampler", None), "batch_size", None)
+    return int(size) if isinstance(size, int) and size > 0 else None
 
 
 def _in_fit(trainer: Any) -> bool:

@@ -64,6 +64,12 @@ def is_model_checkpoint(callback: Any) -> bool:
     return _is(callback, "callbacks", "ModelCheckpoint")
 
 
+def holds_whole_model(strategy: Any) -> bool:
+    """A strategy whose module holds all its parameters on this rank (single device, DDP, DP): the
+    model can be called directly outside the training step. Sharded ones (FSDP, DeepSpeed) cannot."""
+    return any(_is(strategy, "strategies", name) for name in ("SingleDeviceStrategy", "DDPStrategy", "DataParallelStrategy"))
+
+
 def is_tensorboard_logger(logger: Any) -> bool:
     """A ``TensorBoardLogger`` (a subclass too): its ``experiment`` is a ``SummaryWriter``.
 

@@ -44,6 +44,7 @@ def close_window(report: Report, m: RunMeasurements, window: ProfilingWindow, *,
         samples = table.op_samples()
         if samples is not None:
             found["op_samples"] = samples
+    m.eval_forward_s, m.eval_forward_note = window.time_eval_forward()
     report.measured.update(Measured.partial(**found).to_dict())
     for limitation in limitations:
         if limitation not in report.limitations:
@@ -73,7 +74,8 @@ def update_measured(measured: dict[str, Any], m: RunMeasurements, window: Profil
                            "sanity_page_faults_s": m.sanity_page_faults_s,
                            "sanity_batches": m.sanity_val_batches,
                            "sanity_raw_per_batch_s": m.sanity_val_raw_per_batch,
-                           "eval_forward_share": m.eval_forward_share}
+                           "eval_forward_share": m.eval_forward_share,
+                           "eval_forward_s": m.eval_forward_s, "eval_forward_note": m.eval_forward_note}
     found["checkpoint"] = {"files": m.checkpoint_file.count, "mean_s": m.checkpoint_file.mean}
     found["epoch_boundary"] = {"count": m.epoch_boundary.count, "mean_s": m.epoch_boundary.mean,
                                "first_epoch_start_s": m.first_epoch_start_s}

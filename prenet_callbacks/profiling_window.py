@@ -11,10 +11,12 @@ one fit's and starts afresh in `new_fit`.
 """
 from __future__ import annotations
 
+import time
 import warnings
 from typing import Any, Callable, Protocol
 
 from prenet_callbacks.clocks import DeviceClock
+from prenet_callbacks.eval_probe import EvalForwardProbe
 from prenet_callbacks.memory_account import memory_summary
 from prenet_callbacks.phase_events import PhaseEvents
 from prenet_callbacks.session_guard import PreNeTWarning
@@ -62,9 +64,14 @@ class ProfilingWindow:
         on_drop: given the limitation to state when a failing profiler is dropped (the report's).
     """
 
-    def __init__(self, on_drop: Callable[[str], None]) -> None:
+    def __init__(self, on_drop: Callable[[str], None], now: Callable[[], float] = time.perf_counter,
+                 on_model_call: Callable[[float], None] | None = None) -> None:
         self.on_drop = on_drop
+        self.now = now
+        self.on_model_call = on_model_call   # each clean training batch's model call (host-timed runs)
         self.profiler: WindowProfiler | None = None
+        # the model's forward, timed again as validation runs it when the window closes (`eval_probe`)
+        self.eval_probe: EvalForwardProbe | None = None
         # per-device sizes of parameters, gradients and optimizer state (`memory_account.state_sizes`)
         self.memory_account: dict[str, Any] | None = None
         self.clock: DeviceClock | None = None
@@ -105,8 +112,29 @@ class ProfilingWindow:
         warnings.warn(f"PreNeT could not profile layers ({type(error).__name__}: {error}); "
                       "it goes on predicting from step timing. Training is unchanged.", PreNeTWarning, stacklevel=4)
 
+    def probe_eval_forward(self, module: Any) -> None:
+        """Time ``module``'s forward in eval mode without autograd when the window closes (`eval_probe`)."""
+        if self.eval_probe is not None:
+            self.eval_probe.remove()
+        host_timed = self.clock is None or self.clock.kind != "cuda"
+        self.eval_probe = EvalForwardProbe(module, now=self.now, on_call=self.on_model_call if host_timed else None)
+
+    def time_eval_forward(self) -> tuple[float | None, str | None]:
+        """The probe's eval-mode forward in seconds, or None and why not (no probe, declined, failed)."""
+        probe = self.eval_probe
+        if probe is None:
+            return None, None
+        try:
+            seconds = probe.measure()
+        except Exception as error:  # noqa: BLE001 - a forward that fails outside training is a note, not a fault
+            return None, f"the eval-mode forward failed ({type(error).__name__}: {error})"
+        return seconds, probe.declined
+
     def release(self) -> None:
         """Stop and forget the profiler, whatever state it is in (cleanup: errors are ignored)."""
+        if self.eval_probe is not None:
+            self.eval_probe.remove()
+            self.eval_probe = None
         profiler, self.profiler = self.profiler, None
         self.active = False
         if profiler is not None:
@@ -124,6 +152,9 @@ class ProfilingWindow:
     def open_batch(self, in_window: bool) -> None:
         """A batch starts; in the window, the first one starts the profiler (and the memory peak)."""
         self.mark("forward", in_window)
+        if in_window and self.eval_probe is not None:
+            self.eval_probe.arm()
+            self.eval_probe.new_batch()
         if not in_window or self.profiler is None:
             return
         if self.active:

@@ -83,7 +83,8 @@ class PredictionSession:
         self.plan: RunPlan | None = None
         self.schedule = Schedule.for_run(config)   # the plan's length may shorten it (`set_plan`)
         self.outputs = SessionOutputs(config, is_rank_zero=is_rank_zero, now=lambda: self.now())
-        self.window = ProfilingWindow(on_drop=lambda limitation: self.report.limitations.append(limitation))
+        self.window = ProfilingWindow(on_drop=lambda limitation: self.report.limitations.append(limitation),
+                                      now=lambda: self.now(), on_model_call=self.measurements.model_call.add)
         self.guard = Containment(release=self.window.release)
         self.predictions = Predictions(config, self.outputs)
         self.facts = Facts(lambda: self.report, self.measurements, self.window)
@@ -152,6 +153,8 @@ class PredictionSession:
     set_state_bytes, set_memory_account = _to("facts", Facts.set_state_bytes), _to("facts", Facts.set_memory_account)
     note_run_facts, note_optimizer = _to("facts", Facts.note_run_facts), _to("facts", Facts.note_optimizer)
     note_validation_batch_size = _to("facts", Facts.note_validation_batch_size)
+
+    probe_eval_forward = _to("window", ProfilingWindow.probe_eval_forward)
 
     @guarded
     def attach_profiler(self, profiler: WindowProfiler) -> None:

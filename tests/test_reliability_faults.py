@@ -166,6 +166,8 @@ def test_profiled_run_is_bit_identical_and_leaves_nothing_behind(tmp_path, tmp_p
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["measured"]["profiled_steps"] == 2 and data["measured"]["layers"]
     assert data["actual"]["steps"] == EPOCHS * TRAIN_BATCHES
+    # the model's forward was replayed in eval mode (dropout off, RNG put back): the weights above agree
+    assert data["measured"]["validation"]["eval_forward_s"] > 0
 
 
 def test_callback_does_not_keep_the_model_alive(tmp_path):

@@ -1,7 +1,9 @@
 """A validation run estimated before one is measured (issue 24), from synthetic measurements.
 
-The rule: the sanity check's batches as timed and the warm training forward scaled to the eval batch
-are both high-side estimates of a warm validation run; the smaller is used. The page-fault-corrected
+The rule: where the model's forward was replayed in eval mode (`eval_probe`) and a sanity check ran,
+the geometric mean of the two (cold and high, warm and at another batch size); one of them where only
+one exists; else the sanity check and the warm training forward scaled to the eval batch, both
+high-side estimates of a warm validation run, the smaller used. The page-fault-corrected
 sanity figure is not an estimate (faults can recur in every real validation run) but the band reaches it,
 and the band reaches every candidate where they disagree.
 """
@@ -118,3 +120,33 @@ def test_a_shared_hosts_band_allows_for_its_pace_and_a_gpus_does_not():
     # a run whose machine slows by 10% after the first prediction is inside a shared host's band
     assert host.high_s >= host.elapsed_s + 1.1 * remaining
     assert gpu.high_s - gpu.low_s < host.high_s - host.low_s
+
+
+def _replayed(m: RunMeasurements, *, eval_s: float, call_s: float) -> RunMeasurements:
+    m.eval_forward_s = eval_s
+    for _ in range(16):
+        m.model_call.add(call_s)
+    return m
+
+
+def test_a_replayed_eval_forward_and_a_sanity_check_meet_in_their_geometric_mean():
+    p = plan()
+    m = _replayed(measurements(forward_s=0.02, sanity_raw=0.05), eval_s=0.006, call_s=0.016)
+    replay = 8 * (0.006 * 2 + (0.02 - 0.016) + 0.001 * 2)   # eval forward x ratio, outside the call, data
+    estimate = _validation_estimate(p, m, m.batch.mean)
+    assert estimate.how == "sanity" and "geometric mean" in estimate.basis
+    assert estimate.per_run_s == pytest.approx((replay * 8 * 0.05) ** 0.5)
+    assert estimate.low_s == pytest.approx(replay) and estimate.high_s == pytest.approx(8 * 0.05)
+    rel = _validation_uncertainty(p, m, estimate.per_run_s, estimate.how, estimate)
+    assert estimate.per_run_s * (1 - 2 * rel) <= replay + 1e-9   # the band reaches both
+    assert estimate.per_run_s * (1 + 2 * rel) >= 8 * 0.05 - 1e-9
+
+
+def test_without_a_sanity_check_the_replay_comes_before_the_training_forward():
+    p = plan()
+    m = _replayed(measurements(forward_s=0.02, train_bs=64, val_bs=32), eval_s=0.008, call_s=0.018)
+    estimate = _validation_estimate(p, m, m.batch.mean)
+    assert estimate.how == "warm" and "replayed" in estimate.basis and "eval batch 32 / training batch 64" in estimate.basis
+    assert estimate.per_run_s == pytest.approx(8 * (0.008 * 0.5 + 0.002 + 0.001 * 0.5))
+    # the training forward (autograd, train-mode layers) stays a candidate the band reaches
+    assert estimate.high_s == pytest.approx(8 * (0.02 * 0.5 + 0.001 * 0.5))
