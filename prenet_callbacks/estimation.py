@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import math
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
@@ -26,6 +25,8 @@ from predictor_models.aten_ops import OpCall, op_spec_from_call
 from predictor_models.hardware.providers import check_provider
 from predictor_models.op_spec import OpSpec
 
+from prenet_callbacks.estimate_checks import check_batch_size, check_model, check_steps, zero_config
+from prenet_callbacks.projection.accumulation import accumulation_ops, check_accumulate
 from prenet_callbacks.projection.alignment import unaligned_gemm_note
 from prenet_callbacks.projection.autocast import CAST_NAME
 from prenet_callbacks.projection.advice import recommend
@@ -185,7 +186,7 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
             None: the cheapest current listing matching each target's GPU count. Unknown names raise
             ValueError listing the known ones; a GPU the provider does not list gets no price and a note.
     """
-    _check_model(model)
+    check_model(model)
     if channels_last is not None and not isinstance(channels_last, bool):
         raise ValueError(f"channels_last must be None (read from the tensors), True or False, got {channels_last!r}")
     chosen = resolve_targets(targets)       # bad names fail before any work
@@ -195,13 +196,11 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
     if prec.fp8:
         chosen, fp8_notes_ = fp8_targets(chosen, explicit=targets is not None)
     optimizer = normalise_optimizer(optimizer)
-    _check_steps(steps)
-    _check_batch_size(batch_size)
-    if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
-        raise ValueError(f"accumulate must be an integer >= 1 (micro-batches per optimizer step), got {accumulate!r}; "
-                         "pass e.g. accumulate=4")
+    check_steps(steps)
+    check_batch_size(batch_size)
+    check_accumulate(accumulate)
     check_batch_convention(batch_convention)
-    zero = _zero_config(deepspeed)
+    zero = zero_config(deepspeed)
     if sharding is not None:
         if deepspeed is not None:
             raise ValueError("give either sharding= or deepspeed=, not both; e.g. sharding='zero3'")
@@ -283,17 +282,6 @@ def _spec_of(item: Any, capture: Capture, precision: Precision, phase: str,
     return spec, layout_ops(item, spec, channels_last)
 
 
-def _accumulation_ops(param_numels: list[int], precision: Precision, accumulate: int) -> list[tuple[OpSpec, float]]:
-    """Micro-batches after the first add their gradients into ``.grad``: one add per parameter tensor each."""
-    size = precision.grad_bytes
-    ops: dict[OpSpec, float] = {}
-    for numel in param_numels:
-        spec = OpSpec("elementwise", precision.state_dtype, float(numel), 2.0 * size * numel, float(size * numel),
-                      {"numel": numel, "inputs": 2}, False, "aten::add_")
-        ops[spec] = ops.get(spec, 0.0) + float(accumulate - 1)
-    return list(ops.items())
-
-
 @contextlib.contextmanager
 def _hf_checkpointing_off(model: Any):
     """Hugging Face's gradient checkpointing runs `torch.utils.checkpoint`, which cannot run on ``meta``:
@@ -315,59 +303,6 @@ def _is_float32(model: Any) -> bool:
 
     dtypes = {p.dtype for p in model.parameters() if p.is_floating_point()}
     return not dtypes or dtypes == {torch.float32}
-
-
-def _check_model(model: Any) -> None:
-    import torch
-
-    if not isinstance(model, torch.nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__} ({model!r:.60}); build the "
-                         "model first, e.g. `with torch.device('meta'): model = MyNet()`")
-
-
-def _check_steps(steps: Any) -> None:
-    if steps is None:
-        return
-    if isinstance(steps, bool) or not isinstance(steps, (int, float)):
-        raise ValueError(f"steps must be a positive number of optimizer steps (int), got {steps!r} "
-                         f"({type(steps).__name__}); pass e.g. steps=10_000, or None for no totals")
-    if not math.isfinite(steps) or steps <= 0:
-        raise ValueError(f"steps must be a positive, finite number of optimizer steps, got {steps!r}; "
-                         "pass e.g. steps=10_000, or None for no totals")
-
-
-def _check_batch_size(batch_size: Any) -> None:
-    if batch_size is None:
-        return
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}; pass e.g. batch_size=32, or "
-                         "None to take it from the first dimension of example_input")
-
-
-_DEEPSPEED_KEYS = ("zero_stage", "offload_optimizer", "offload_param")
-
-
-def _zero_config(deepspeed: Any) -> ZeroConfig:
-    """`deepspeed` checked and turned into a `ZeroConfig`."""
-    example = 'deepspeed={"zero_stage": 3, "offload_optimizer": False, "offload_param": False}'
-    if deepspeed is None:
-        return ZeroConfig()
-    if not isinstance(deepspeed, dict):
-        raise ValueError(f"deepspeed must be a dict or None, got {deepspeed!r} ({type(deepspeed).__name__}); "
-                         f"pass e.g. {example}")
-    unknown = sorted(str(key) for key in deepspeed if key not in _DEEPSPEED_KEYS)
-    if unknown:
-        raise ValueError(f"deepspeed has unknown keys {unknown}; the keys are {list(_DEEPSPEED_KEYS)}, e.g. {example}")
-    stage = deepspeed.get("zero_stage", 0)
-    if stage is None:
-        stage = 0
-    if isinstance(stage, bool) or not isinstance(stage, int) or not 0 <= stage <= 3:
-        raise ValueError(f"deepspeed['zero_stage'] must be 0, 1, 2 or 3, got {stage!r}; pass e.g. {example}")
-    for key in ("offload_optimizer", "offload_param"):
-        value = deepspeed.get(key, False)
-        if value is not None and not isinstance(value, bool):
-            raise ValueError(f"deepspeed[{key!r}] must be True or False, got {value!r}; pass e.g. {example}")
-    return ZeroConfig.from_dict(deepspeed)
 
 
 # Consecutive ops per unit: the host-overlap simulation plays units in order, so a unit must be short
@@ -404,7 +339,7 @@ def workload_from_capture(capture: Capture, precision: Precision, optimizer: str
             units.append(Unit(f"model.{phase}.{start // UNIT_OPS}", phase,
                               [(spec, count * accumulate) for spec, count in merged.values()]))
     if accumulate > 1:
-        units.append(Unit("gradient accumulation", "bwd", _accumulation_ops(capture.param_tensors, precision, accumulate)))
+        units.append(Unit("gradient accumulation", "bwd", accumulation_ops(capture.param_tensors, precision, accumulate)))
     units.append(Unit("optimizer", "opt", optimizer_ops(optimizer, capture.param_tensors, precision.state_dtype,
                                                           grad_scaler=precision.grad_scaler)))
     scale = activation_scale(precision) if capture.param_dtype == "float32" and not capture.autocast else 1.0

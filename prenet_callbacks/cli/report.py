@@ -4,6 +4,8 @@
     prenet report report.json --targets "8x H100" L4 A100     # project onto these instead
     prenet report report.json --targets default --json        # the default set, as JSON
     prenet report report.json --targets H100 --precision fp8  # the same run in FP8 training
+    prenet report report.json --targets H100 --accumulate 8   # 8 micro-batches per optimizer step
+    prenet report report.json --targets "8x H100" --activation-checkpointing full
     prenet report report.json --html report.html              # also a self-contained page with charts
 """
 from __future__ import annotations
@@ -31,6 +33,13 @@ def register(subparsers: Any) -> None:
                         help="with --targets: re-project the run at another training precision: 32-true, 16-mixed, "
                              "bf16-mixed, 16-true, bf16-true, or fp8 (torchao float8 training: Linear GEMMs in FP8; "
                              "FP8 GPUs only); default: the run's own")
+    parser.add_argument("--accumulate", type=int, metavar="N",
+                        help="with --targets: re-project each optimizer step as N micro-batches (gradient "
+                             "accumulation: forward and backward N times, the optimizer once); default: the run's")
+    parser.add_argument("--activation-checkpointing", dest="activation_checkpointing", choices=("full", "selective"),
+                        help="with --targets: re-project with activation checkpointing of the run's repeated blocks "
+                             "(read from its per-layer table): 'full' (each block re-runs its forward in backward) "
+                             "or 'selective' (attention and every other matmul kept)")
     parser.add_argument("--json", action="store_true", help="print the (re-projected) report as JSON")
     parser.add_argument("--out", metavar="FILE", help="also write the re-projected report to FILE")
     parser.add_argument("--width", type=int, default=120, help="text width (default 120)")
@@ -69,9 +78,14 @@ def run(args: argparse.Namespace) -> int:
     if args.targets is None and any(getattr(args, k) != d for k, d in (("batch_convention", "per_device"),
                                                                        ("sharding", None), ("compile", "none"),
                                                                        ("cuda_graphs", False), ("provider", None),
-                                                                       ("precision", None))):
-        raise UsageError("--batch-convention, --sharding, --compile, --cuda-graphs, --provider and --precision apply "
-                         "to a re-projection: add --targets (e.g. --targets default)")
+                                                                       ("precision", None), ("accumulate", None),
+                                                                       ("activation_checkpointing", None))):
+        raise UsageError("--batch-convention, --sharding, --compile, --cuda-graphs, --provider, --precision, "
+                         "--accumulate and --activation-checkpointing apply to a re-projection: add --targets "
+                         "(e.g. --targets default)")
+    if args.accumulate is not None and args.accumulate < 1:   # exits 2 before the report is read
+        raise UsageError(f"--accumulate must be an integer >= 1 (micro-batches per optimizer step), got "
+                         f"{args.accumulate}; pass e.g. --accumulate 4")
     if args.precision is not None:   # a bad name exits 2 before the report is read
         from prenet_callbacks.projection.precision import parse_precision
 
@@ -86,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
         _check_html_option(args.html)
     report = Report.load(Path(args.path))
     if args.targets is not None:
-        project_report(report, targets, predictor=predictor, precision=args.precision, **options)
+        project_report(report, targets, predictor=predictor, precision=args.precision, accumulate=args.accumulate,
+                       activation_checkpointing=args.activation_checkpointing, **options)
     if args.html is not None:
         from prenet_callbacks.html import ReportPageError, write_report_page
 

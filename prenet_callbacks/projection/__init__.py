@@ -22,6 +22,7 @@ from prenet_callbacks.projection.parallel import ZeroConfig
 from prenet_callbacks.projection.precision import Precision, parse_precision
 from prenet_callbacks.projection.predictor_source import resolve_predictor
 from prenet_callbacks.projection.project import BATCH_CONVENTIONS, RunShape, check_batch_convention, project_targets
+from prenet_callbacks.projection.report_whatif import check_whatif, reproject_whatif
 from prenet_callbacks.projection.targets import DEFAULT_TARGETS, ProjectionTarget, resolve_targets
 from prenet_callbacks.projection.workload import Unit, Workload
 from prenet_callbacks.report_parts import TargetRow
@@ -34,7 +35,8 @@ __all__ = ["BATCH_CONVENTIONS", "DEFAULT_TARGETS", "ExecutionOptions", "Precisio
 def project_report(report, targets: Sequence[str] | None = None, *, predictor=None,
                    batch_convention: str = "per_device", sharding: str | None = None, compile: str = "none",
                    cuda_graphs: bool = False, optimizer_impl: str | None = None,
-                   provider: str | None = None, precision: str | None = None) -> list[dict[str, Any]]:
+                   provider: str | None = None, precision: str | None = None, accumulate: int | None = None,
+                   activation_checkpointing: str | None = None) -> list[dict[str, Any]]:
     """Fill ``report.targets`` (current device first), the recommendation and ``projection``.
 
     ``targets=None`` projects onto `DEFAULT_TARGETS`, ``[]`` onto nothing (the table is cleared).
@@ -48,10 +50,16 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     float8 tensorwise on each ``Linear`` layer) re-tunes the recorded ops to it (`reproject.py`; the rows'
     precision_note says so; the measured device's row stays as measured, and the same GPU is projected too).
     "fp8" on named targets without FP8 raises ValueError; the default set keeps its FP8 GPUs.
+    ``accumulate``: None keeps the run's; N re-projects each optimizer step as N micro-batches (forward and
+    backward N / the run's times, the gradient adds, the optimizer once; the run's steps kept, so the global
+    batch and the totals follow). ``activation_checkpointing``: None, "full" or "selective" (as `estimate`)
+    over the run's repeated blocks, read from its per-layer table; a report without them raises ValueError.
+    With either, the rows' notes say so and the measured GPU is projected too (`report_whatif.py`).
     Unknown names raise `UnknownHardwareError` (a ValueError naming the closest catalog entries); other
     bad values raise ValueError naming the value and the fix. Returns the rows.
     """
     check_batch_convention(batch_convention)
+    check_whatif(accumulate, activation_checkpointing)
     provider = check_provider(provider)
     zero = ZeroConfig.from_sharding(sharding) if sharding is not None else None
     options = ExecutionOptions(compile, cuda_graphs)
@@ -60,15 +68,17 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
         report.targets = []
         report.recommendation = None
         return []
-    workload = workload_from_report(report, options=options, optimizer_impl=optimizer_impl, precision=precision)
+    recorded = workload_from_report(report, options=options, optimizer_impl=optimizer_impl, precision=precision)
+    workload, whatif = reproject_whatif(recorded, report, accumulate=accumulate,
+                                        activation_checkpointing=activation_checkpointing)
     fp8_note: list[str] = []
     if workload.precision.fp8:
         chosen, fp8_note = fp8_targets(chosen, explicit=targets is not None)
     shape = run_shape_from_report(report, workload)
     predictor, predictor_note = resolve_predictor(predictor)
-    current = _current_row(report, workload, shape, batch_convention, provider)
+    current = _current_row(report, recorded, shape, batch_convention, provider)   # the run as it ran
     current_key = (current.devices, current.name) if current else None
-    if not workload.reprojected_from:   # at another precision the measured GPU is a target of its own
+    if not workload.reprojected_from and not whatif:   # re-projected, the measured GPU is a target of its own
         chosen = [t for t in chosen if (t.count, t.accelerator.name) != current_key or t.nodes > 1]
     notes = list(workload.notes) + fp8_note
     if predictor_note:
@@ -92,6 +102,8 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     }
     if workload.reprojected_from:
         report.projection["reprojected_from"] = workload.reprojected_from   # the run's own precision
+    if whatif:
+        report.projection["whatif"] = whatif   # {"accumulate": N, "activation_checkpointing": "full"}
     return report.targets
 
 

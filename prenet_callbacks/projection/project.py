@@ -68,10 +68,13 @@ def check_batch_convention(value: Any) -> str:
 
 
 def _python(workload: Workload) -> np.ndarray | None:
-    """Measured Python time per unit (NaN where the generic per-op costs apply)."""
+    """Measured Python time per unit (NaN where the generic per-op costs apply); a forward or backward
+    unit's runs once per micro-batch (`Workload.micro_batches`)."""
     if all(u.python_s is None for u in workload.units):
         return None
-    return np.array([np.nan if u.python_s is None else u.python_s for u in workload.units])
+    passes = workload.micro_batches
+    return np.array([np.nan if u.python_s is None else u.python_s * (1.0 if u.phase == "opt" else passes)
+                     for u in workload.units])
 
 
 @dataclass(frozen=True)
@@ -141,8 +144,9 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
     rows = []
     for t, (target, acc, r, variant) in enumerate(zip(targets, accs, scales, variants)):
         n = target.count
-        overhead = (workload.data_s * r + workload.fixed_host_s + hm.extra_fixed_s
-                    + workload.input_bytes * r / host_link_bytes_per_s(acc))
+        passes = workload.micro_batches   # data wait, loop time and batch copy: once per micro-batch
+        overhead = (workload.data_s * r * passes + workload.fixed_host_s * passes + hm.extra_fixed_s
+                    + workload.input_bytes * r * passes / host_link_bytes_per_s(acc))
         if workload.options.graphs:
             overhead += GRAPH_REPLAY_S
         fwd, bwd, opt = float(fwd_s[t]), float(bwd_s[t]), float(opt_s[t])
@@ -182,7 +186,7 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
         if workload.reprojected_from:
             first = reprojection_note(workload.reprojected_from, workload.precision)
             note = f"{first}; {note}" if note else first
-        notes = [note] if note else []
+        notes = ([note] if note else []) + workload.whatif_notes   # a re-projection's options say so first
         if target.note:
             notes.append(target.note)
         if cost.note:
@@ -288,7 +292,7 @@ def _validation(workload: Workload, shape: RunShape, target_fwd: float, current_
         return 0.0
     if not current_fwd:
         return shape.validation_s * workload.world / n
-    per_sample = (target_fwd / scale) / current_fwd
+    per_sample = (target_fwd / workload.micro_batches / scale) / current_fwd   # at the run's micro-batches
     return shape.validation_s * per_sample * workload.world / n
 
 

@@ -12,12 +12,13 @@ checkpointing does to the step:
   the layer's forward is recomputed.
 
 The layers are the model's largest ``nn.ModuleList`` of modules of one type (the transformer's blocks),
-unless given (`find_layers`).
+unless given (`find_layers`). `recomputed_ops` is the policy itself, on any sequence of ops; a saved
+report's blocks use it too (`report_whatif.py`).
 """
 from __future__ import annotations
 
 from math import prod
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from predictor_models.op_spec import OpSpec
 
@@ -53,16 +54,45 @@ def find_layers(model: Any) -> list[Any]:
     return best
 
 
-def _kept(item: Any, name: str, matmuls_seen: int) -> bool:
-    """Selective policy: the attention kernel's output and every other matmul's are saved, not recomputed."""
-    if isinstance(item, OpSpec) or name == "aten::max":   # a fused SDPA call is recorded as one spec
-        return True
-    return name in _MATMULS and matmuls_seen % 2 == 1
-
-
 def _output_bytes(item: Any) -> float:
     shapes, dtypes = getattr(item, "output_shapes", ()), getattr(item, "output_dtypes", ())
     return float(sum(prod(s) * esize(d) for s, d in zip(shapes, dtypes) if s is not None))
+
+
+def _recorded_as_one(item: Any) -> bool:
+    """In a capture, a fused SDPA call is recorded as one spec (every other op is an `OpCall`)."""
+    return isinstance(item, OpSpec)
+
+
+def recomputed_ops(blocks: Iterable[Iterable[tuple[Any, float]]], policy: str, *,
+                   kept_whole: Callable[[Any], bool] = _recorded_as_one,
+                   output_bytes: Callable[[Any], float] | None = None) -> tuple[list[list[tuple[Any, float]]], float]:
+    """Each checkpointed block's forward ops, as ``(op, calls)`` in execution order, reduced to what its
+    backward runs again; and the bytes of the outputs the policy keeps instead (summed over the blocks).
+
+    ``"full"`` recomputes every op. ``"selective"`` keeps the attention kernel's output (`kept_whole`: a
+    capture's fused SDPA spec; in a report, the ``attention`` ops), ``aten::max``'s, and those of the 1st,
+    3rd, ... matmul of each block (``calls`` matmuls in a row count as that many)."""
+    policy = check_policy(policy)
+    measure = output_bytes or _output_bytes
+    out, kept_bytes = [], 0.0
+    for ops in blocks:
+        recomputed, matmuls = [], 0
+        for item, calls in ops:
+            if policy == "selective":
+                name = getattr(item, "name", "")
+                n = max(1, round(calls)) if name in _MATMULS else 0
+                odd = (matmuls + n + 1) // 2 - (matmuls + 1) // 2   # of these n matmuls, those at odd positions
+                matmuls += n
+                kept = calls if kept_whole(item) or name == "aten::max" else (calls * odd / n if n else 0.0)
+                if kept:
+                    kept_bytes += measure(item) * kept
+                if kept >= calls:
+                    continue
+                calls = calls - kept if kept else calls
+            recomputed.append((item, calls))
+        out.append(recomputed)
+    return out, kept_bytes
 
 
 def apply_recompute(capture: Any, policy: str, spans: Sequence[Sequence[int]] | None = None) -> int:
@@ -72,17 +102,9 @@ def apply_recompute(capture: Any, policy: str, spans: Sequence[Sequence[int]] | 
     spans = list(spans if spans is not None else capture.layer_spans)
     if policy is None or not spans:
         return 0
-    recomputed, kept_bytes = [], 0.0
-    for start, end in spans:
-        matmuls = 0
-        for item in capture.sequence["fwd"][start:end]:
-            if policy == "selective":
-                name = getattr(item, "name", "")
-                matmuls += name in _MATMULS
-                if _kept(item, name, matmuls):
-                    kept_bytes += _output_bytes(item)
-                    continue
-            recomputed.append(item)
+    blocks = ([(item, 1) for item in capture.sequence["fwd"][start:end]] for start, end in spans)
+    per_block, kept_bytes = recomputed_ops(blocks, policy)
+    recomputed = [item for ops in per_block for item, _ in ops]
     capture.sequence["bwd"][:0] = recomputed
     for item in recomputed:
         capture.ops["bwd"][item] += 1

@@ -10,7 +10,7 @@ arrays, see `flat.py`) for one variant; everything else about the step stays the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -86,8 +86,16 @@ class Workload:
     validation_forward_s: float | None = None  # forward time per step on the current device
     measured_units: list[Unit] | None = None   # the units as the run recorded them, when `units` are re-tuned
     reprojected_from: str | None = None        # the run's precision, when `units` are re-tuned to another
+    # forward/backward passes per step relative to the measured run (a report re-projected at another
+    # accumulate): the measured per-pass host costs (python_s, data wait, loop, batch copy) follow it
+    micro_batches: float = 1.0
+    whatif_notes: list[str] = field(default_factory=list)   # what every projected row says about such options
     notes: list[str] = field(default_factory=list)
     _variants: dict = field(default_factory=dict, repr=False)
+
+    def rebuilt(self, **changes) -> "Workload":
+        """A copy with `changes` (new units, ...) and none of this one's cached views of its ops."""
+        return replace(self, _variants={}, **changes)
 
     def options_ran(self) -> ExecutionOptions:
         """How the measured run executed (compiled modules were seen, or eager)."""
@@ -230,7 +238,7 @@ class Workload:
             base = attention.sdpa_backend(base_accelerator, spec.dtype, shape)
             delta += counts[spec] * (attention.saved_bytes(shape, spec.dtype, backend)
                                      - attention.saved_bytes(shape, spec.dtype, base))
-        return delta
+        return delta / self.micro_batches   # extra micro-batches re-use the memory: no more is saved at once
 
 
 _BATCH_DIMS = {"gemm": ("m",), "conv": ("n",), "attention": ("b",), "norm": ("rows",), "elementwise": ("numel",),
