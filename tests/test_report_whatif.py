@@ -100,9 +100,12 @@ def test_accumulate_repeats_the_micro_batches_and_the_optimizer_runs_once(report
     one, _ = _rows(report_path, ("H100", "8x H100"))
     four, report = _rows(report_path, ("H100", "8x H100"), accumulate=4)
     a, b = _target(one), _target(four)
-    assert 3.0 < b["step_s"] / a["step_s"] < 4.0
+    # from a CPU run the H100 step is mostly the run's measured Python, whose optimizer share (x1, the rest x4)
+    # moves with the machine's load (3.1x-3.6x seen); the device phases are exact (3x-4x anchored: next tests)
+    assert 2.5 < b["step_s"] / a["step_s"] < 4.0
     assert b["phases_s"]["optimizer"] == a["phases_s"]["optimizer"]
     assert b["phases_s"]["forward"] == pytest.approx(4 * a["phases_s"]["forward"], rel=0.05)
+    assert 4 * a["phases_s"]["backward"] < b["phases_s"]["backward"] < 5 * a["phases_s"]["backward"]   # + the adds
     assert b["global_batch"] == 4 * a["global_batch"] == 4 * BATCH
     assert _target(four, "8x H100-SXM5")["global_batch"] == 4 * _target(one, "8x H100-SXM5")["global_batch"]
     assert b["steps"] == a["steps"]                                   # the run keeps its optimizer steps
@@ -158,7 +161,7 @@ def test_a_gpu_run_stays_anchored_and_its_gpu_is_projected():
     rows = project_report(report, ["A100"], accumulate=4)
     current, projected = rows
     assert projected["name"] == current["name"] and projected["method"].startswith("anchored")
-    assert 3.0 < projected["step_s"] / current["step_s"] < 4.0
+    assert 3.0 < projected["step_s"] / current["step_s"] < 4.0          # 4 micro-batches of work, one optimizer step
     assert projected["global_batch"] == 4 * current["global_batch"]
 
 
