@@ -1,8 +1,7 @@
 """A validation run estimated before one is measured (issue 24), from synthetic measurements.
 
 The rule: where the model's forward was replayed in eval mode (`eval_probe`) and a sanity check ran,
-the geometric mean of the two (cold and high, warm and at another batch size); one of them where only
-one exists; else the sanity check and the warm training forward scaled to the eval batch, both
+the smaller of the two (a cold sanity check has no upper bound); one of them where only one exists; else the sanity check and the warm training forward scaled to the eval batch, both
 high-side estimates of a warm validation run, the smaller used. The page-fault-corrected
 sanity figure is not an estimate (faults can recur in every real validation run) but the band reaches it,
 and the band reaches every candidate where they disagree.
@@ -129,17 +128,25 @@ def _replayed(m: RunMeasurements, *, eval_s: float, call_s: float) -> RunMeasure
     return m
 
 
-def test_a_replayed_eval_forward_and_a_sanity_check_meet_in_their_geometric_mean():
+def test_a_cold_sanity_check_far_above_the_replayed_eval_forward_gives_way_to_it():
     p = plan()
     m = _replayed(measurements(forward_s=0.02, sanity_raw=0.05), eval_s=0.006, call_s=0.016)
     replay = 8 * (0.006 * 2 + (0.02 - 0.016) + 0.001 * 2)   # eval forward x ratio, outside the call, data
     estimate = _validation_estimate(p, m, m.batch.mean)
-    assert estimate.how == "sanity" and "geometric mean" in estimate.basis
-    assert estimate.per_run_s == pytest.approx((replay * 8 * 0.05) ** 0.5)
+    assert estimate.how == "warm" and estimate.basis.startswith("the model's eval forward replayed warm")
+    assert "the smaller of it and the sanity check" in estimate.basis and "x higher" in estimate.basis
+    assert estimate.per_run_s == pytest.approx(replay)
     assert estimate.low_s == pytest.approx(replay) and estimate.high_s == pytest.approx(8 * 0.05)
     rel = _validation_uncertainty(p, m, estimate.per_run_s, estimate.how, estimate)
-    assert estimate.per_run_s * (1 - 2 * rel) <= replay + 1e-9   # the band reaches both
-    assert estimate.per_run_s * (1 + 2 * rel) >= 8 * 0.05 - 1e-9
+    assert estimate.per_run_s * (1 + 2 * rel) >= 8 * 0.05 - 1e-9   # the band reaches the sanity check
+
+
+def test_a_sanity_check_below_the_replay_is_used():
+    p = plan()
+    m = _replayed(measurements(forward_s=0.02, sanity_raw=0.015), eval_s=0.006, call_s=0.016)
+    estimate = _validation_estimate(p, m, m.batch.mean)
+    assert estimate.how == "sanity" and estimate.per_run_s == pytest.approx(8 * 0.015)
+    assert estimate.basis.startswith("the sanity check (2 cold batches")
 
 
 def test_without_a_sanity_check_the_replay_comes_before_the_training_forward():
