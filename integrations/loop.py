@@ -36,7 +36,7 @@ import torch
 from torch import nn
 
 from integrations.loop_run import LoopRun, check_schedule, loop_config, memory_account, module_profiler, torch_optimizer
-from integrations.plumbing import holds_whole_model, note_once
+from integrations.plumbing import note_once
 from prenet_callbacks.loader_epochs import watch_loader_epochs
 from prenet_callbacks.projection.precision import PRECISIONS, parse_precision
 from prenet_callbacks.report import Report
@@ -141,8 +141,7 @@ class Tracker:
                 note_once(self.run.session, "no model given: no per-module profile, and data loading is not told "
                                             "apart from compute")
             self._install_hooks()
-            if model is not None and holds_whole_model(model) and not any(
-                    kind in strategy.upper() for kind in ("FSDP", "DEEPSPEED")):
+            if model is not None and not any(kind in strategy.upper() for kind in ("FSDP", "DEEPSPEED")):
                 session.probe_eval_forward(model)   # a sharded model cannot be called outside its step
             if model is None:
                 self._open_step()  # without forward hooks, a step's time runs from the previous step's end

@@ -75,14 +75,3 @@ def note_once(session: PredictionSession, limitation: str) -> None:
 def default_report_path(directory: str | os.PathLike[str] | None) -> Path:
     """``<directory>/prenet_report.json``; in the working directory when there is none."""
     return Path(directory or Path.cwd()) / REPORT_FILENAME
-
-
-def holds_whole_model(model: Any) -> bool:
-    """Whether ``model`` holds all its parameters in this process, so that it can be called outside the
-    training step (the eval-forward probe): not under FSDP (either API) or a DeepSpeed engine."""
-    for module in model.modules() if hasattr(model, "modules") else ():
-        kind = type(module)
-        names = {c.__name__ for c in kind.__mro__}
-        if names & {"FullyShardedDataParallel", "FSDPModule", "DeepSpeedEngine"}:
-            return False
-    return hasattr(model, "modules")

@@ -38,7 +38,7 @@ except ImportError as error:  # the optional extra: say what to install
                       "pip install 'prenet-callbacks[transformers]'") from error
 
 from integrations.loop_run import exception_reason, memory_account, module_profiler, torch_optimizer
-from integrations.plumbing import default_report_path, guarded_hook, holds_whole_model, note_once, wrap_method
+from integrations.plumbing import default_report_path, guarded_hook, note_once, wrap_method
 from integrations.transformers_plan import TrainerPlan, plan_from_trainer
 from integrations.transformers_run import describe_trainer_run, end_reason, run_limits
 from prenet_callbacks.clocks import clock_for
@@ -233,7 +233,7 @@ class PreNeTTrainerCallback(TrainerCallback):
             self._install_forward_hook(model)
             sharded = trainer is not None and (getattr(trainer, "is_deepspeed_enabled", False)
                                                or getattr(trainer, "is_fsdp_enabled", False))
-            if not sharded and holds_whole_model(model):   # a sharded model cannot be called outside its step
+            if not sharded:   # a sharded model cannot be called outside its step (the probe checks the modules)
                 session.probe_eval_forward(model)
         if trainer is not None and "train" not in trainer.__dict__:
             self._guard_method(trainer, "training_step")  # added after Trainer(): guard each step instead

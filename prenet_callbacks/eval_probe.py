@@ -14,7 +14,9 @@ Nothing of the run changes: the modules' ``training`` flags and torch's random n
 (CPU and the model's CUDA device) are put back, no gradient is recorded, eval mode updates no
 BatchNorm statistics, and the outputs are dropped. A forward that fails is reported, not raised.
 The probe declines (and says why) when a replay would not be the validation forward: a compiled
-model (eval mode recompiles), a model called more than once or not at all at the top level.
+model (eval mode recompiles), a sharded one (FSDP, a DeepSpeed engine: its parameters are gathered
+only inside the step), a model called more than once or not at all at the top level. An adapter
+adds what only its framework knows (a sharding strategy, ZeRO-3) by not giving the probe the model.
 """
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ import time
 from typing import Any, Callable
 
 import torch
+
+from prenet_callbacks.profiling.compiled import compiled_kind
 
 REPEATS = 3
 CALL_SAMPLES = 16
@@ -56,8 +60,11 @@ class EvalForwardProbe:
         """Listen to the module's forward calls (a hook pair; `remove` takes them off)."""
         if self._handles:
             return
-        if _is_compiled(self.module):
+        if any(compiled_kind(m) is not None for m in self.module.modules()):
             self.declined = "a compiled model (eval mode compiles again)"
+            return
+        if not holds_whole_model(self.module):
+            self.declined = "a sharded model (its parameters are gathered only inside the training step)"
             return
         self._handles = [self.module.register_forward_pre_hook(self._before, with_kwargs=True),
                          self.module.register_forward_hook(self._after, always_call=True)]
@@ -71,24 +78,25 @@ class EvalForwardProbe:
             self.calls_in_batch += 1
             if self.keeping:
                 self.call = (args, kwargs)
-            self._started = self.now()
+            elif self.on_call is not None:   # after the window: time the call
+                self._started = self.now()
         self._depth += 1
 
     def _after(self, module: Any, args: Any, output: Any) -> None:
         self._depth = max(0, self._depth - 1)
         if self._depth == 0 and self._started is not None:
             seconds, self._started = self.now() - self._started, None
-            if not self.keeping and self.on_call is not None:
-                self.on_call(seconds)
-                self.calls_timed += 1
-                if self.calls_timed >= CALL_SAMPLES:
-                    self.remove()
+            self.on_call(seconds)
+            self.calls_timed += 1
+            if self.calls_timed >= CALL_SAMPLES:
+                self.remove()
 
     def remove(self) -> None:
         """Take the hooks off and drop the kept arguments (idempotent)."""
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        self.call = None   # the batch's tensors: not held past the window
 
     def measure(self) -> float | None:
         """Seconds of one eval-mode, no-grad forward on the kept arguments (None: declined, see ``declined``).
@@ -134,9 +142,13 @@ class EvalForwardProbe:
         return self.now() - start
 
 
-def _is_compiled(module: torch.nn.Module) -> bool:
-    return any(type(m).__name__ == "OptimizedModule" or hasattr(m, "_compiled_call_impl") and
-               m._compiled_call_impl is not None for m in module.modules())
+def holds_whole_model(model: Any) -> bool:
+    """Whether ``model`` is an ``nn.Module`` that holds all its parameters in this process, so that it
+    can be called outside the training step: nothing in it is FSDP-wrapped (either API) or a DeepSpeed engine."""
+    if not isinstance(model, torch.nn.Module):
+        return False
+    sharded = {"FullyShardedDataParallel", "FSDPModule", "DeepSpeedEngine"}
+    return not any(sharded & {c.__name__ for c in type(m).__mro__} for m in model.modules())
 
 
 def _cuda_device(module: torch.nn.Module) -> torch.device | None:

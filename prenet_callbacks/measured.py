@@ -1,8 +1,9 @@
 """The report's ``measured`` block: what the run measured, written where the projection and the page read it.
 
-Keys are `report_parts.Measured`'s fields (a misspelt one fails at once). Two writers: `close_window` when the profiling window closes (its phase timing, memory, per-module
-table and coverage), `update_measured` at every prediction and at the end (step phases, clean
-batches, data wait, validation, checkpoints, epoch boundaries, set-up, how steps were timed).
+Keys are `report_parts.Measured`'s fields (a misspelt one fails at once). Two writers:
+`close_window` when the profiling window closes (its phase timing, memory, per-module table and
+coverage), `update_measured` at every prediction and at the end (step phases, clean batches, data
+wait, validation, checkpoints, epoch boundaries, set-up, how steps were timed).
 """
 from __future__ import annotations
 

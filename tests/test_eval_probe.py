@@ -101,3 +101,18 @@ def test_a_failing_replay_raises_with_the_model_as_it_was():
     else:
         raise AssertionError("the replay's error should reach the window, which reports it")
     assert model.training and not model._forward_hooks
+
+
+def test_only_a_model_held_whole_is_replayed_outside_its_step():
+    from torch import nn
+
+    from prenet_callbacks.eval_probe import holds_whole_model
+
+    class FullyShardedDataParallel(nn.Module):   # stands for torch's FSDP wrapper, matched by class name
+        pass
+
+    wrapped = nn.Sequential(nn.Linear(2, 2))
+    wrapped.add_module("shard", FullyShardedDataParallel())
+    assert holds_whole_model(nn.Sequential(nn.Linear(2, 2)))
+    assert not holds_whole_model(wrapped)
+    assert not holds_whole_model(object())

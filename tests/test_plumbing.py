@@ -91,18 +91,3 @@ def test_the_default_report_path_is_in_the_directory(directory):
 def test_without_a_directory_the_report_goes_to_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert default_report_path(None) == tmp_path / "prenet_report.json"
-
-
-def test_only_a_model_held_whole_is_replayed_outside_its_step():
-    from torch import nn
-
-    from integrations.plumbing import holds_whole_model
-
-    class FullyShardedDataParallel(nn.Module):   # stands for torch's FSDP wrapper, matched by class name
-        pass
-
-    wrapped = nn.Sequential(nn.Linear(2, 2))
-    wrapped.add_module("shard", FullyShardedDataParallel())
-    assert holds_whole_model(nn.Sequential(nn.Linear(2, 2)))
-    assert not holds_whole_model(wrapped)
-    assert not holds_whole_model(object())
