@@ -74,22 +74,32 @@ class EvalForwardProbe:
         self.calls_in_batch = 0
 
     def _before(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if self._depth == 0 and torch.is_grad_enabled():   # a training call (validation runs without grad)
-            self.calls_in_batch += 1
-            if self.keeping:
-                self.call = (args, kwargs)
-            elif self.on_call is not None:   # after the window: time the call
-                self._started = self.now()
-        self._depth += 1
+        try:
+            if self._depth == 0 and torch.is_grad_enabled():   # a training call (validation runs without grad)
+                self.calls_in_batch += 1
+                if self.keeping:
+                    self.call = (args, kwargs)
+                elif self.on_call is not None:   # after the window: time the call
+                    self._started = self.now()
+            self._depth += 1
+        except Exception as error:  # noqa: BLE001 - these hooks run inside the user's forward: never break it
+            self._step_aside(error)
 
     def _after(self, module: Any, args: Any, output: Any) -> None:
-        self._depth = max(0, self._depth - 1)
-        if self._depth == 0 and self._started is not None:
-            seconds, self._started = self.now() - self._started, None
-            self.on_call(seconds)
-            self.calls_timed += 1
-            if self.calls_timed >= CALL_SAMPLES:
-                self.remove()
+        try:
+            self._depth = max(0, self._depth - 1)
+            if self._depth == 0 and self._started is not None:
+                seconds, self._started = self.now() - self._started, None
+                self.on_call(seconds)
+                self.calls_timed += 1
+                if self.calls_timed >= CALL_SAMPLES:
+                    self.remove()
+        except Exception as error:  # noqa: BLE001 - as in _before
+            self._step_aside(error)
+
+    def _step_aside(self, error: Exception) -> None:
+        self.declined = self.declined or f"the probe's hook failed ({type(error).__name__}: {error})"
+        self.remove()
 
     def remove(self) -> None:
         """Take the hooks off and drop the kept arguments (idempotent)."""

@@ -116,3 +116,17 @@ def test_only_a_model_held_whole_is_replayed_outside_its_step():
     assert holds_whole_model(nn.Sequential(nn.Linear(2, 2)))
     assert not holds_whole_model(wrapped)
     assert not holds_whole_model(object())
+
+
+def test_a_failing_call_timer_takes_the_hooks_off_and_the_forward_goes_on():
+    model = Recorder()
+
+    def broken(seconds: float) -> None:
+        raise RuntimeError("sink broken")
+
+    probe = EvalForwardProbe(model, now=_fake_clock(), on_call=broken)
+    probe.arm()
+    _train_batch(model, probe)
+    probe.measure()
+    _train_batch(model, probe)   # the timed call's sink raises inside the user's forward: swallowed
+    assert not model._forward_hooks and not model._forward_pre_hooks
