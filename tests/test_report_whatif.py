@@ -101,8 +101,10 @@ def test_accumulate_repeats_the_micro_batches_and_the_optimizer_runs_once(report
     four, report = _rows(report_path, ("H100", "8x H100"), accumulate=4)
     a, b = _target(one), _target(four)
     # from a CPU run the H100 step is mostly the run's measured Python, whose optimizer share (x1, the rest x4)
-    # moves with the machine's load (3.1x-3.6x seen); the device phases are exact (3x-4x anchored: next tests)
-    assert 2.5 < b["step_s"] / a["step_s"] < 4.0
+    # moves with the machine's load (3.1x-3.6x seen, 4.3x on a clean clone: on this tiny model the gradient adds,
+    # one kernel per tensor per extra micro-batch, cost more than the optimizer saves); at most one more
+    # backward's worth, as the backward bound below; the device phases are exact (3x-4x anchored: next tests)
+    assert 2.5 < b["step_s"] / a["step_s"] < 5.0
     assert b["phases_s"]["optimizer"] == a["phases_s"]["optimizer"]
     assert b["phases_s"]["forward"] == pytest.approx(4 * a["phases_s"]["forward"], rel=0.05)
     assert 4 * a["phases_s"]["backward"] < b["phases_s"]["backward"] < 5 * a["phases_s"]["backward"]   # + the adds
