@@ -100,3 +100,9 @@ def test_every_shipped_listing_is_dated_sourced_and_popular_gpus_have_several_pr
     for name in ("H100", "H200", "B200", "A100-SXM4-80GB", "A100-SXM4-40GB", "T4", "RTX A6000", "L40"):
         assert len({p.provider for p in lookup_hardware(name).prices}) >= 2, name
     assert lookup_hardware("RTX 4090").prices   # was unlisted before issue 26
+    for name in ("H100", "H200", "B200", "L40S"):
+        assert len({p.provider for p in lookup_hardware(name).prices}) >= 3, name
+    # a 1-GPU H200 row takes a 1-GPU instance, not the per-GPU rate of an 8-GPU node
+    choice = lookup_hardware("H200").price_for(1)
+    assert choice.price.gpus_per_instance == 1 and choice.exact and not choice.note
+    assert lookup_hardware("TPU v6e").price_for(4).price.gpus_per_instance == 4   # chips per slice
