@@ -105,4 +105,3 @@ def test_every_shipped_listing_is_dated_sourced_and_popular_gpus_have_several_pr
     # a 1-GPU H200 row takes a 1-GPU instance, not the per-GPU rate of an 8-GPU node
     choice = lookup_hardware("H200").price_for(1)
     assert choice.price.gpus_per_instance == 1 and choice.exact and not choice.note
-    assert lookup_hardware("TPU v6e").price_for(4).price.gpus_per_instance == 4   # chips per slice
