@@ -248,3 +248,22 @@ def test_a_lookup_fault_is_not_an_unknown_gpu():
 
     with pytest.raises(RuntimeError, match="unreadable"):
         build_training_set(samples, broken)
+
+
+def test_a_pointwise_convolution_is_priced_as_its_gemm(predictor):
+    """A 1x1 stride-1 ungrouped forward convolution is the GEMM pixels x c_out x c_in (cuDNN runs it so); the
+    synthetic predictor has no conv model, so only the GEMM view can price it. Strided, grouped, wider and
+    backward convolutions stay convolutions."""
+    from predictor_models.predictor.expand import expand, is_pointwise_conv
+
+    dev = lookup_hardware("H100-SXM5")
+    dims = {"n": 32, "c_in": 64, "c_out": 256, "h_in": 56, "w_in": 56, "h_out": 56, "w_out": 56, "kh": 1, "kw": 1,
+            "stride": 1, "groups": 1, "transposed": 0, "backward": 0, "spatial_dims": 2}
+    pixels = 32 * 56 * 56
+    conv = OpSpec("conv", "float32", 2.0 * pixels * 256 * 64, 4.0 * (pixels * 64 + 64 * 256), 4.0 * pixels * 256, dims)
+    gemm = gemm_op(1, pixels, 256, 64, "float32")
+    assert is_pointwise_conv(conv) and predictor.is_modelled(conv)
+    np.testing.assert_allclose(predictor.predict_seconds([conv], dev), predictor.predict_seconds([gemm], dev), rtol=1e-9)
+    for change in ({"stride": 2}, {"kh": 3, "kw": 3}, {"groups": 64}, {"transposed": 1}, {"backward": 1}):
+        other = OpSpec("conv", "float32", conv.flops, conv.bytes_read, conv.bytes_written, {**dims, **change})
+        assert expand(other, frozenset({"gemm", "elementwise"})) is None, change   # no conv model: unmodelled
