@@ -103,5 +103,6 @@ def test_every_shipped_listing_is_dated_sourced_and_popular_gpus_have_several_pr
     for name in ("H100", "H200", "B200", "L40S"):
         assert len({p.provider for p in lookup_hardware(name).prices}) >= 3, name
     # a 1-GPU H200 row takes a 1-GPU instance, not the per-GPU rate of an 8-GPU node
+    assert len({p.provider for p in lookup_hardware("MI300X").prices}) >= 3   # unlisted before 2026-12-02
     choice = lookup_hardware("H200").price_for(1)
     assert choice.price.gpus_per_instance == 1 and choice.exact and not choice.note
