@@ -142,3 +142,49 @@ def test_cli_precision(report_path, capsys):
     assert "add --targets" in capsys.readouterr().err
     assert main(["report", str(report_path), "--targets", "H100", "--precision", "fp4"]) == 2
     assert "--precision: unknown precision 'fp4'" in capsys.readouterr().err
+
+
+def _h200_cnn_report() -> Report:
+    """A real fp32 run of a small ResNet-like CNN on an H200 (the acceptance run's committed report)."""
+    import lzma
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks/results/gpu/h200-2026-11-30-cnn_32_true.report.json.xz"
+    return Report.from_dict(json.loads(lzma.open(path).read()))
+
+
+def test_half_reprojection_of_convolutions_pays_cudnn_layout_transforms_unless_channels_last():
+    from prenet_callbacks.projection.layout import is_layout_op
+
+    def transforms(workload):
+        return Counter(u.phase for u in workload.units for s, c in u.ops for _ in range(int(c)) if is_layout_op(s))
+
+    fp32 = workload_from_report(_h200_cnn_report())
+    nchw = workload_from_report(_h200_cnn_report(), precision="bf16-mixed")
+    nhwc = workload_from_report(_h200_cnn_report(), precision="bf16-mixed", channels_last=True)
+    convs = Counter(u.phase for u in fp32.units for s, c in u.ops for _ in range(int(c)) if s.op_class == "conv")
+    assert convs["fwd"] > 10 and transforms(fp32) == Counter() and transforms(nhwc) == Counter()
+    # per call: the input and output in the forward; dy twice, x and dx in the backward (layout.py)
+    assert transforms(nchw) == Counter({"fwd": 2 * convs["fwd"], "bwd": 4 * convs["bwd"]})
+    assert any("assumed NCHW" in note for note in nchw.notes) and not any("NCHW" in n for n in nhwc.notes)
+
+    rows = {cl: {r["label"]: r for r in project_report(_h200_cnn_report(), ["A100", "T4"], precision="bf16-mixed",
+                                                        channels_last=cl)} for cl in (False, True)}
+    def device_s(cl, label):   # the small CNN's step is host-bound: compare the GPU's own time
+        phases = rows[cl][label]["phases_s"]
+        return phases["forward"] + phases["backward"]
+
+    assert device_s(False, "A100-SXM4-80GB") > 1.05 * device_s(True, "A100-SXM4-80GB")   # bf16 tensor cores
+    assert device_s(False, "T4") == pytest.approx(device_s(True, "T4"))   # no bf16 tensor cores: no transforms
+    with pytest.raises(ValueError, match="channels_last must be True or False"):
+        project_report(_h200_cnn_report(), ["A100"], precision="bf16-mixed", channels_last="yes")
+
+
+def test_cli_channels_last_needs_a_reprojection(tmp_path, capsys):
+    path = tmp_path / "run.json"
+    _h200_cnn_report().save(path)
+    assert main(["report", str(path), "--channels-last"]) == 2
+    assert "--channels-last apply to a re-projection" in capsys.readouterr().err
+    assert main(["report", str(path), "--targets", "A100", "--precision", "bf16-mixed", "--channels-last",
+                 "--json"]) == 0
+    assert not any("assumed NCHW" in n for n in json.loads(capsys.readouterr().out)["projection"]["notes"])

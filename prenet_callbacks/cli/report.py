@@ -40,6 +40,9 @@ def register(subparsers: Any) -> None:
                         help="with --targets: re-project with activation checkpointing of the run's repeated blocks "
                              "(read from its per-layer table): 'full' (each block re-runs its forward in backward) "
                              "or 'selective' (attention and every other matmul kept)")
+    parser.add_argument("--channels-last", dest="channels_last", action="store_true",
+                        help="with --precision: the run's convolutions take channels-last tensors (default: NCHW, "
+                             "whose half-precision convolutions pay cuDNN's layout transforms)")
     parser.add_argument("--json", action="store_true", help="print the (re-projected) report as JSON")
     parser.add_argument("--out", metavar="FILE", help="also write the re-projected report to FILE")
     parser.add_argument("--width", type=int, default=120, help="text width (default 120)")
@@ -79,9 +82,11 @@ def run(args: argparse.Namespace) -> int:
                                                                        ("sharding", None), ("compile", "none"),
                                                                        ("cuda_graphs", False), ("provider", None),
                                                                        ("precision", None), ("accumulate", None),
-                                                                       ("activation_checkpointing", None))):
+                                                                       ("activation_checkpointing", None),
+                                                                       ("channels_last", False))):
         raise UsageError("--batch-convention, --sharding, --compile, --cuda-graphs, --provider, --precision, "
-                         "--accumulate and --activation-checkpointing apply to a re-projection: add --targets "
+                         "--accumulate, --activation-checkpointing and --channels-last apply to a re-projection: add "
+                         "--targets "
                          "(e.g. --targets default)")
     if args.accumulate is not None and args.accumulate < 1:   # exits 2 before the report is read
         raise UsageError(f"--accumulate must be an integer >= 1 (micro-batches per optimizer step), got "
@@ -101,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
     report = Report.load(Path(args.path))
     if args.targets is not None:
         project_report(report, targets, predictor=predictor, precision=args.precision, accumulate=args.accumulate,
-                       activation_checkpointing=args.activation_checkpointing, **options)
+                       activation_checkpointing=args.activation_checkpointing, channels_last=args.channels_last,
+                       **options)
     if args.html is not None:
         from prenet_callbacks.html import ReportPageError, write_report_page
 

@@ -36,7 +36,7 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
                    batch_convention: str = "per_device", sharding: str | None = None, compile: str = "none",
                    cuda_graphs: bool = False, optimizer_impl: str | None = None,
                    provider: str | None = None, precision: str | None = None, accumulate: int | None = None,
-                   activation_checkpointing: str | None = None) -> list[dict[str, Any]]:
+                   activation_checkpointing: str | None = None, channels_last: bool = False) -> list[dict[str, Any]]:
     """Fill ``report.targets`` (current device first), the recommendation and ``projection``.
 
     ``targets=None`` projects onto `DEFAULT_TARGETS`, ``[]`` onto nothing (the table is cleared).
@@ -55,6 +55,8 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     batch and the totals follow). ``activation_checkpointing``: None, "full" or "selective" (as `estimate`)
     over the run's repeated blocks, read from its per-layer table; a report without them raises ValueError.
     With either, the rows' notes say so and the measured GPU is projected too (`report_whatif.py`).
+    ``channels_last``: with a half ``precision``, the run's convolutions take channels-last tensors (default
+    False: NCHW, PyTorch's default, whose half convolutions pay cuDNN's layout transforms).
     Unknown names raise `UnknownHardwareError` (a ValueError naming the closest catalog entries); other
     bad values raise ValueError naming the value and the fix. Returns the rows.
     """
@@ -68,7 +70,10 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
         report.targets = []
         report.recommendation = None
         return []
-    recorded = workload_from_report(report, options=options, optimizer_impl=optimizer_impl, precision=precision)
+    if not isinstance(channels_last, bool):
+        raise ValueError(f"channels_last must be True or False, got {channels_last!r}")
+    recorded = workload_from_report(report, options=options, optimizer_impl=optimizer_impl, precision=precision,
+                                    channels_last=channels_last)
     workload, whatif = reproject_whatif(recorded, report, accumulate=accumulate,
                                         activation_checkpointing=activation_checkpointing)
     fp8_note: list[str] = []

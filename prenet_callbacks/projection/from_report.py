@@ -61,11 +61,14 @@ def anchor_accelerator(current: dict[str, Any]):
 
 
 def workload_from_report(report, *, options: ExecutionOptions | None = None,
-                         optimizer_impl: str | None = None, precision: Any = None) -> Workload:
+                         optimizer_impl: str | None = None, precision: Any = None,
+                         channels_last: bool = False) -> Workload:
     """The measured step as a `Workload` (anchored when the device is a catalog GPU).
 
     ``precision``: None (as the run) or another training precision, "fp8" included: the recorded ops
-    re-tuned to it (`reproject.py`); the units keep the measured ops in ``measured_units``."""
+    re-tuned to it (`reproject.py`); the units keep the measured ops in ``measured_units``.
+    ``channels_last``: at a half precision the run's convolutions take channels-last tensors (else NCHW,
+    which pays cuDNN's layout transforms)."""
     current = report.current or {}
     measured = report.measured or {}
     plan = report.plan or {}
@@ -82,7 +85,7 @@ def workload_from_report(report, *, options: ExecutionOptions | None = None,
     precision, measured_units, changed = run_precision, None, None
     if target is not None:
         fused = (options or ExecutionOptions()).compiled or compiled
-        changed = reproject_units(units, layers, run_precision, target, fused=fused)
+        changed = reproject_units(units, layers, run_precision, target, fused=fused, channels_last=channels_last)
         precision, measured_units, units = target, units, changed.units
     accumulate = int(deepspeed.get("gradient_accumulation_steps") or plan.get("accumulate") or 1)
     step_s = _measured_step(report, accumulate)

@@ -60,6 +60,20 @@ def layout_ops(call: Any, spec: OpSpec, channels_last: bool | None = None) -> li
     return [_transform(prod(t), esize(spec.dtype), spec.dtype) for t in tensors]
 
 
+def layout_ops_from_dims(spec: OpSpec) -> list[OpSpec]:
+    """`layout_ops` of a half-precision 2-D convolution known only by its spec (a report's recorded op, whose
+    tensors are gone): the operands' sizes from its dims, NCHW assumed (PyTorch's default)."""
+    d = spec.dims or {}
+    if spec.op_class != "conv" or spec.dtype not in _HALF or d.get("spatial_dims", 2) != 2:
+        return []
+    x = d.get("n", 0) * d.get("c_in", 0) * d.get("h_in", 0) * d.get("w_in", 0)
+    out = d.get("n", 0) * d.get("c_out", 0) * d.get("h_out", 0) * d.get("w_out", 0)
+    if not (x > 0 and out > 0):
+        return []
+    numels = [out, out, x, x] if d.get("backward", 0) else [x, out]   # as `layout_ops`: dy, dy, x, dx / x, y
+    return [_transform(int(n), esize(spec.dtype), spec.dtype) for n in numels]
+
+
 def _transform(numel: int, size: int, dtype: str) -> OpSpec:
     nbytes = float(numel * size)
     return OpSpec("data_movement", dtype, 0.0, nbytes, nbytes, {"numel": float(numel)}, False, LAYOUT_NAME)

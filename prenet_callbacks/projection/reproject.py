@@ -15,8 +15,12 @@ them op by op, the way `estimate` prices an fp32 capture outside autocast's emul
   divide by 16 has its GEMMs replaced by torchao's float8 tensorwise ops (`fp8.forward_ops` /
   `fp8.backward_ops`, as `estimate(precision="fp8")` prices them).
 
+- half targets: a convolution the run did not record in half precision pays cuDNN's NCHW layout transforms
+  (`layout.layout_ops_from_dims`, as `estimate` prices them; the target drops them where cuDNN runs no
+  tensor-core kernel for the dtype), unless ``channels_last`` says the model's tensors are channels-last.
+
 Not modelled: activation casts autocast adds where an fp32 tensor enters a half op (one per model
-input, usually), and cuDNN's NCHW layout transforms of half convolutions (`estimate` prices both).
+input, usually).
 The units keep their measured times; the anchor's predictions are of the ops as measured
 (`Workload.measured_units`), so a GPU-measured run's anchored ratio carries the change of precision.
 """
@@ -29,6 +33,7 @@ from predictor_models.op_spec import OpSpec
 
 from prenet_callbacks.projection import fp8
 from prenet_callbacks.projection.autocast import CAST_NAME
+from prenet_callbacks.projection.layout import layout_ops_from_dims
 from prenet_callbacks.projection.precision import Precision, activation_scale, convert, parse_precision
 from prenet_callbacks.projection.workload import Unit
 
@@ -43,6 +48,7 @@ class Reprojection:
     linears: int = 0                                           # Linear calls per step priced in FP8
     skipped: set[tuple[int, ...]] = field(default_factory=set)  # Linear weight shapes left in bf16
     notes: list[str] = field(default_factory=list)
+    layout_convs: int = 0                                      # convolution calls given NCHW transforms
 
 
 def requested_precision(precision: Any, run: Precision, current: dict[str, Any]) -> Precision | None:
@@ -103,8 +109,9 @@ def _linear_shapes(ops: list[tuple[OpSpec, float]], params: float) -> list[tuple
 
 
 def reproject_units(units: list[Unit], layers: list[dict[str, Any]], run: Precision, target: Precision, *,
-                    fused: bool = False) -> Reprojection:
-    """`units` (recorded at `run`) at `target`; ``layers``: the report's per-layer table (types, params)."""
+                    fused: bool = False, channels_last: bool = False) -> Reprojection:
+    """`units` (recorded at `run`) at `target`; ``layers``: the report's per-layer table (types, params);
+    ``channels_last``: the model's convolutions take channels-last tensors (no layout transforms)."""
     by_name = {str(layer.get("name", "?")): layer for layer in layers}
     casts = run.half is None and run.name != "64-true" and target.mixed
     fwd_ops = {u.name: u.ops for u in units if u.phase == "fwd"}
@@ -128,8 +135,14 @@ def reproject_units(units: list[Unit], layers: list[dict[str, Any]], run: Precis
         layer = by_name.get(unit.name) or {}
         params = float(layer.get("params") or 0)
         shapes = fp8_shapes.get(unit.name)
-        ops = [(spec_at(s, run, target, unit.phase), c) for s, c in unit.ops
-               if not (shapes and s.op_class == "gemm")]
+        converted = [(s, spec_at(s, run, target, unit.phase), c) for s, c in unit.ops
+                     if not (shapes and s.op_class == "gemm")]
+        ops = [(new, c) for _, new, c in converted]
+        if target.half and not channels_last:   # convolutions newly in half precision: cuDNN's NCHW transforms
+            for old, new, c in converted:
+                transforms = layout_ops_from_dims(new) if old.dtype != new.dtype else []
+                ops += [(t, c) for t in transforms]
+                out.layout_convs += c if transforms else 0
         if shapes:
             ops += _fp8_ops(shapes, unit.phase, params, fused)
         elif casts and params > 0 and unit.phase in ("fwd", "bwd"):
@@ -138,6 +151,10 @@ def reproject_units(units: list[Unit], layers: list[dict[str, Any]], run: Precis
         out.units.append(Unit(unit.name, unit.phase, ops, unit.measured_s, unit.python_s))
     if target.fp8:
         out.notes.extend(fp8.fp8_notes(out.linears, sorted(out.skipped), compiled=fused))
+    if out.layout_convs:
+        out.notes.append(f"{out.layout_convs:g} convolution calls per step assumed NCHW: in {target.half} they pay "
+                         "cuDNN's layout transforms on tensor-core GPUs; channels_last=True (prenet report "
+                         "--channels-last) if the model runs channels-last")
     return out
 
 
