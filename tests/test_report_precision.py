@@ -19,7 +19,7 @@ from prenet_callbacks.projection import project_report
 from prenet_callbacks.projection.from_report import workload_from_report
 from prenet_callbacks.report import Report
 from tests.lightning_helpers import trainer
-from tests.projection_fixtures import make_report
+from tests.projection_fixtures import gemm, make_report
 
 WIDTH, BATCH, FEATURES = 1024, 512, 512
 
@@ -188,3 +188,50 @@ def test_cli_channels_last_needs_a_reprojection(tmp_path, capsys):
     assert main(["report", str(path), "--targets", "A100", "--precision", "bf16-mixed", "--channels-last",
                  "--json"]) == 0
     assert not any("assumed NCHW" in n for n in json.loads(capsys.readouterr().out)["projection"]["notes"])
+
+
+def test_mixed_reprojection_casts_fp32_activations_into_gemms_and_keeps_batch_norm_half():
+    """Autocast casts an fp32 activation entering a GEMM (the model's input, a layer norm's output, which
+    autocast keeps fp32) and its gradient back; a batch norm runs in its input's half dtype, so the
+    convolution after it reads half and pays no cast."""
+    from prenet_callbacks.projection.autocast import CAST_NAME
+
+    def norm(name, rows, cols, backward=0):
+        return {"op_class": "norm", "dtype": "float32", "flops": 5.0 * rows * cols, "bytes_read": 4.0 * rows * cols,
+                "bytes_written": 4.0 * rows * cols, "dims": {"rows": rows, "cols": cols, "backward": backward},
+                "tf32": False, "name": name}
+
+    conv_dims = {"n": 8, "c_in": 64, "c_out": 64, "h_in": 16, "w_in": 16, "h_out": 16, "w_out": 16, "kh": 3, "kw": 3,
+                 "stride": 1, "groups": 1, "transposed": 0, "spatial_dims": 2}
+    conv = {"op_class": "conv", "dtype": "float32", "flops": 2.0 * 8 * 64 * 64 * 9 * 256, "bytes_read": 4.0 * 8 * 64 * 256,
+            "bytes_written": 4.0 * 8 * 64 * 256, "dims": {**conv_dims, "backward": 0}, "tf32": False,
+            "name": "aten::convolution"}
+
+    def layer(name, kind, params, fwd, bwd):
+        return {"name": name, "module_type": kind, "calls_per_step": 1, "forward_s": 1e-4, "backward_s": 2e-4,
+                "optimizer_s": 0.0, "params": params,
+                "ops": [{"name": fwd["name"], "count_per_step": 1, "seconds_per_step": 1e-4, "phase": "fwd", "spec": fwd},
+                        {"name": bwd["name"], "count_per_step": 1, "seconds_per_step": 2e-4, "phase": "bwd", "spec": bwd}]}
+
+    report = make_report(device="cpu", with_layers=False)
+    report.measured["layers"]["layers"] = [
+        layer("ln", "LayerNorm", 1024, norm("aten::native_layer_norm", 4096, 512),
+              norm("aten::native_layer_norm_backward", 4096, 512, 1)),
+        layer("fc", "Linear", 512 * 512 + 512, {**gemm(4096, 512, 512), "name": "aten::addmm"}, gemm(4096, 512, 512)),
+        layer("conv0", "Conv2d", 64 * 64 * 9, conv, {**conv, "dims": {**conv_dims, "backward": 1},
+                                                     "name": "aten::convolution_backward"}),
+        layer("bn", "BatchNorm2d", 128, norm("aten::native_batch_norm", 64, 2048),
+              norm("aten::native_batch_norm_backward", 64, 2048, 1)),
+        layer("conv1", "Conv2d", 64 * 64 * 9, conv, {**conv, "dims": {**conv_dims, "backward": 1},
+                                                     "name": "aten::convolution_backward"}),
+    ]
+    workload = workload_from_report(report, precision="bf16-mixed")
+    casts = {(u.name, u.phase): sorted(s.dims["numel"] for s, _ in u.ops if s.name == CAST_NAME) for u in workload.units}
+    # the model's input and the layer norm's fp32 output are cast into the next GEMM / convolution, 4096 x 512
+    assert casts[("fc", "fwd")] == sorted([512.0, 512.0 * 512, 4096.0 * 512])   # bias, weight, input
+    assert casts[("fc", "bwd")] == sorted([512.0, 512.0 * 512, 4096.0 * 512])   # and their gradients back
+    assert casts[("ln", "fwd")] == [] and 8.0 * 64 * 256 not in casts[("conv1", "fwd")]   # after batch norm: half
+    bn = next(s for u in workload.units if u.name == "bn" and u.phase == "fwd" for s, _ in u.ops if s.op_class == "norm")
+    ln = next(s for u in workload.units if u.name == "ln" and u.phase == "fwd" for s, _ in u.ops if s.op_class == "norm")
+    assert bn.dtype == "bfloat16" and bn.bytes_written == 2.0 * 64 * 2048   # autocast leaves it in the input dtype
+    assert ln.dtype == "float32" and ln.bytes_written == 4.0 * 4096 * 512    # autocast keeps it in fp32

@@ -169,7 +169,8 @@ def convert(spec: OpSpec, precision: Precision, phase: str) -> OpSpec:
 
     64-true: everything in fp64 (twice the bytes). Mixed: GEMM-like ops compute in the half dtype and move half the bytes; pointwise ops on their
     half outputs move half the bytes too; norms read half and write fp32; the optimizer is untouched.
-    True-half: everything, optimizer included, in the half dtype.
+    True-half: everything, optimizer included, in the half dtype. Batch norm is on none of autocast's lists:
+    it runs in its input's half dtype (cuDNN keeps the statistics in fp32), so it reads and writes half.
     """
     if precision.name == "64-true" and spec.dtype == "float32":
         # everything in fp64, the optimizer too: twice the bytes, the device's FP64 rate
@@ -180,10 +181,16 @@ def convert(spec: OpSpec, precision: Precision, phase: str) -> OpSpec:
     half = precision.half
     if precision.mixed and phase == "opt":
         return spec
-    if precision.mixed and spec.op_class == "norm":
+    if precision.mixed and spec.op_class == "norm" and not runs_in_input_dtype(spec):
         return replace(spec, bytes_read=spec.bytes_read * 0.5, tf32=False)
     return replace(spec, dtype=half, bytes_read=spec.bytes_read * 0.5, bytes_written=spec.bytes_written * 0.5,
                    tf32=False)
+
+
+def runs_in_input_dtype(spec: OpSpec) -> bool:
+    """A norm-class op autocast leaves in its input's dtype: batch norm (layer/group/RMS norm and the
+    softmaxes autocast runs in fp32)."""
+    return spec.op_class == "norm" and "batch_norm" in spec.name
 
 
 def activation_scale(precision: Precision) -> float:

@@ -19,8 +19,12 @@ them op by op, the way `estimate` prices an fp32 capture outside autocast's emul
   (`layout.layout_ops_from_dims`, as `estimate` prices them; the target drops them where cuDNN runs no
   tensor-core kernel for the dtype), unless ``channels_last`` says the model's tensors are channels-last.
 
-Not modelled: activation casts autocast adds where an fp32 tensor enters a half op (one per model
-input, usually).
+- mixed targets: an fp32 activation entering a layer's GEMM or convolution (the model's input, the output
+  of a layer norm or softmax autocast keeps in fp32, as the previous layer's last op says) is cast to the
+  half dtype, and its gradient back; batch norm runs in its input's half dtype (`precision.convert`).
+
+Not modelled: casts inside a layer's own ops (a pointwise chain autocast promotes to fp32 within a module:
+`estimate` prices those from its emulated autocast).
 The units keep their measured times; the anchor's predictions are of the ops as measured
 (`Workload.measured_units`), so a GPU-measured run's anchored ratio carries the change of precision.
 """
@@ -129,9 +133,9 @@ def reproject_units(units: list[Unit], layers: list[dict[str, Any]], run: Precis
                 out.linears += int(round(sum(c for *_, c in shapes)))
             else:
                 out.skipped.update((n, k) for _, n, k, _ in shapes)
-    seen = False   # a half op already ran: the model's fp32 input was cast there
+    fp32_in = True   # what the next forward op reads is fp32 (the model's input; a norm autocast keeps fp32)
+    input_casts: dict[str, tuple[float, float]] = {}   # layer -> (elements, calls) of its input's cast
     for unit in units:
-        seen = seen or bool(unit.phase == "fwd" and fp8_shapes.get(unit.name))
         layer = by_name.get(unit.name) or {}
         params = float(layer.get("params") or 0)
         shapes = fp8_shapes.get(unit.name)
@@ -146,8 +150,11 @@ def reproject_units(units: list[Unit], layers: list[dict[str, Any]], run: Precis
         if shapes:
             ops += _fp8_ops(shapes, unit.phase, params, fused)
         elif casts and params > 0 and unit.phase in ("fwd", "bwd"):
-            ops += _autocast_casts(fwd_ops.get(unit.name, []), params, unit.phase, target.half, first=not seen)
-            seen = seen or any(s.op_class in _WEIGHT_CLASSES for s, _ in fwd_ops.get(unit.name, ()))
+            ops += _autocast_casts(fwd_ops.get(unit.name, []), params, unit.phase, target.half)
+        if casts and not shapes:
+            ops += _input_cast(unit, fp32_in, input_casts, target.half)
+        if unit.phase == "fwd" and converted:
+            fp32_in = not shapes and converted[-1][1].dtype == "float32"
         out.units.append(Unit(unit.name, unit.phase, ops, unit.measured_s, unit.python_s))
     if target.fp8:
         out.notes.extend(fp8.fp8_notes(out.linears, sorted(out.skipped), compiled=fused))
@@ -158,23 +165,47 @@ def reproject_units(units: list[Unit], layers: list[dict[str, Any]], run: Precis
     return out
 
 
-def _autocast_casts(fwd: list[tuple[OpSpec, float]], params: float, phase: str, half: str,
-                    first: bool) -> list[tuple[OpSpec, float]]:
-    """Autocast's casts around one layer's half ops in a step recorded in fp32: each parameter tensor to
-    the half dtype once per call (weight and bias apart when the GEMM's shape tells them), its gradient
-    back to fp32 in backward, and at the first such layer of the forward the fp32 input of its GEMM."""
+def _autocast_casts(fwd: list[tuple[OpSpec, float]], params: float, phase: str,
+                    half: str) -> list[tuple[OpSpec, float]]:
+    """Autocast's casts of one layer's parameters in a step recorded in fp32: each parameter tensor to the
+    half dtype once per call (weight and bias apart when the GEMM's shape tells them), its gradient back to
+    fp32 in backward."""
     heavy = [(s, c) for s, c in fwd if s.op_class in _WEIGHT_CLASSES]
     calls = sum(c for _, c in heavy)
     if not calls:
         return []
     d = heavy[0][0].dims or {}
-    m, n, k = (float(d.get(key) or 0) * (float(d.get("b") or 1) if key == "m" else 1) for key in ("m", "n", "k"))
+    n, k = (float(d.get(key) or 0) for key in ("n", "k"))
     tensors = [n * k, n] if heavy[0][0].op_class == "gemm" and n and k and abs(params - n * k - n) < 0.5 else [params]
     src, dst, dtype = (4, 2, "float32") if phase == "fwd" else (2, 4, half)
-    ops = [(_cast(numel, src, dst, dtype), calls) for numel in tensors]
-    if first and phase == "fwd" and heavy[0][0].op_class == "gemm" and m and k:
-        ops.append((_cast(m * k, 4, 2, "float32"), heavy[0][1]))
-    return ops
+    return [(_cast(numel, src, dst, dtype), calls) for numel in tensors]
+
+
+def _input_elements(spec: OpSpec) -> float:
+    """Elements of the activation a GEMM or convolution reads (not its weight); 0 when the dims do not say."""
+    d = spec.dims or {}
+    if spec.op_class == "gemm":
+        return float(d.get("b") or 1) * float(d.get("m") or 0) * float(d.get("k") or 0)
+    if spec.op_class == "conv":
+        return float(d.get("n") or 0) * float(d.get("c_in") or 0) * float(d.get("h_in") or 0) * float(d.get("w_in") or 1)
+    return 0.0
+
+
+def _input_cast(unit: Unit, fp32_in: bool, input_casts: dict[str, tuple[float, float]],
+                half: str) -> list[tuple[OpSpec, float]]:
+    """Autocast's cast of an fp32 activation entering a layer's GEMM or convolution (the model's input, a
+    layer norm's or softmax's output): in the forward to the half dtype, in the backward its gradient back."""
+    if unit.phase == "bwd" and unit.name in input_casts:
+        numel, calls = input_casts[unit.name]
+        return [(_cast(numel, 2, 4, half), calls)]
+    if unit.phase != "fwd" or not fp32_in:
+        return []
+    heavy = next(((s, c) for s, c in unit.ops if s.op_class in ("gemm", "conv")), None)
+    numel = _input_elements(heavy[0]) if heavy else 0.0
+    if not numel:
+        return []
+    input_casts[unit.name] = (numel, heavy[1])
+    return [(_cast(numel, 4, 2, "float32"), heavy[1])]
 
 
 def _fp8_ops(shapes: list[tuple[int, int, int, float]], phase: str, params: float,
