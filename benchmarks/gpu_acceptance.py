@@ -229,11 +229,36 @@ def _measured_step_s(build: Callable, batch: int, precision: str, device: torch.
         if i >= 3:
             times.append(time.perf_counter() - start)
             host.append(queued - start)
-    kernels = _top_kernels(step) if top_kernels and device.type == "cuda" else None
+    kernels = None
+    if top_kernels and device.type == "cuda":
+        kernels = _top_kernels(step) + [{"op_table": op_table(step)}]
     model = optimizer = inputs = None   # frees the GPU memory (the step closure holds them)
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return statistics.median(times), statistics.median(host), kernels
+
+
+def op_table(step: Callable[[], None], top: int = 250) -> list[dict[str, Any]]:
+    """Every op of one step by name and input shapes, with its calls and self device time (self CPU time
+    where no GPU is profiled), the most expensive first: per-op truth to hold `estimate()`'s op stream
+    against (issue 23: which bf16 kernels and casts the projection prices wrong)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = torch.cuda.is_available()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities, record_shapes=True) as prof:
+        step()
+        if cuda:
+            torch.cuda.synchronize()
+    rows = []
+    for e in prof.key_averages(group_by_input_shape=True):
+        device_us = getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0)) if cuda else 0.0
+        us = device_us if cuda else e.self_cpu_time_total
+        if us > 0 and e.key.startswith("aten::"):
+            rows.append({"op": e.key, "shapes": [list(s) for s in (e.input_shapes or [])], "calls": e.count,
+                         ("self_device_us" if cuda else "self_cpu_us"): round(us, 2)})
+    rows.sort(key=lambda r: -r.get("self_device_us", r.get("self_cpu_us", 0.0)))
+    return rows[:top]
 
 
 def _top_kernels(step: Callable[[], None], top: int = 12) -> list[dict[str, Any]]:

@@ -38,3 +38,22 @@ def test_acceptance_cpu_part_runs_and_says_what_it_skipped(tmp_path):
         assert fit["coverage"]["step_source"] == "clean steps" and len(fit["pace_ms"]) == 8
     assert {row["precision"] for row in result["parts"]["estimate"]} == {"32-true", "bf16-mixed"}
     assert result["summary"]["fits"]["first_error_median"] is not None
+
+
+def test_op_table_lists_each_op_by_shape_with_its_time():
+    """The acceptance run's per-op table (on a GPU: self device time; here self CPU time) for one step."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.gpu_acceptance import op_table
+
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8))
+    x = torch.randn(32, 64)
+
+    def step() -> None:
+        model(x).sum().backward()
+
+    rows = op_table(step)
+    timing = "self_device_us" if torch.cuda.is_available() else "self_cpu_us"
+    assert rows and all(r["op"].startswith("aten::") and r["calls"] >= 1 and r[timing] > 0 for r in rows)
+    assert [r[timing] for r in rows] == sorted((r[timing] for r in rows), reverse=True)
+    addmm = {tuple(tuple(s) for s in r["shapes"][:3]) for r in rows if r["op"] == "aten::addmm"}
+    assert addmm == {((128,), (32, 64), (64, 128)), ((8,), (32, 128), (128, 8))}   # the two Linears, apart
