@@ -95,6 +95,11 @@ def main() -> None:
         "dispatch_modes": torch._C._len_torch_dispatch_stack(),
     }
     (out / f"rank{rank}.json").write_text(json.dumps(result, default=str))
+    # the Trainer leaves the gloo group up; torn down by the interpreter's exit instead, its threads can
+    # abort a rank ("terminate called without an active exception", seen once under a loaded suite)
+    if torch.distributed.is_initialized():
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
