@@ -231,45 +231,51 @@ def _measured_step_s(build: Callable, batch: int, precision: str, device: torch.
             host.append(queued - start)
     kernels = None
     if top_kernels and device.type == "cuda":
-        kernels = _top_kernels(step) + [{"op_table": op_table(step)}]
+        prof = _profiled(step, shapes=True)
+        kernels = _top_kernels(prof) + [{"op_table": op_table(prof)}]
     model = optimizer = inputs = None   # frees the GPU memory (the step closure holds them)
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return statistics.median(times), statistics.median(host), kernels
 
 
-def op_table(step: Callable[[], None], top: int = 250) -> list[dict[str, Any]]:
-    """Every op of one step by name and input shapes, with its calls and self device time (self CPU time
-    where no GPU is profiled), the most expensive first: per-op truth to hold `estimate()`'s op stream
-    against (issue 23: which bf16 kernels and casts the projection prices wrong)."""
+def _profiled(step: Callable[[], None], *, shapes: bool = False) -> Any:
+    """torch.profiler over one step (CPU, and CUDA where there is a GPU), input shapes recorded on request."""
     from torch.profiler import ProfilerActivity, profile
 
     cuda = torch.cuda.is_available()
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with profile(activities=activities, record_shapes=True) as prof:
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else []),
+                 record_shapes=shapes) as prof:
         step()
         if cuda:
             torch.cuda.synchronize()
+    return prof
+
+
+def _device_attr(event: Any) -> str:
+    return "device_time_total" if hasattr(event, "device_time_total") else "cuda_time_total"
+
+
+def op_table(prof: Any, top: int = 250) -> list[dict[str, Any]]:
+    """Every aten op of a profiled step (`_profiled(..., shapes=True)`) by name and input shapes, with its
+    calls and self device time (self CPU time where no GPU was profiled), the most expensive first: per-op
+    truth to hold `estimate()`'s op stream against (issue 23: which bf16 kernels and casts it prices wrong)."""
+    cuda = torch.cuda.is_available()
+    key = "self_device_us" if cuda else "self_cpu_us"
     rows = []
     for e in prof.key_averages(group_by_input_shape=True):
-        device_us = getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0)) if cuda else 0.0
-        us = device_us if cuda else e.self_cpu_time_total
+        us = getattr(e, "self_" + _device_attr(e), 0.0) if cuda else e.self_cpu_time_total
         if us > 0 and e.key.startswith("aten::"):
             rows.append({"op": e.key, "shapes": [list(s) for s in (e.input_shapes or [])], "calls": e.count,
-                         ("self_device_us" if cuda else "self_cpu_us"): round(us, 2)})
-    rows.sort(key=lambda r: -r.get("self_device_us", r.get("self_cpu_us", 0.0)))
+                         key: round(us, 2)})
+    rows.sort(key=lambda r: -r[key])
     return rows[:top]
 
 
-def _top_kernels(step: Callable[[], None], top: int = 12) -> list[dict[str, Any]]:
-    """The step's most expensive ops by device time (torch.profiler), to see what a projection misses."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        step()
-        torch.cuda.synchronize()
+def _top_kernels(prof: Any, top: int = 12) -> list[dict[str, Any]]:
+    """The profiled step's most expensive ops by device time, to see what a projection misses."""
     averages = prof.key_averages()
-    attr = "device_time_total" if hasattr(averages[0], "device_time_total") else "cuda_time_total"
+    attr = _device_attr(averages[0])
     rows = sorted(averages, key=lambda e: getattr(e, attr), reverse=True)
     total = sum(getattr(e, "self_" + attr, 0.0) for e in averages)
     out = [{"op": e.key, "calls": e.count, "device_ms": round(getattr(e, attr) / 1e3, 3)} for e in rows[:top]]

@@ -43,7 +43,7 @@ def test_acceptance_cpu_part_runs_and_says_what_it_skipped(tmp_path):
 def test_op_table_lists_each_op_by_shape_with_its_time():
     """The acceptance run's per-op table (on a GPU: self device time; here self CPU time) for one step."""
     sys.path.insert(0, str(ROOT))
-    from benchmarks.gpu_acceptance import op_table
+    from benchmarks.gpu_acceptance import _profiled, op_table
 
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8))
     x = torch.randn(32, 64)
@@ -51,7 +51,7 @@ def test_op_table_lists_each_op_by_shape_with_its_time():
     def step() -> None:
         model(x).sum().backward()
 
-    rows = op_table(step)
+    rows = op_table(_profiled(step, shapes=True))
     timing = "self_device_us" if torch.cuda.is_available() else "self_cpu_us"
     assert rows and all(r["op"].startswith("aten::") and r["calls"] >= 1 and r[timing] > 0 for r in rows)
     assert [r[timing] for r in rows] == sorted((r[timing] for r in rows), reverse=True)

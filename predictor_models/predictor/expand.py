@@ -1,8 +1,9 @@
 """Ops of classes without their own measurements, expressed as ops of classes that have them.
 
 - conv backward: data-grad and weight-grad convolutions, each about the forward's work.
-- a 1x1, stride-1, ungrouped convolution: the GEMM it is (pixels x c_out x c_in; backward its data-grad and
-  weight-grad GEMMs), since the measured convolutions are all 3x3 and the GEMM model has the shapes.
+- a 1x1, stride-1, ungrouped forward convolution: the GEMM it is (pixels x c_out x c_in), since the measured
+  convolutions are all 3x3 and the GEMM model has the shapes (its backward stays two forward-sized
+  convolutions: as data-grad and weight-grad GEMMs it came out 2-4.6x too fast on the H200).
 - attention kernels (flash / efficient / cuDNN SDPA): their GEMMs (QK^T and PV forward; recompute,
   dV, dP, dQ, dK backward = 2.5x forward), causal halving the work.
 - recurrent layers: per layer and direction, one input-projection GEMM over the sequence, then per
@@ -49,9 +50,9 @@ def _conv_backward(op: OpSpec):
 
 
 def is_pointwise_conv(op: OpSpec) -> bool:
-    """A 1x1, stride-1, ungrouped, untransposed convolution: one GEMM over the output pixels."""
+    """A 1x1, stride-1, ungrouped, untransposed forward convolution: one GEMM over the output pixels."""
     d = op.dims
-    return (op.op_class == "conv" and d.get("kh") == 1 and d.get("kw", 1) == 1 and d.get("stride", 1) == 1
+    return (op.op_class == "conv" and not d.get("backward", 0) and d.get("kh") == 1 and d.get("kw", 1) == 1 and d.get("stride", 1) == 1
             and d.get("groups", 1) == 1 and not d.get("transposed", 0)
             and all(d.get(k, 0) > 0 for k in ("n", "c_in", "c_out", "h_out")))
 
@@ -59,11 +60,7 @@ def is_pointwise_conv(op: OpSpec) -> bool:
 def _pointwise_conv(op: OpSpec):
     d = op.dims
     pixels = d["n"] * d["h_out"] * d.get("w_out", 1) * d.get("d_out", 1)
-    c_in, c_out = d["c_in"], d["c_out"]
-    if d.get("backward", 0):   # grad_input = grad_out . W, grad_weight = grad_out^T . input
-        return [(_gemm(op, 1, pixels, c_in, c_out, name="conv1x1.dgrad"), 1.0),
-                (_gemm(op, 1, c_out, c_in, pixels, name="conv1x1.wgrad"), 1.0)]
-    return [(_gemm(op, 1, pixels, c_out, c_in, name="conv1x1"), 1.0)]
+    return [(_gemm(op, 1, pixels, d["c_out"], d["c_in"], name="conv1x1"), 1.0)]
 
 
 def _attention(op: OpSpec):
@@ -96,7 +93,7 @@ def _recurrent(op: OpSpec):
 def expand(op: OpSpec, modelled: frozenset[str]) -> list[tuple[OpSpec, float]] | None:
     """The modelled ops an op is predicted as; None when nothing models it (bound + default utilisation)."""
     cls, d = op.op_class, op.dims
-    if is_pointwise_conv(op) and not d.get("backward", 0) and "gemm" in modelled:
+    if is_pointwise_conv(op) and "gemm" in modelled:
         return _pointwise_conv(op)
     if cls == "conv" and d.get("backward", 0):
         return _conv_backward(op) if "conv" in modelled else None

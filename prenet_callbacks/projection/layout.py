@@ -48,16 +48,11 @@ def layout_ops(call: Any, spec: OpSpec, channels_last: bool | None = None) -> li
     if channels_last if channels_last is not None else call.scalar("channels_last", 0):
         return []
     shapes = [s for s in call.input_shapes if s is not None]
-    if "backward" in call.base:
-        grad_out, x = shapes[:2]
-        tensors = [grad_out, grad_out, x, x]     # dy for dgrad and wgrad, x for wgrad, dx back
-    else:
-        x = shapes[0]
-        out = call.output_shapes[0] if call.output_shapes else None
-        tensors = [x] + ([out] if out is not None else [])
-    if any(len(t) != 4 for t in tensors):
+    backward = "backward" in call.base
+    x, out = (shapes[1], shapes[0]) if backward else (shapes[0], call.output_shapes[0] if call.output_shapes else None)
+    if len(x) != 4 or (out is not None and len(out) != 4):
         return []
-    return [_transform(prod(t), esize(spec.dtype), spec.dtype) for t in tensors]
+    return _operand_transforms(spec, prod(x), None if out is None else prod(out), backward)
 
 
 def layout_ops_from_dims(spec: OpSpec) -> list[OpSpec]:
@@ -70,7 +65,13 @@ def layout_ops_from_dims(spec: OpSpec) -> list[OpSpec]:
     out = d.get("n", 0) * d.get("c_out", 0) * d.get("h_out", 0) * d.get("w_out", 0)
     if not (x > 0 and out > 0):
         return []
-    numels = [out, out, x, x] if d.get("backward", 0) else [x, out]   # as `layout_ops`: dy, dy, x, dx / x, y
+    return _operand_transforms(spec, x, out, bool(d.get("backward", 0)))
+
+
+def _operand_transforms(spec: OpSpec, x: float, out: float | None, backward: bool) -> list[OpSpec]:
+    """One transform per NCHW operand: forward the input and the output (when known); backward the output
+    gradient twice (data grad and weight grad), the input once and the input gradient back."""
+    numels = [out, out, x, x] if backward else [x] + ([out] if out is not None else [])
     return [_transform(int(n), esize(spec.dtype), spec.dtype) for n in numels]
 
 

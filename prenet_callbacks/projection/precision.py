@@ -168,9 +168,9 @@ def convert(spec: OpSpec, precision: Precision, phase: str) -> OpSpec:
     """An fp32-captured op as it runs under `precision` (used by `estimate`, which captures in fp32).
 
     64-true: everything in fp64 (twice the bytes). Mixed: GEMM-like ops compute in the half dtype and move half the bytes; pointwise ops on their
-    half outputs move half the bytes too; norms read half and write fp32; the optimizer is untouched.
-    True-half: everything, optimizer included, in the half dtype. Batch norm is on none of autocast's lists:
-    it runs in its input's half dtype (cuDNN keeps the statistics in fp32), so it reads and writes half.
+    half outputs move half the bytes too; norms read half and write fp32, except batch norm, which is on none
+    of autocast's lists and so runs in its input's half dtype (reads and writes half); the optimizer is
+    untouched. True-half: everything, optimizer included, in the half dtype.
     """
     if precision.name == "64-true" and spec.dtype == "float32":
         # everything in fp64, the optimizer too: twice the bytes, the device's FP64 rate
@@ -188,8 +188,8 @@ def convert(spec: OpSpec, precision: Precision, phase: str) -> OpSpec:
 
 
 def runs_in_input_dtype(spec: OpSpec) -> bool:
-    """A norm-class op autocast leaves in its input's dtype: batch norm (layer/group/RMS norm and the
-    softmaxes autocast runs in fp32)."""
+    """A norm-class op autocast leaves in its input's dtype: batch norm. (Layer, group and RMS norm and the
+    softmaxes are on autocast's fp32 list.)"""
     return spec.op_class == "norm" and "batch_norm" in spec.name
 
 
