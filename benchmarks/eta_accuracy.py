@@ -87,7 +87,7 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
     rate = clock.epoch0_batches / (clock.epoch0_last_end - clock.epoch0_first_start)
     elapsed_epoch0 = clock.epoch0_last_end - clock.fit_start
     naive_total = elapsed_epoch0 + (clock.total_batches - clock.epoch0_batches) / rate
-    at_pace, pace = total_at_pace(first, report.measured)
+    at_pace, pace = total_at_pace(first, report.measured, plan.get("total_batches"))
     validation_actual = report.actual["breakdown"]["validation_s"]
     runs = plan.get("validation_runs") or 0
     inputs.update(val_batches=plan.get("val_batches"), validation_runs=runs, pace=pace,

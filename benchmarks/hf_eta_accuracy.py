@@ -42,7 +42,7 @@ def eta_row(name: str, description: str, result: dict[str, Any]) -> dict[str, An
     total_steps = report.plan["total_steps"]
     elapsed, remaining = result["bar"].get(first["at_step"], (None, None))
     bar_total = elapsed + remaining if elapsed is not None and remaining is not None else None
-    at_pace, pace = total_at_pace(first, report.measured)
+    at_pace, pace = total_at_pace(first, report.measured, report.plan.get("total_batches"))
     return {
         "workload": name,
         "description": description,

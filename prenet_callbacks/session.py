@@ -41,6 +41,7 @@ from prenet_callbacks.session_outputs import SessionOutputs
 from prenet_callbacks.session_predictions import Predictions
 from prenet_callbacks.session_schedule import Schedule
 from prenet_callbacks.session_steps import StepAccount as Steps
+from prenet_callbacks.subnormals import SubnormalWatch, flushes_subnormals
 
 __all__ = ["PreNeTWarning", "PredictionSession", "SessionConfig", "guarded"]
 
@@ -89,6 +90,7 @@ class PredictionSession:
         self.predictions = Predictions(config, self.outputs)
         self.facts = Facts(lambda: self.report, self.measurements, self.window)
         self.compile_clock = CompileClock()   # torch.compile's compilations: one-off time, never a rate
+        self.subnormal_watch: SubnormalWatch | None = None
         self._reset_fit_state()
 
     def _reset_fit_state(self) -> None:
@@ -151,7 +153,16 @@ class PredictionSession:
 
     # what the adapter learns as the run goes (`session_facts.RunFacts`)
     set_state_bytes, set_memory_account = _to("facts", Facts.set_state_bytes), _to("facts", Facts.set_memory_account)
-    note_run_facts, note_optimizer = _to("facts", Facts.note_run_facts), _to("facts", Facts.note_optimizer)
+    note_run_facts = _to("facts", Facts.note_run_facts)
+
+    @guarded
+    def note_optimizer(self, optimizer: Any) -> None:
+        """The run's optimizer: its settings for the projection and, on a CPU that keeps subnormal floats,
+        its moment buffers to watch (`subnormals`)."""
+        self.facts.note_optimizer(optimizer)
+        if (optimizer is not None and not self._on_cuda()
+                and hasattr(optimizer, "param_groups") and not flushes_subnormals()):
+            self.subnormal_watch = SubnormalWatch(optimizer)
     note_validation_batch_size = _to("facts", Facts.note_validation_batch_size)
 
     probe_eval_forward = _to("window", ProfilingWindow.probe_eval_forward)
@@ -222,6 +233,19 @@ class PredictionSession:
                 self._predict(first=True)
         elif self.done_steps - self.predictions.last_logged_step >= self.config.log_every_n_steps:
             self._predict(first=False)
+        self._watch_subnormals()
+
+    def _watch_subnormals(self) -> None:
+        """Sample the moment buffers one step before a prediction may come, to find the dead entries then."""
+        if self.subnormal_watch is None:
+            return
+        if self.first_prediction_made:
+            due = self.done_steps + 1 - self.predictions.last_logged_step >= self.config.log_every_n_steps
+        else:
+            due = self.steps_seen + 1 >= self.schedule.first_prediction_step
+        if due:
+            self.subnormal_watch.snapshot(self.done_steps)
+            self.steps.break_run()  # sampling is not part of the next step
 
     def _finish_profile_window(self) -> None:
         forwards = close_window(self.report, self.measurements, self.window, device_phases=self.steps.device_timed,
@@ -244,9 +268,11 @@ class PredictionSession:
         if self.plan is None:
             return None
         self.measurements.host_timed = not self._on_cuda()  # a shared host's pace drifts; a GPU's steps less so
+        slowdown = self.subnormal_watch.forecast(self.done_steps) if self.subnormal_watch and not fit_done else None
         prediction = predict_fit(self.plan, self.measurements, done_batches=self.done_batches,
                                  done_steps=self.done_steps, elapsed_s=self._elapsed(), spent=self.steps.spent,
-                                 fit_done=fit_done, time_limit_start_s=self.train_start_elapsed)
+                                 fit_done=fit_done, time_limit_start_s=self.train_start_elapsed,
+                                 later_slowdown=slowdown)
         return prediction if prediction.step_s is not None else None
 
     def _update_measured(self) -> None:
