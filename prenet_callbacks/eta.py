@@ -424,7 +424,7 @@ def predict_fit(
     notes = []
     if time_limited:
         notes.append(f"capped by the time limit ({plan.max_time_s:.0f} s): "
-                     f"{plan.steps_done_after(int(end)):,} of {int(plan.total_steps):,} steps fit")
+                     f"{end_step:,} of {int(plan.total_steps):,} steps fit")
     if later_slowdown is not None and slowdown_s > 0.01 * predicted:
         notes.append(later_slowdown.describe(done_steps, end_step))
     if val_how != "measured" and parts["validation_s"] > _LARGE_VALIDATION_SHARE * predicted:
@@ -441,7 +441,7 @@ def predict_fit(
         step_s=step_s,
         batches_per_s=rate,
         naive_total_s=elapsed_s / done_fraction if done_fraction > 0 else None,
-        steps=int(plan.steps_done_after(int(end))),
+        steps=int(end_step),
         time_limited=time_limited,
         breakdown={k: round(v, 3) for k, v in breakdown.items()},
         of_which={"data_loading_s": round(fit_batches * batch_s * data_fraction, 3),

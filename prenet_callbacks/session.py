@@ -11,6 +11,7 @@ writes the report, and records how the run ended. It keeps the events and decide
 - `profiling_window.ProfilingWindow`: the module profiler's calls, the window's GPU phases and memory;
 - `measured`: the report's ``measured`` block; `run_record`: its ``plan``, ``run`` and ``actual`` blocks;
 - `session_predictions.Predictions`: the prediction history, the first one projected onto other hardware;
+- `subnormals.SubnormalWatch`: on a CPU, optimizer-state entries decaying towards subnormal floats;
 - `session_outputs.SessionOutputs`: logger metrics, printer, publishers, the report on disk.
 
 The session must never break a run (`session_guard`): every public method is guarded, and an
@@ -160,9 +161,9 @@ class PredictionSession:
         """The run's optimizer: its settings for the projection and, on a CPU that keeps subnormal floats,
         its moment buffers to watch (`subnormals`)."""
         self.facts.note_optimizer(optimizer)
-        if (optimizer is not None and not self._on_cuda()
-                and hasattr(optimizer, "param_groups") and not flushes_subnormals()):
+        if optimizer is not None and not self._on_cuda() and not flushes_subnormals():
             self.subnormal_watch = SubnormalWatch(optimizer)
+
     note_validation_batch_size = _to("facts", Facts.note_validation_batch_size)
 
     probe_eval_forward = _to("window", ProfilingWindow.probe_eval_forward)
@@ -231,7 +232,7 @@ class PredictionSession:
             if self.schedule.first_prediction_due(self.steps_seen, device_timed=self.steps.device_timed,
                                                   clean_steps=self.measurements.batch.count):
                 self._predict(first=True)
-        elif self.done_steps - self.predictions.last_logged_step >= self.config.log_every_n_steps:
+        elif self._refinement_due(self.done_steps):
             self._predict(first=False)
         self._watch_subnormals()
 
@@ -240,12 +241,16 @@ class PredictionSession:
         if self.subnormal_watch is None:
             return
         if self.first_prediction_made:
-            due = self.done_steps + 1 - self.predictions.last_logged_step >= self.config.log_every_n_steps
+            due = self._refinement_due(self.done_steps + 1)
         else:
             due = self.steps_seen + 1 >= self.schedule.first_prediction_step
         if due:
             self.subnormal_watch.snapshot(self.done_steps)
             self.steps.break_run()  # sampling is not part of the next step
+
+    def _refinement_due(self, step: int) -> bool:
+        """Whether a refinement is due at optimizer ``step`` (one every ``log_every_n_steps``)."""
+        return step - self.predictions.last_logged_step >= self.config.log_every_n_steps
 
     def _finish_profile_window(self) -> None:
         forwards = close_window(self.report, self.measurements, self.window, device_phases=self.steps.device_timed,

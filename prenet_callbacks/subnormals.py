@@ -104,12 +104,15 @@ class SubnormalWatch:
         self.probe = probe or probe_cost
         self._snapshot: tuple[int, list[torch.Tensor]] | None = None
         self._cost: dict[str, float | None] = {}
+        # the first prediction is made twice at one step (around the projection): sample once
+        self._last: tuple[int, SubnormalForecast | None] | None = None
 
     def _buffers(self) -> list[_Buffer]:
         out = []
+        states = getattr(self.optimizer, "state", {})
         for group in getattr(self.optimizer, "param_groups", []):
             for param in group.get("params", []):
-                state = self.optimizer.state.get(param) or {}
+                state = states.get(param) or {}
                 for name, factor_of in _DECAYING.items():
                     buffer = state.get(name)
                     if (not torch.is_tensor(buffer) or buffer.device.type != "cpu"
@@ -130,6 +133,11 @@ class SubnormalWatch:
 
     def forecast(self, step: int) -> SubnormalForecast | None:
         """The dead entries since the last snapshot one step back and their crossing steps (None: nothing to say)."""
+        if self._last is None or self._last[0] != step:
+            self._last = (step, self._forecast(step))
+        return self._last[1]
+
+    def _forecast(self, step: int) -> SubnormalForecast | None:
         if self._snapshot is None or self._snapshot[0] != step - 1:
             return None
         buffers = self._buffers()
