@@ -54,6 +54,14 @@ class LaterSlowdown(Protocol):
     def describe(self, from_step: float, to_step: float) -> str: ...
 
 
+class AllocatorState(Protocol):
+    """Steps that may start or stop re-faulting their memory (`heap_faults.HeapRisk`)."""
+
+    def reach_s(self, batches: float) -> tuple[float, float]: ...
+
+    def describe(self, batches: float, predicted_s: float) -> str | None: ...
+
+
 @dataclass
 class RunMeasurements:
     """Durations measured so far in the run (all in seconds)."""
@@ -356,6 +364,7 @@ def predict_fit(
     fit_done: bool = False,
     time_limit_start_s: float | None = None,
     later_slowdown: LaterSlowdown | None = None,
+    allocator: AllocatorState | None = None,
 ) -> Prediction:
     """Predict the wall time of the whole run, standing at global batch ``done_batches``.
 
@@ -363,7 +372,9 @@ def predict_fit(
     training batches); ``time_limit_start_s`` is the elapsed time at which ``plan.max_time_s``
     started counting (Lightning's timer starts at ``on_train_start``). ``later_slowdown`` prices a
     slowdown the measured steps cannot show yet (`subnormals.SubnormalForecast`): its seconds over the
-    remaining optimizer steps join the training time, with half of them as uncertainty.
+    remaining optimizer steps join the training time, with half of them as uncertainty. ``allocator``
+    prices the remaining batches in the allocator's other state (`heap_faults`): the band reaches it,
+    up and down apart, the way it reaches each candidate estimate of a validation run.
     """
     spent = spent or Spent()
     batch_s = m.batch.mean
@@ -407,7 +418,10 @@ def predict_fit(
               remaining_s * (_HOST_DRIFT if m.host_timed else 0.0),
               # which dead entries stay dead, and which die later, is not known
               slowdown_s * _SLOWDOWN_UNCERTAINTY)
-    spread = 2 * math.sqrt(sum(s**2 for s in sigmas))
+    variance = sum(s**2 for s in sigmas)
+    # the allocator's other state: a second candidate for the remaining batches, reached at two sigmas
+    down_s, up_s = allocator.reach_s(remaining.batches) if allocator is not None else (0.0, 0.0)
+    spread_down, spread_up = 2 * math.sqrt(variance + (down_s / 2) ** 2), 2 * math.sqrt(variance + (up_s / 2) ** 2)
     predicted = elapsed_s + remaining_s
 
     spent_train = max(0.0, elapsed_s - spent.outside_train_s)
@@ -427,6 +441,9 @@ def predict_fit(
                      f"{end_step:,} of {int(plan.total_steps):,} steps fit")
     if later_slowdown is not None and slowdown_s > 0.01 * predicted:
         notes.append(later_slowdown.describe(done_steps, end_step))
+    allocator_note = allocator.describe(remaining.batches, predicted) if allocator is not None else None
+    if allocator_note:
+        notes.append(allocator_note)
     if val_how != "measured" and parts["validation_s"] > _LARGE_VALIDATION_SHARE * predicted:
         notes.append(f"validation not measured yet ({parts['validation_s'] / predicted:.0%} of the run), "
                      f"estimated from: {val.basis}")
@@ -436,8 +453,8 @@ def predict_fit(
         elapsed_s=elapsed_s,
         predicted_total_s=predicted,
         eta_s=remaining_s,
-        low_s=elapsed_s + max(0.0, remaining_s - spread),
-        high_s=predicted + spread,
+        low_s=elapsed_s + max(0.0, remaining_s - spread_down),
+        high_s=predicted + spread_up,
         step_s=step_s,
         batches_per_s=rate,
         naive_total_s=elapsed_s / done_fraction if done_fraction > 0 else None,

@@ -12,6 +12,7 @@ writes the report, and records how the run ended. It keeps the events and decide
 - `measured`: the report's ``measured`` block; `run_record`: its ``plan``, ``run`` and ``actual`` blocks;
 - `session_predictions.Predictions`: the prediction history, the first one projected onto other hardware;
 - `subnormals.SubnormalWatch`: on a CPU, optimizer-state entries decaying towards subnormal floats;
+- `heap_faults.HeapWatch`: on a CPU, steps that may start or stop re-faulting their memory;
 - `session_outputs.SessionOutputs`: logger metrics, printer, publishers, the report on disk.
 
 The session must never break a run (`session_guard`): every public method is guarded, and an
@@ -26,6 +27,7 @@ from typing import Any, Callable
 from prenet_callbacks.clocks import DeviceClock
 from prenet_callbacks.compile_clock import CompileClock
 from prenet_callbacks.eta import Prediction, RunMeasurements, predict_fit
+from prenet_callbacks.heap_faults import HeapWatch, glibc_trim
 from prenet_callbacks.lifecycle import check_reason, check_start
 from prenet_callbacks.measured import close_window, update_measured
 from prenet_callbacks.plan import RunLimits, RunPlan
@@ -92,6 +94,7 @@ class PredictionSession:
         self.facts = Facts(lambda: self.report, self.measurements, self.window)
         self.compile_clock = CompileClock()   # torch.compile's compilations: one-off time, never a rate
         self.subnormal_watch: SubnormalWatch | None = None
+        self.heap_trim: Callable[[], object] | None = glibc_trim()
         self._reset_fit_state()
 
     def _reset_fit_state(self) -> None:
@@ -104,6 +107,7 @@ class PredictionSession:
         self.window.new_fit(self.device_clock)
         self.outputs.new_fit()
         self.predictions.new_fit()
+        self.heap_watch: HeapWatch | None = None  # a host-timed fit's (`fit_start`)
         self.ended = False
 
     # -- failure containment (`session_guard`) -----------------------------------------------------
@@ -135,6 +139,8 @@ class PredictionSession:
             # device time: phases of the profiled window and clean steps, read without blocking
             self.window.time_on_device(self.device_clock)
             self.steps.time_on_device(self.device_clock)
+        elif self.count_faults is not None and self.heap_trim is not None:
+            self.heap_watch = HeapWatch(self.count_faults, self.fault_cost, self.heap_trim)
 
     def use_clock(self, clock: DeviceClock) -> None:
         """The `DeviceClock` of the device the model trains on (chosen by the integration)."""
@@ -195,6 +201,9 @@ class PredictionSession:
     @guarded
     def batch_start(self) -> None:
         in_window = not self.window.done and self.schedule.profiles(self.steps_seen)
+        if (self.heap_watch is not None and self.steps_seen == self.schedule.heap_probe_step
+                and self.steps.step_clock.batches == 0):
+            self.heap_watch.start_probe()  # an untimed step: trimming the heap costs it its faults
         self.steps.batch_start(self.fit_start_time, timing=self.schedule.times(self.steps_seen), in_window=in_window)
         self.window.open_batch(in_window)
 
@@ -219,6 +228,8 @@ class PredictionSession:
         now = self.now()
         self.window.mark("end", self.steps.in_window)
         self.steps.batch_end(now, timing=self.schedule.times(self.steps_seen))
+        if self.heap_watch is not None:
+            self.heap_watch.batch_end(timing=self.schedule.times(self.steps_seen))
         self.done_batches += 1
         self.window.suspend()
         if not stepped:
@@ -246,7 +257,7 @@ class PredictionSession:
             due = self.steps_seen + 1 >= self.schedule.first_prediction_step
         if due:
             self.subnormal_watch.snapshot(self.done_steps)
-            self.steps.break_run()  # sampling is not part of the next step
+            self._break_run()  # sampling is not part of the next step
 
     def _refinement_due(self, step: int) -> bool:
         """Whether a refinement is due at optimizer ``step`` (one every ``log_every_n_steps``)."""
@@ -256,7 +267,13 @@ class PredictionSession:
         forwards = close_window(self.report, self.measurements, self.window, device_phases=self.steps.device_timed,
                                 measure_host=not self._on_cuda() and self.config.projects)
         self.steps.stand_in_forwards(forwards or [])
-        self.steps.break_run()  # stopping the profiler (and reading its trace) is not a training step
+        self._break_run()  # stopping the profiler (and reading its trace) is not a training step
+
+    def _break_run(self) -> None:
+        """What ran since the last batch end is not a training step: neither its time nor its faults."""
+        self.steps.break_run()
+        if self.heap_watch is not None:
+            self.heap_watch.skip_interval()
 
     # -- predictions --------------------------------------------------------------------------------
     def _elapsed(self) -> float:
@@ -266,7 +283,7 @@ class PredictionSession:
         prediction = self.predictions.add(self.report, lambda: self._prediction(fit_done), at_step=self.done_steps,
                                           first=first, update_measured=self._update_measured)
         if prediction is not None and first:
-            self.steps.break_run()  # predicting, projecting and printing are not a training step
+            self._break_run()  # predicting, projecting and printing are not a training step
         return prediction
 
     def _prediction(self, fit_done: bool) -> Prediction | None:
@@ -274,10 +291,11 @@ class PredictionSession:
             return None
         self.measurements.host_timed = not self._on_cuda()  # a shared host's pace drifts; a GPU's steps less so
         slowdown = self.subnormal_watch.forecast(self.done_steps) if self.subnormal_watch and not fit_done else None
+        allocator = self.heap_watch.risk() if self.heap_watch is not None and not fit_done else None
         prediction = predict_fit(self.plan, self.measurements, done_batches=self.done_batches,
                                  done_steps=self.done_steps, elapsed_s=self._elapsed(), spent=self.steps.spent,
                                  fit_done=fit_done, time_limit_start_s=self.train_start_elapsed,
-                                 later_slowdown=slowdown)
+                                 later_slowdown=slowdown, allocator=allocator)
         return prediction if prediction.step_s is not None else None
 
     def _update_measured(self) -> None:

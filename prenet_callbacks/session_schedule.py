@@ -44,6 +44,15 @@ class Schedule:
         return steps_seen >= self.warmup_steps + self.profile_steps
 
     @property
+    def heap_probe_step(self) -> int | None:
+        """The untimed step whose first batch probes the allocator (`heap_faults`): the last warm-up step, else
+        the last profiled one; never the first step (it faults everything in for the first time)."""
+        if self.warmup_steps >= 2:
+            return self.warmup_steps - 1
+        untimed = self.warmup_steps + self.profile_steps
+        return untimed - 1 if untimed >= 2 else None
+
+    @property
     def first_prediction_step(self) -> int:
         return self.warmup_steps + self.profile_steps + self.timing_steps
 

@@ -1,0 +1,132 @@
+"""Page faults of training steps on a CPU: the allocator returning a step's memory to the kernel, or not.
+
+A CPU step allocates its activations and gradients afresh and frees them at its end. glibc's malloc
+keeps freed memory for the next step, or hands it back to the kernel (it trims the heap's top, and
+unmaps chunks above its mmap threshold), and then every step faults the same pages in again, zeroed.
+Which of the two happens depends on where long-lived allocations happen to lie in the heap, so it
+changes when the process allocates something else (an evaluation, a checkpoint, a new tensor): the
+same loop in the same process ran at 5.3 ms a step with no faults, and at 7.2 ms with 1,800 minor
+faults a step (an LSTM, batch 16, on this project's 2-core host; an encoder showed the same). On the
+plain-loop benchmark that flip came after the first prediction in 2 of 3 runs and made them 25% slower.
+
+`HeapWatch` measures both states early, on a step that is not timed: it trims the heap
+(``malloc_trim(0)``) before that step and counts the step's faults, which are the pages a step touches
+afresh when nothing was kept; the timed steps' faults say what the run pays now. At
+`seconds_per_fault` each, `HeapRisk` prices the other state per batch, and the prediction's band
+reaches it (`prenet_callbacks.eta`). jemalloc or tcmalloc (``LD_PRELOAD``), or ``MALLOC_TOP_PAD_``
+(bytes glibc keeps at the heap's top), keep the pages: the probe then finds few to fault, or is skipped.
+
+Only on Linux with glibc's ``malloc_trim``; elsewhere there is no probe and no reach.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import statistics
+import sys
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable
+
+# Timed batches whose faults are kept (the median of the latest says what the run pays now).
+_RECENT_BATCHES = 64
+# The reach is named in the prediction's note from this share of the predicted total.
+_NOTE_SHARE = 0.05
+_PAGE_BYTES = 4096
+
+
+def glibc_trim() -> Callable[[], object] | None:
+    """glibc's ``malloc_trim(0)`` (return every free heap page to the kernel), or None where there is none
+    or where ``MALLOC_TOP_PAD_`` already keeps the heap's top (the risk the probe measures is handled)."""
+    if not sys.platform.startswith("linux") or os.environ.get("MALLOC_TOP_PAD_"):
+        return None
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # musl, a static build: no such call
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return lambda: trim(0)
+
+
+@dataclass(frozen=True)
+class HeapRisk:
+    """What a batch would cost more (``refault_s``) or less (``faulting_s``) if the allocator changed state."""
+
+    probe_faults: int          # faults of one batch after the heap was trimmed: every fresh page it touches
+    current_faults: float      # median faults of the latest timed batches
+    seconds_per_fault: float
+
+    @property
+    def refault_s(self) -> float:
+        """Seconds a batch adds if every batch re-faulted what the probe did."""
+        return max(0.0, self.probe_faults - self.current_faults) * self.seconds_per_fault
+
+    @property
+    def faulting_s(self) -> float:
+        """Seconds a batch saves if the faults it takes now stopped."""
+        return self.current_faults * self.seconds_per_fault
+
+    def reach_s(self, batches: float) -> tuple[float, float]:
+        """``(down, up)``: seconds the remaining ``batches`` save or add in the other state."""
+        return batches * self.faulting_s, batches * self.refault_s
+
+    def describe(self, batches: float, predicted_s: float) -> str | None:
+        """The note for a prediction of ``predicted_s`` with ``batches`` left, when the reach matters."""
+        down, up = self.reach_s(batches)
+        if max(down, up) < _NOTE_SHARE * predicted_s:
+            return None
+        megabytes = self.probe_faults * _PAGE_BYTES / 1e6
+        if up >= down:
+            return (f"a step re-faults up to {megabytes:.0f} MB when glibc returns its freed memory to the kernel, "
+                    f"which it may start doing at any time: up to +{up / predicted_s:.0%} (the band reaches it); "
+                    "jemalloc/tcmalloc or MALLOC_TOP_PAD_=268435456 keeps the pages")
+        return (f"steps re-fault {self.current_faults * _PAGE_BYTES / 1e6:.0f} MB each (glibc returns their freed "
+                f"memory to the kernel; it may stop): up to -{down / predicted_s:.0%} (the band reaches it); "
+                "jemalloc/tcmalloc or MALLOC_TOP_PAD_=268435456 keeps the pages")
+
+
+class HeapWatch:
+    """Counts page faults of training batches and probes one untimed batch after a heap trim.
+
+    Args:
+        faults: the process's minor page faults so far (`sanity.minor_faults`).
+        fault_cost: seconds one first-touch fault costs here (`sanity.seconds_per_fault`).
+        trim: returns free heap memory to the kernel (`glibc_trim`).
+    """
+
+    def __init__(self, faults: Callable[[], int | None], fault_cost: Callable[[], float | None],
+                 trim: Callable[[], object]) -> None:
+        self.faults = faults
+        self.fault_cost = fault_cost
+        self.trim = trim
+        self.probe_faults: int | None = None
+        self._probe_from: int | None = None
+        self._last_end: int | None = None
+        self._recent: deque[int] = deque(maxlen=_RECENT_BATCHES)
+
+    def start_probe(self) -> None:
+        """Trim the heap now; the batch that follows is the probe (call at its start)."""
+        self.trim()
+        self._probe_from = self.faults()
+
+    def batch_end(self, *, timing: bool) -> None:
+        """A training batch ended: the probe's faults, or a timed batch's (since the previous batch end)."""
+        now = self.faults()
+        if now is None:
+            return
+        if self._probe_from is not None:
+            self.probe_faults, self._probe_from = now - self._probe_from, None
+        elif timing and self._last_end is not None:
+            self._recent.append(now - self._last_end)
+        self._last_end = now
+
+    def skip_interval(self) -> None:
+        """What ran since the last batch end (a prediction, the profiler's stop) is not a batch's faults."""
+        self._last_end = self.faults()
+
+    def risk(self) -> HeapRisk | None:
+        """Both states priced, once the probe and some timed batches have been counted."""
+        cost = self.fault_cost()
+        if self.probe_faults is None or not self._recent or not cost:
+            return None
+        return HeapRisk(self.probe_faults, float(statistics.median(self._recent)), cost)

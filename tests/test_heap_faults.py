@@ -1,0 +1,136 @@
+"""Steps that start or stop re-faulting their memory: the probe, the counts, and the band that reaches both states."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+from prenet_callbacks.eta import RunMeasurements, predict_fit
+from prenet_callbacks.heap_faults import HeapRisk, HeapWatch, glibc_trim
+from prenet_callbacks.plan import RunPlan
+from prenet_callbacks.sanity import minor_faults
+from prenet_callbacks.session import PredictionSession, SessionConfig
+from prenet_callbacks.session_schedule import Schedule
+
+
+class Faults:
+    """A fault counter the test advances; ``trims`` counts the heap trims asked for."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.trims = 0
+
+    def __call__(self) -> int:
+        return self.count
+
+    def trim(self) -> None:
+        self.trims += 1
+
+
+def _measured(batch_s: float = 0.01, n: int = 20) -> RunMeasurements:
+    m = RunMeasurements()
+    for _ in range(n):
+        m.batch.add(batch_s)
+    return m
+
+
+def test_watch_counts_the_probe_batch_and_the_median_of_timed_ones():
+    faults = Faults()
+    watch = HeapWatch(faults, lambda: 1e-6, faults.trim)
+    assert watch.risk() is None                        # nothing probed yet
+    watch.batch_end(timing=False)                      # an untimed batch: not counted
+    watch.start_probe()
+    faults.count += 2000
+    watch.batch_end(timing=False)                      # the probe: every page it touched was fresh
+    for extra in (10, 0, 5000, 20):                    # one interval held an evaluation: the median ignores it
+        faults.count += extra
+        watch.batch_end(timing=True)
+    faults.count += 9999
+    watch.skip_interval()                              # a prediction ran in between: not a batch
+    faults.count += 15
+    watch.batch_end(timing=True)
+    risk = watch.risk()
+    assert faults.trims == 1
+    assert risk.probe_faults == 2000 and risk.current_faults == 15
+    assert risk.refault_s == pytest.approx(1985e-6) and risk.faulting_s == pytest.approx(15e-6)
+
+
+def test_a_run_that_faults_now_may_stop_and_one_that_does_not_may_start():
+    clean, faulting = HeapRisk(2000, 0.0, 1e-6), HeapRisk(2000, 1800.0, 1e-6)
+    assert clean.reach_s(1000) == pytest.approx((0.0, 2.0))
+    assert faulting.reach_s(1000) == pytest.approx((1.8, 0.2))
+    assert "may start" in clean.describe(1000, 10.0) and "+20%" in clean.describe(1000, 10.0)
+    assert "it may stop" in faulting.describe(1000, 10.0) and "-18%" in faulting.describe(1000, 10.0)
+    assert clean.describe(1000, 100.0) is None         # 2% of the run: not worth a note
+
+
+def test_band_reaches_the_other_state_on_its_side_only():
+    plan = RunPlan(total_batches=1000, batches_per_epoch=1000, max_epochs=1)
+    m = _measured()
+    kwargs = dict(done_batches=20, done_steps=20, elapsed_s=0.2)
+    plain = predict_fit(plan, m, **kwargs)
+    may_start = predict_fit(plan, m, allocator=HeapRisk(4000, 0.0, 1e-6), **kwargs)   # +4 ms a batch possible
+    may_stop = predict_fit(plan, m, allocator=HeapRisk(4000, 4000.0, 1e-6), **kwargs)  # -4 ms a batch possible
+    assert may_start.predicted_total_s == plain.predicted_total_s == may_stop.predicted_total_s  # the centre stays
+    assert may_start.high_s >= plain.predicted_total_s + 980 * 4e-3                  # reaches the faulting state
+    assert may_start.low_s == pytest.approx(plain.low_s)
+    assert may_stop.low_s <= plain.predicted_total_s - 980 * 4e-3
+    assert may_stop.high_s == pytest.approx(plain.high_s)
+    assert "glibc" in may_start.note and plain.note is None
+
+
+def test_schedule_probes_an_untimed_step_after_the_first():
+    assert Schedule(3, 3, 20).heap_probe_step == 2          # the last warm-up step
+    assert Schedule(1, 3, 20).heap_probe_step == 3          # else the last profiled step
+    assert Schedule(1, 0, 20).heap_probe_step is None       # only the first step is untimed: it faults anyway
+    for schedule in (Schedule(3, 3, 20), Schedule(1, 3, 20)):
+        assert not schedule.times(schedule.heap_probe_step)
+
+
+def test_session_trims_once_at_the_probe_steps_first_batch_and_its_band_reaches_the_faulting_state():
+    clock, faults = [0.0], Faults()
+    session = PredictionSession(SessionConfig(warmup_steps=3, profile_steps=0, timing_steps=5, log_every_n_steps=1000,
+                                              profile_layers=False, print_report=False), clock=lambda: clock[0])
+    session.count_faults, session.fault_cost, session.heap_trim = faults, lambda: 1e-6, faults.trim
+    session.fit_start({"device": "cpu"})
+    session.set_plan(RunPlan(total_batches=2000, batches_per_epoch=2000, max_epochs=1, accumulate=2))
+    trims_at = []
+    for batch in range(40):
+        before = faults.trims
+        session.batch_start()
+        probing = faults.trims > before
+        if probing:
+            trims_at.append(batch)
+        clock[0] += 0.01
+        faults.count += 3000 if probing else 2   # after a trim every page is fresh; else the heap keeps them
+        session.batch_end(stepped=batch % 2 == 1, global_step=(batch + 1) // 2)
+    assert trims_at == [4]                 # step 2's first batch (two batches a step), and only there
+    first = session.report.first_prediction
+    assert first["high_s"] - first["predicted_total_s"] >= (2000 - first["at_batch"]) * 2.9e-3
+    assert "glibc" in first["note"]
+
+
+def test_a_fake_clock_session_has_no_watch_and_a_real_one_on_a_cpu_has_one():
+    fake = PredictionSession(SessionConfig(print_report=False), clock=lambda: 0.0)
+    fake.fit_start({"device": "cpu"})
+    assert fake.heap_watch is None          # a fake clock has no faults to match
+    real = PredictionSession(SessionConfig(print_report=False))
+    real.fit_start({"device": "cpu"})
+    expected = sys.platform.startswith("linux") and minor_faults() is not None and glibc_trim() is not None
+    assert (real.heap_watch is not None) == expected
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc_trim is glibc's (Linux)")
+def test_trim_returns_freed_memory_so_the_next_allocation_faults_again(monkeypatch):
+    trim = glibc_trim()
+    if trim is None:
+        pytest.skip("this Linux's C library has no malloc_trim (not glibc)")
+    big = torch.ones(4 << 20)   # 16 MB, freed below
+    del big
+    trim()
+    before = minor_faults()
+    torch.ones(4 << 20)
+    assert minor_faults() - before > 1000   # 4,096 pages of 4 KB touched afresh
+    monkeypatch.setenv("MALLOC_TOP_PAD_", "268435456")
+    assert glibc_trim() is None             # the user keeps the heap's top: nothing to probe
