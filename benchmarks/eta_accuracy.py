@@ -122,6 +122,7 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
         "first_validation_error_of_total": round(
             (first["breakdown"]["validation_s"] * pace - validation_actual) / actual, 4),
         "predictions": len(report.predictions),
+        "first_note": first.get("note"),  # what the first prediction warned of (a forecast slowdown, the allocator)
         "compile_s": report.measured.get("compile_s"),
         # what the first prediction's validation estimate rested on, and what validation runs then cost:
         # `benchmarks/validation_rules.py` scores candidate rules on these

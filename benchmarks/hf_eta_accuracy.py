@@ -62,6 +62,7 @@ def eta_row(name: str, description: str, result: dict[str, Any]) -> dict[str, An
         "progress_bar_error": round(bar_total / actual - 1, 4) if bar_total is not None else None,
         "last_refinement_error": round(report.predictions[-1]["predicted_total_s"] / actual - 1, 4),
         "predictions": len(report.predictions),
+        "first_note": first.get("note"),  # what the first prediction warned of (a forecast slowdown, the allocator)
     }
 
 
