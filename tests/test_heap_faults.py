@@ -134,3 +134,22 @@ def test_trim_returns_freed_memory_so_the_next_allocation_faults_again(monkeypat
     assert minor_faults() - before > 1000   # 4,096 pages of 4 KB touched afresh
     monkeypatch.setenv("MALLOC_TOP_PAD_", "268435456")
     assert glibc_trim() is None             # the user keeps the heap's top: nothing to probe
+
+
+def test_a_failing_trim_makes_the_session_step_aside_with_one_warning():
+    clock = [0.0]
+    session = PredictionSession(SessionConfig(warmup_steps=3, profile_steps=0, timing_steps=5, print_report=False,
+                                              profile_layers=False), clock=lambda: clock[0])
+
+    def broken_trim() -> None:
+        raise OSError("malloc_trim is not what it seems")
+
+    session.count_faults, session.fault_cost, session.heap_trim = Faults(), lambda: 1e-6, broken_trim
+    session.fit_start({"device": "cpu"})
+    session.set_plan(RunPlan(total_batches=100, batches_per_epoch=100, max_epochs=1))
+    with pytest.warns(Warning, match="malloc_trim is not what it seems") as caught:
+        for step in range(10):
+            session.batch_start()
+            clock[0] += 0.01
+            session.batch_end(stepped=True, global_step=step + 1)
+    assert len(caught) == 1 and session.disabled   # warned once, then quiet: the loop went on
