@@ -421,7 +421,7 @@ def predict_fit(
     variance = sum(s**2 for s in sigmas)
     # the allocator's other state: a second candidate for the remaining batches, reached at two sigmas
     down_s, up_s = allocator.reach_s(remaining.batches) if allocator is not None else (0.0, 0.0)
-    spread_down, spread_up = 2 * math.sqrt(variance + (down_s / 2) ** 2), 2 * math.sqrt(variance + (up_s / 2) ** 2)
+    spread_down, spread_up = (2 * math.sqrt(variance + (reach / 2) ** 2) for reach in (down_s, up_s))
     predicted = elapsed_s + remaining_s
 
     spent_train = max(0.0, elapsed_s - spent.outside_train_s)

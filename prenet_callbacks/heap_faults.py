@@ -33,6 +33,7 @@ _RECENT_BATCHES = 64
 # The reach is named in the prediction's note from this share of the predicted total.
 _NOTE_SHARE = 0.05
 _PAGE_BYTES = 4096
+_FIX = "jemalloc/tcmalloc or MALLOC_TOP_PAD_=268435456 keeps the pages"
 
 
 def glibc_trim() -> Callable[[], object] | None:
@@ -78,11 +79,9 @@ class HeapRisk:
         megabytes = self.probe_faults * _PAGE_BYTES / 1e6
         if up >= down:
             return (f"a step re-faults up to {megabytes:.0f} MB when glibc returns its freed memory to the kernel, "
-                    f"which it may start doing at any time: up to +{up / predicted_s:.0%} (the band reaches it); "
-                    "jemalloc/tcmalloc or MALLOC_TOP_PAD_=268435456 keeps the pages")
+                    f"which it may start doing at any time: up to +{up / predicted_s:.0%} (the band reaches it); {_FIX}")
         return (f"steps re-fault {self.current_faults * _PAGE_BYTES / 1e6:.0f} MB each (glibc returns their freed "
-                f"memory to the kernel; it may stop): up to -{down / predicted_s:.0%} (the band reaches it); "
-                "jemalloc/tcmalloc or MALLOC_TOP_PAD_=268435456 keeps the pages")
+                f"memory to the kernel; it may stop): up to -{down / predicted_s:.0%} (the band reaches it); {_FIX}")
 
 
 class HeapWatch:

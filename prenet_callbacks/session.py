@@ -226,10 +226,11 @@ class PredictionSession:
     def batch_end(self, *, stepped: bool, global_step: int | None = None) -> None:
         """One training batch finished; ``stepped`` if it ended with an optimizer step."""
         now = self.now()
+        timing = self.schedule.times(self.steps_seen)
         self.window.mark("end", self.steps.in_window)
-        self.steps.batch_end(now, timing=self.schedule.times(self.steps_seen))
+        self.steps.batch_end(now, timing=timing)
         if self.heap_watch is not None:
-            self.heap_watch.batch_end(timing=self.schedule.times(self.steps_seen))
+            self.heap_watch.batch_end(timing=timing)
         self.done_batches += 1
         self.window.suspend()
         if not stepped:
