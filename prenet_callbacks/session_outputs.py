@@ -64,9 +64,9 @@ class SessionOutputs:
 
     def add_page_publisher(self) -> None:
         """The HTML page beside the JSON report (rank 0; once per session, also across resumes)."""
-        from prenet_callbacks.html import PagePublisher, plotting_available
+        from prenet_callbacks.html import PagePublisher
 
-        wanted = self.config.html if self.config.html is not None else plotting_available()
+        wanted = self.config.html is not False
         path = self.config.report_path
         if (wanted and self.is_rank_zero and path is not None
                 and not any(isinstance(p, PagePublisher) for p in self.publishers)):

@@ -9,7 +9,6 @@ from prenet_callbacks import PreNeTCallback
 from prenet_callbacks.html import PagePublisher
 from tests.lightning_helpers import TinyModule, loaders, trainer
 
-pytest.importorskip("matplotlib", reason="the html extra (matplotlib) draws the page")
 FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=5, targets=["A100"], print_report=False)
 
 
@@ -47,20 +46,20 @@ class TensorBoardLogger(pl.loggers.Logger):
         pass
 
 
-def test_the_page_is_written_beside_the_report_and_tensorboard_gets_panel_and_chart(tmp_path, wait_for_end_pages):
+def test_the_page_is_written_beside_the_report_and_tensorboard_gets_the_panel(tmp_path):
     logger = TensorBoardLogger()
     callback = PreNeTCallback(report_path=tmp_path / "run.json", html=True, **FAST)
     trainer(tmp_path, [callback], max_epochs=2, logger=logger).fit(TinyModule(), *loaders(train_batches=20))
     # complete when fit() returns: no wait, no renderer left, no file but the report and the page
     page = next(p for p in callback.session.publishers if isinstance(p, PagePublisher))
-    assert page._process is None
+    assert len(page.seconds) == 2   # first prediction and end, each drawn in the caller's thread
     assert sorted(p.name for p in tmp_path.glob("run*")) == ["run.html", "run.json"]
     assert not list(tmp_path.glob(".run.html*"))
     html = (tmp_path / "run.html").read_text()
     assert 'data-chart="history"' in html and "took" in html  # the end page, drawn after the run ended
     writer = logger.experiment
     assert [tag for tag, _ in writer.texts] == ["prenet/report", "prenet/report"]  # first prediction, end
-    assert [tag for tag, _ in writer.images] == ["prenet/hardware", "prenet/hardware"]
+    assert writer.images == []
 
 
 def test_html_false_writes_no_page(tmp_path):
@@ -70,12 +69,10 @@ def test_html_false_writes_no_page(tmp_path):
     assert not any(isinstance(p, PagePublisher) for p in callback.session.publishers)
 
 
-def test_html_true_without_the_extra_fails_at_construction(monkeypatch):
-    import prenet_callbacks.extras as extras
-
-    monkeypatch.setattr(extras, "has_module", lambda name: name != "matplotlib")
-    with pytest.raises(ValueError, match=r"prenet-callbacks\[html\]"):
-        PreNeTCallback(html=True)
+def test_the_page_is_on_by_default_and_html_is_checked():
+    assert PreNeTCallback().session.config.html is None   # None: write it (no extra needed)
+    with pytest.raises(ValueError, match="html must be True, False or None"):
+        PreNeTCallback(html="yes")
 
 
 def test_a_page_that_cannot_be_drawn_warns_once_and_the_report_is_still_written(tmp_path, monkeypatch):
@@ -83,10 +80,10 @@ def test_a_page_that_cannot_be_drawn_warns_once_and_the_report_is_still_written(
 
     from prenet_callbacks.session import PreNeTWarning
 
-    def fail(self, report):
+    def fail(report, path):
         raise RuntimeError("no drawing today")
 
-    monkeypatch.setattr(PagePublisher, "_start", fail)
+    monkeypatch.setattr("prenet_callbacks.html.publisher.write_report_page", fail)
     callback = PreNeTCallback(report_path=tmp_path / "run.json", html=True, **FAST)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -11,7 +11,6 @@ from html import escape
 from pathlib import Path
 from typing import Any, Callable
 
-from prenet_callbacks.extras import has_module, require_extra
 from prenet_callbacks.html import facts, view
 from prenet_callbacks.report import Report, ReportError, write_atomic
 
@@ -41,19 +40,13 @@ class ReportPageError(ValueError):
     """A report the page cannot be made from: it has no predictions."""
 
 
-def plotting_available() -> bool:
-    """True when matplotlib, which draws the charts (the ``html`` extra), is installed."""
-    return has_module("matplotlib")
-
-
 def _chart(name: str, data: dict[str, Any], caption: str) -> str:
     from prenet_callbacks.html import charts
-    from prenet_callbacks.html.svg import figure_svg
 
-    figure = getattr(charts, f"{name}_chart")(data)
-    if figure is None:
+    chart = getattr(charts, f"{name}_chart")(data)
+    if chart is None:
         return ""
-    return (f'<figure class=chart data-chart="{name}">{figure_svg(figure, name, caption)}'
+    return (f'<figure class=chart data-chart="{name}">{chart.svg(caption)}'
             f"<figcaption>{escape(caption)}</figcaption></figure>")
 
 
@@ -63,19 +56,14 @@ def _section(name: str, heading: str, chart: str, table: str, missing: str) -> s
 
 
 def render_report_page(report: Report) -> str:
-    """The page as a string. Raises `ReportPageError` for a report without predictions and
-    `ValueError` naming the ``html`` extra when matplotlib is not installed."""
-    require_extra("matplotlib", "html", "the HTML report")
-    from prenet_callbacks.html.charts import drawing
-
+    """The page as a string (a few milliseconds). Raises `ReportPageError` for a report without predictions."""
     data = report.to_dict()
     if not data.get("predictions"):
         raise ReportPageError("the report has no predictions (the run ended before its first prediction): "
                               "there is nothing to chart; pass a report written after the first prediction")
     sections = _sections(data)
-    with drawing():
-        body = "".join(_section(name, heading, _chart(name, data, caption), table(data), missing)
-                       for name, heading, caption, table, missing in sections)
+    body = "".join(_section(name, heading, _chart(name, data, caption), table(data), missing)
+                   for name, heading, caption, table, missing in sections)
     notes = facts.notes_list([*(data.get("limitations") or []), *((data.get("projection") or {}).get("notes") or [])])
     title = f"PreNeT report: {facts.device_label(data)}"
     made = f"made {facts.when(data.get('created'))}"
@@ -118,8 +106,8 @@ def _sections(data: dict[str, Any]) -> list[tuple[str, str, str, Callable[[dict[
 def write_report_page(report: Report, path: str | os.PathLike[str]) -> Path:
     """Render `report` and write it to `path` atomically; returns the path.
 
-    Raises `ReportPageError` for a report without predictions, `ReportError` for a path that cannot
-    be written, and `ValueError` naming the ``html`` extra without matplotlib (all `ValueError`s).
+    Raises `ReportPageError` for a report without predictions and `ReportError` for a path that cannot
+    be written (both `ValueError`s).
     On any failure an existing page at `path` is left as it was and no partial file remains.
     """
     if Path(path).is_dir():
