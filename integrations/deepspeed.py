@@ -114,6 +114,7 @@ def attach(
     html: bool | None = None,
     batch_convention: str = "per_device",
     provider: str | None = None,
+    allocator_probe: bool = False,
 ) -> DeepSpeedHandle:
     """Start predicting the run of a `deepspeed.DeepSpeedEngine`; call it just before the training loop.
 
@@ -130,7 +131,8 @@ def attach(
         targets: other hardware to project onto (``["A100", "8x H100"]``); ``None`` for the default
             set, ``[]`` for none.
         warmup_steps, profile_steps, timing_steps, log_every_n_steps, print_report, profile_layers,
-        predictor, html, batch_convention, provider: as for `PreNeTCallback` (steps are optimizer steps).
+        predictor, html, batch_convention, provider, allocator_probe: as for `PreNeTCallback` (steps are
+        optimizer steps).
 
     Returns:
         A `DeepSpeedHandle` with ``.report``, ``.validation()``, ``.checkpoint()``, ``.finish()`` and ``.detach()``.
@@ -147,7 +149,7 @@ def attach(
         warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
         log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
         print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
-        batch_convention=batch_convention, provider=provider,
+        batch_convention=batch_convention, provider=provider, allocator_probe=allocator_probe,
     )
     if engine.__dict__.get(_HANDLE_ATTR) is not None:
         raise ValueError("this engine already has PreNeT attached; call .detach() on the first handle before attaching again")

@@ -60,6 +60,10 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
             global batch (each GPU gets a share, the same steps).
         provider: price the target rows with one provider's listings (``"Lambda"``, ``"GCP"``, ...;
             case-insensitive); None: the cheapest current listing of each target's GPU count. An
+        allocator_probe: on a CPU under glibc, trim the heap (``malloc_trim(0)``) once before an untimed
+            warm-up batch to price the state where every step re-faults its memory, and let the band
+            reach it. This changes the process's heap for the rest of the run, so it is off by default:
+            the callback then only counts the timed batches' page faults.
             unknown name raises at construction, listing the known providers.
 
     Raises:
@@ -92,6 +96,7 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         predictor: Any = None,
         html: bool | None = None,
         batch_convention: str = "per_device",
+        allocator_probe: bool = False,
         provider: str | None = None,
     ) -> None:
         super().__init__()
@@ -99,7 +104,7 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
             log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
             print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
-            batch_convention=batch_convention, provider=provider,
+            batch_convention=batch_convention, provider=provider, allocator_probe=allocator_probe,
         )
         self._user_report_path = self.config.report_path
         self.session = PredictionSession(self.config)

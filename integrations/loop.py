@@ -65,8 +65,8 @@ class Tracker:
             accelerator, else "32-true". The projection to other hardware reads it.
         report_path: where the main process writes the JSON report; default ``./prenet_report.json``.
         targets, warmup_steps, profile_steps, timing_steps, log_every_n_steps, print_report,
-        profile_layers, predictor, html, batch_convention, provider: as for `PreNeTCallback` (steps are
-            optimizer steps).
+        profile_layers, predictor, html, batch_convention, provider, allocator_probe: as for
+            `PreNeTCallback` (steps are optimizer steps).
 
     Raises:
         ValueError: a bad argument (named in the message, with the fix).
@@ -105,6 +105,7 @@ class Tracker:
         html: bool | None = None,
         batch_convention: str = "per_device",
         provider: str | None = None,
+        allocator_probe: bool = False,
     ) -> None:
         _check_objects(model, optimizer, accelerator)
         if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
@@ -117,7 +118,7 @@ class Tracker:
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
             log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
             print_report=print_report, profile_layers=profile_layers and model is not None, predictor=predictor,
-            html=html, batch_convention=batch_convention, provider=provider,
+            html=html, batch_convention=batch_convention, provider=provider, allocator_probe=allocator_probe,
         )
         self.model = model
         self.optimizer = torch_optimizer(optimizer)

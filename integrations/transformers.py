@@ -84,6 +84,8 @@ class PreNeTTrainerCallback(TrainerCallback):
         html: write ``prenet_report.html`` beside the JSON report; None: when the ``html`` extra is
             installed; True without it raises at construction.
         batch_convention: ``"per_device"`` or ``"global"``: what multi-GPU targets keep (see `PreNeTCallback`).
+        allocator_probe: trim the heap once to price the allocator's other state (changes the process;
+            off by default, see `PreNeTCallback`).
         provider: price the target rows with one provider's listings (see `PreNeTCallback`).
 
     Attributes:
@@ -119,13 +121,14 @@ class PreNeTTrainerCallback(TrainerCallback):
         predictor: Any = None,
         html: bool | None = None,
         batch_convention: str = "per_device",
+        allocator_probe: bool = False,
         provider: str | None = None,
     ) -> None:
         self.config: SessionConfig = validate_session_config(
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
             log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
             print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
-            batch_convention=batch_convention, provider=provider,
+            batch_convention=batch_convention, provider=provider, allocator_probe=allocator_probe,
         )
         self._user_report_path = self.config.report_path
         self.session = PredictionSession(self.config)

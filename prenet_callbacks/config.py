@@ -64,6 +64,7 @@ def validate_session_config(
     html: bool | None = None,
     batch_convention: str = "per_device",
     provider: str | None = None,
+    allocator_probe: bool = False,
 ) -> SessionConfig:
     """Check every argument and build the `SessionConfig`; raise `ValueError` on bad input."""
     return SessionConfig(
@@ -79,6 +80,7 @@ def validate_session_config(
         html=validate_html(html),
         batch_convention=validate_batch_convention(batch_convention),
         provider=validate_provider(provider),
+        allocator_probe=_flag("allocator_probe", allocator_probe),
     )
 
 

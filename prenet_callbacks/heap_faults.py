@@ -9,14 +9,18 @@ same loop in the same process ran at 5.3 ms a step with no faults, and at 7.2 ms
 faults a step (an LSTM, batch 16, on this project's 2-core host; an encoder showed the same). On the
 plain-loop benchmark that flip came after the first prediction in 2 of 3 runs and made them 25% slower.
 
-`HeapWatch` measures both states early, on a step that is not timed: it trims the heap
-(``malloc_trim(0)``) before that step and counts the step's faults, which are the pages a step touches
-afresh when nothing was kept; the timed steps' faults say what the run pays now. At
-`seconds_per_fault` each, `HeapRisk` prices the other state per batch, and the prediction's band
-reaches it (`prenet_callbacks.eta`). jemalloc or tcmalloc (``LD_PRELOAD``), or ``MALLOC_TOP_PAD_``
-(bytes glibc keeps at the heap's top), keep the pages: the probe then finds few to fault, or is skipped.
+`HeapWatch` watches without changing anything: it counts the timed batches' minor faults (``getrusage``),
+which say what the run pays now. A run seen faulting heavily pays that on the run itself: at
+`seconds_per_fault` each, `HeapRisk` prices the batches without those faults, the band reaches down to
+them (`prenet_callbacks.eta`), and a note names the fix. The other state, a run that does not fault now
+starting to, cannot be seen without changing the process, so by default it is neither priced nor in the
+band. With ``allocator_probe=True`` the user opts in to a probe that does: the watch trims the heap
+(``malloc_trim(0)``, which changes the process's heap for the rest of the run) before one untimed warm-up
+batch and counts that batch's faults, the pages a step touches afresh when nothing is kept, and the band
+reaches that state too. jemalloc or tcmalloc (``LD_PRELOAD``), or ``MALLOC_TOP_PAD_`` (bytes glibc keeps at
+the heap's top), keep the pages: the probe then finds few to fault, or is skipped.
 
-Only on Linux with glibc's ``malloc_trim``; elsewhere there is no probe and no reach.
+Only on Linux with glibc (``malloc_trim`` resolves); elsewhere nothing is watched.
 """
 from __future__ import annotations
 
@@ -53,13 +57,15 @@ def glibc_trim() -> Callable[[], object] | None:
 class HeapRisk:
     """What a batch would cost more (``refault_s``) or less (``faulting_s``) if the allocator changed state."""
 
-    probe_faults: int          # faults of one batch after the heap was trimmed: every fresh page it touches
+    probe_faults: int | None   # faults of one batch after a heap trim (every fresh page it touches); None: no probe
     current_faults: float      # median faults of the latest timed batches
     seconds_per_fault: float
 
     @property
     def refault_s(self) -> float:
-        """Seconds a batch adds if every batch re-faulted what the probe did."""
+        """Seconds a batch adds if every batch re-faulted what the probe did (0 without a probe: not seen)."""
+        if self.probe_faults is None:
+            return 0.0
         return max(0.0, self.probe_faults - self.current_faults) * self.seconds_per_fault
 
     @property
@@ -76,8 +82,8 @@ class HeapRisk:
         down, up = self.reach_s(batches)
         if max(down, up) < _NOTE_SHARE * predicted_s:
             return None
-        megabytes = self.probe_faults * _PAGE_BYTES / 1e6
-        if up >= down:
+        if up >= down and self.probe_faults is not None:
+            megabytes = self.probe_faults * _PAGE_BYTES / 1e6
             return (f"a step re-faults up to {megabytes:.0f} MB when glibc returns its freed memory to the kernel, "
                     f"which it may start doing at any time: up to +{up / predicted_s:.0%} (the band reaches it); {_FIX}")
         return (f"steps re-fault {self.current_faults * _PAGE_BYTES / 1e6:.0f} MB each (glibc returns their freed "
@@ -85,16 +91,17 @@ class HeapRisk:
 
 
 class HeapWatch:
-    """Counts page faults of training batches and probes one untimed batch after a heap trim.
+    """Counts page faults of timed training batches; with ``trim``, also probes one untimed batch after a heap trim.
 
     Args:
         faults: the process's minor page faults so far (`sanity.minor_faults`).
         fault_cost: seconds one first-touch fault costs here (`sanity.seconds_per_fault`).
-        trim: returns free heap memory to the kernel (`glibc_trim`).
+        trim: returns free heap memory to the kernel (`glibc_trim`); None (the default): never called,
+            nothing probed, the process is left as it is (``allocator_probe=True`` passes it).
     """
 
     def __init__(self, faults: Callable[[], int | None], fault_cost: Callable[[], float | None],
-                 trim: Callable[[], object]) -> None:
+                 trim: Callable[[], object] | None = None) -> None:
         self.faults = faults
         self.fault_cost = fault_cost
         self.trim = trim
@@ -104,7 +111,9 @@ class HeapWatch:
         self._recent: deque[int] = deque(maxlen=_RECENT_BATCHES)
 
     def start_probe(self) -> None:
-        """Trim the heap now; the batch that follows is the probe (call at its start)."""
+        """Trim the heap now; the batch that follows is the probe (call at its start). Without ``trim``: nothing."""
+        if self.trim is None:
+            return
         self.trim()
         self._probe_from = self.faults()
 
@@ -124,8 +133,10 @@ class HeapWatch:
         self._last_end = self.faults()
 
     def risk(self) -> HeapRisk | None:
-        """Both states priced, once the probe and some timed batches have been counted."""
+        """What the timed batches' faults cost (and, with a probe, the other state), once some were counted."""
+        if not self._recent or (self.trim is not None and self.probe_faults is None):
+            return None
         cost = self.fault_cost()
-        if self.probe_faults is None or not self._recent or not cost:
+        if not cost:
             return None
         return HeapRisk(self.probe_faults, float(statistics.median(self._recent)), cost)

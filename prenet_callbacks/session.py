@@ -12,7 +12,7 @@ writes the report, and records how the run ended. It keeps the events and decide
 - `measured`: the report's ``measured`` block; `run_record`: its ``plan``, ``run`` and ``actual`` blocks;
 - `session_predictions.Predictions`: the prediction history, the first one projected onto other hardware;
 - `subnormals.SubnormalWatch`: on a CPU, optimizer-state entries decaying towards subnormal floats;
-- `heap_faults.HeapWatch`: on a CPU, steps that may start or stop re-faulting their memory;
+- `heap_faults.HeapWatch`: on a CPU, the timed steps' page faults (a heap trim only if ``allocator_probe``);
 - `session_outputs.SessionOutputs`: logger metrics, printer, publishers, the report on disk.
 
 The session must never break a run (`session_guard`): every public method is guarded, and an
@@ -94,7 +94,7 @@ class PredictionSession:
         self.facts = Facts(lambda: self.report, self.measurements, self.window)
         self.compile_clock = CompileClock()   # torch.compile's compilations: one-off time, never a rate
         self.subnormal_watch: SubnormalWatch | None = None
-        self.heap_trim: Callable[[], object] | None = glibc_trim()
+        self.heap_trim: Callable[[], object] | None = glibc_trim()  # resolved, called only by an opted-in probe
         self._reset_fit_state()
 
     def _reset_fit_state(self) -> None:
@@ -140,7 +140,9 @@ class PredictionSession:
             self.window.time_on_device(self.device_clock)
             self.steps.time_on_device(self.device_clock)
         elif self.count_faults is not None and self.heap_trim is not None:
-            self.heap_watch = HeapWatch(self.count_faults, self.fault_cost, self.heap_trim)
+            # counting faults changes nothing; trimming the heap changes the process: only when asked
+            self.heap_watch = HeapWatch(self.count_faults, self.fault_cost,
+                                        self.heap_trim if self.config.allocator_probe else None)
 
     def use_clock(self, clock: DeviceClock) -> None:
         """The `DeviceClock` of the device the model trains on (chosen by the integration)."""
@@ -203,7 +205,7 @@ class PredictionSession:
         in_window = not self.window.done and self.schedule.profiles(self.steps_seen)
         if (self.heap_watch is not None and self.steps_seen == self.schedule.heap_probe_step
                 and self.steps.step_clock.batches == 0):
-            self.heap_watch.start_probe()  # an untimed step: trimming the heap costs it its faults
+            self.heap_watch.start_probe()  # an untimed step: trimming the heap (if opted in) costs it its faults
         self.steps.batch_start(self.fit_start_time, timing=self.schedule.times(self.steps_seen), in_window=in_window)
         self.window.open_batch(in_window)
 

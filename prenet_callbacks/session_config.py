@@ -26,6 +26,7 @@ class SessionConfig:
     html: bool | None = None     # write the HTML page beside the report (None: when the extra is installed)
     batch_convention: str = "per_device"  # multi-GPU targets keep the per-device batch, or the global one
     provider: str | None = None  # price the target rows with this provider's listings (None: the cheapest)
+    allocator_probe: bool = False  # trim the heap once to price the allocator's other state (changes the process)
 
     @property
     def projects(self) -> bool:
