@@ -60,11 +60,11 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
             global batch (each GPU gets a share, the same steps).
         provider: price the target rows with one provider's listings (``"Lambda"``, ``"GCP"``, ...;
             case-insensitive); None: the cheapest current listing of each target's GPU count. An
+            unknown name raises at construction, listing the known providers.
         allocator_probe: on a CPU under glibc, trim the heap (``malloc_trim(0)``) once before an untimed
             warm-up batch to price the state where every step re-faults its memory, and let the band
             reach it. This changes the process's heap for the rest of the run, so it is off by default:
             the callback then only counts the timed batches' page faults.
-            unknown name raises at construction, listing the known providers.
 
     Raises:
         ValueError: an argument out of range or of the wrong type (the message names the fix).
@@ -96,8 +96,8 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         predictor: Any = None,
         html: bool | None = None,
         batch_convention: str = "per_device",
-        allocator_probe: bool = False,
         provider: str | None = None,
+        allocator_probe: bool = False,
     ) -> None:
         super().__init__()
         self.config: SessionConfig = validate_session_config(

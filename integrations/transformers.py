@@ -84,9 +84,9 @@ class PreNeTTrainerCallback(TrainerCallback):
         html: write ``prenet_report.html`` beside the JSON report; None: when the ``html`` extra is
             installed; True without it raises at construction.
         batch_convention: ``"per_device"`` or ``"global"``: what multi-GPU targets keep (see `PreNeTCallback`).
+        provider: price the target rows with one provider's listings (see `PreNeTCallback`).
         allocator_probe: trim the heap once to price the allocator's other state (changes the process;
             off by default, see `PreNeTCallback`).
-        provider: price the target rows with one provider's listings (see `PreNeTCallback`).
 
     Attributes:
         report: the `Report` (also written as JSON), with the history of predictions.
@@ -121,8 +121,8 @@ class PreNeTTrainerCallback(TrainerCallback):
         predictor: Any = None,
         html: bool | None = None,
         batch_convention: str = "per_device",
-        allocator_probe: bool = False,
         provider: str | None = None,
+        allocator_probe: bool = False,
     ) -> None:
         self.config: SessionConfig = validate_session_config(
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
