@@ -10,9 +10,18 @@ batch also pays what the training batch spends outside the model's forward (the 
 the loss): after the window the probe times the model's top-level call in `CALL_SAMPLES` clean
 training batches on a host clock (``on_call``), and the forward phase less that call is the rest.
 
-Nothing of the run changes: the modules' ``training`` flags and torch's random number generators
-(CPU and the model's CUDA device) are put back, no gradient is recorded, eval mode updates no
-BatchNorm statistics, and the outputs are dropped. A forward that fails is reported, not raised.
+The replay runs under the precision the training forward ran under: the pre-hook notes each autocast
+active around the call (device type and dtype) and the default dtype, and the replay enters them again.
+That is the precision validation runs under too: Lightning's precision plugin wraps both steps in one
+``forward_context`` (autocast, or a default dtype for ``*-true``), a Hugging Face Trainer's autocast wraps
+the model's forward itself (accelerate), and a plain loop's ``torch.autocast`` is seen where the user's
+forward ran.
+
+Nothing of the run changes: the modules' ``training`` flags, the default dtype and torch's random number
+generators (CPU and the model's CUDA device) are put back, the autocasts end with the replay, no gradient
+is recorded, eval mode updates no BatchNorm statistics, and the outputs are dropped. A forward that fails
+is reported, not raised.
+
 The probe declines (and says why) when a replay would not be the validation forward: a compiled
 model (eval mode recompiles), a sharded one (FSDP, a DeepSpeed engine: its parameters are gathered
 only inside the step), a model called more than once or not at all at the top level. An adapter
@@ -20,9 +29,10 @@ adds what only its framework knows (a sharding strategy, ZeRO-3) by not giving t
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -30,6 +40,10 @@ from prenet_callbacks.profiling.compiled import compiled_kind
 
 REPEATS = 3
 CALL_SAMPLES = 16
+_AUTOCAST_DEVICES = ("cpu", "cuda")
+
+# What a forward called now runs under: the active autocasts (device type, dtype) and the default dtype.
+Precision = tuple[tuple[tuple[str, torch.dtype], ...], torch.dtype]
 
 
 class EvalForwardProbe:
@@ -48,6 +62,7 @@ class EvalForwardProbe:
         self.now = now
         self.on_call = on_call
         self.call: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+        self.precision: Precision | None = None   # what the kept call ran under (`precision_now`)
         self.calls_in_batch = 0
         self.declined: str | None = None
         self.keeping = True          # the window: keep each call's arguments
@@ -78,7 +93,7 @@ class EvalForwardProbe:
             if self._depth == 0 and torch.is_grad_enabled():   # a training call (validation runs without grad)
                 self.calls_in_batch += 1
                 if self.keeping:
-                    self.call = (args, kwargs)
+                    self.call, self.precision = (args, kwargs), precision_now()
                 elif self.on_call is not None:   # after the window: time the call
                     self._started = self.now()
             self._depth += 1
@@ -129,7 +144,7 @@ class EvalForwardProbe:
         cuda_rng = torch.cuda.get_rng_state(device) if device is not None else None
         try:
             self.module.eval()
-            with torch.no_grad():
+            with torch.no_grad(), running_under(self.precision):
                 times = [self._timed(args, kwargs, device) for _ in range(REPEATS + 1)][1:]
         except BaseException:
             self.remove()
@@ -150,6 +165,40 @@ class EvalForwardProbe:
         if device is not None:
             torch.cuda.synchronize(device)
         return self.now() - start
+
+
+def precision_now() -> Precision:
+    """The autocasts active now and the default dtype (what a forward called here runs under)."""
+    active = tuple((device, dtype) for device in _AUTOCAST_DEVICES if (dtype := _autocast_dtype(device)) is not None)
+    return active, torch.get_default_dtype()
+
+
+def _autocast_dtype(device: str) -> torch.dtype | None:
+    """The dtype of the autocast active for ``device`` now, None when there is none."""
+    try:
+        enabled, dtype = torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)
+    except (TypeError, AttributeError):  # torch < 2.4: one call per device type
+        cpu = device == "cpu"
+        enabled = torch.is_autocast_cpu_enabled() if cpu else torch.is_autocast_enabled()
+        dtype = torch.get_autocast_cpu_dtype() if cpu else torch.get_autocast_gpu_dtype()
+    return dtype if enabled else None
+
+
+@contextlib.contextmanager
+def running_under(precision: Precision | None) -> Iterator[None]:
+    """Enter the autocasts and default dtype of ``precision`` (None: as now); the default dtype is put back."""
+    if precision is None:
+        yield
+        return
+    autocasts, default = precision
+    previous = torch.get_default_dtype()
+    with contextlib.ExitStack() as stack:
+        for device, dtype in autocasts:
+            stack.enter_context(torch.autocast(device, dtype=dtype))
+        if default != previous:
+            torch.set_default_dtype(default)
+            stack.callback(torch.set_default_dtype, previous)
+        yield
 
 
 def holds_whole_model(model: Any) -> bool:
