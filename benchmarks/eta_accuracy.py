@@ -71,7 +71,7 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
 
     pl.seed_everything(0, verbose=False)
     module, train, val, settings = WORKLOADS[name]()
-    prenet = PreNeTCallback(report_path=f"{out_dir}/{name}/prenet_report.json", print_report=False, targets=[])
+    prenet = PreNeTCallback(report_path=f"{out_dir}/{name}/prenet_report.json", print_report=False)
     clock = BatchClock()
     inputs = _capture_validation_inputs(prenet)
     trainer = build_trainer(f"{out_dir}/{name}", [clock, prenet], settings)

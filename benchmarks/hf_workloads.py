@@ -130,7 +130,7 @@ def run_trainer(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.
     args = TrainingArguments(output_dir=str(out), report_to="none", use_cpu=True, seed=0, learning_rate=5e-4,
                              disable_tqdm=not record_bar, dataloader_num_workers=0, **settings)
     clock = BarClock()
-    prenet = PreNeTTrainerCallback(report_path=out / "prenet_report.json", print_report=False, targets=[])
+    prenet = PreNeTTrainerCallback(report_path=out / "prenet_report.json", print_report=False)
     callbacks: list[Any] = ([clock] if record_bar else []) + ([prenet] if with_prenet else [])
     trainer = Trainer(model=model, args=args, train_dataset=train, eval_dataset=evaluation, callbacks=callbacks)
     clock.bar = next((cb for cb in trainer.callback_handler.callbacks if isinstance(cb, ProgressCallback)), None)

@@ -119,7 +119,7 @@ def run_loop(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0, 
     start = time.perf_counter()
     tracker = (Tracker(total_steps=steps, model=model, optimizer=optimizer, accelerator=accelerator,
                        eval_every=eval_every, eval_batches=spec["eval_batches"], checkpoint_every=checkpoint_every,
-                       report_path=out / "prenet_report.json", print_report=False, targets=[])
+                       report_path=out / "prenet_report.json", print_report=False)
                if with_prenet else None)
     bar = tqdm(total=steps, file=open(os.devnull, "w")) if record_bar else None  # noqa: SIM115 - closed below
     step = 0

@@ -78,7 +78,8 @@ def _pair(a: Callable, b: Callable, how: Callable[[float, float], float]) -> Cal
 def shipped(x: dict[str, Any]) -> float | None:
     """`prenet_callbacks.eta`'s rule as it is now, on the recorded inputs."""
     sys.path.insert(0, str(ROOT))
-    from prenet_callbacks.eta import RunMeasurements, _per_validation_run
+    from prenet_callbacks.eta import RunMeasurements
+    from prenet_callbacks.eta_validation import per_validation_run as _per_validation_run
     from prenet_callbacks.plan import RunPlan
 
     m = RunMeasurements(train_batch_size=x.get("train_batch_size"), val_batch_size=x.get("val_batch_size"),

@@ -53,8 +53,7 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
             of a ``predictor.json`` (or its folder) from ``prenet train --extra`` or ``prenet
             calibrate``; loaded here, so a bad file fails now rather than mid-fit.
         html: write ``prenet_report.html`` (charts, self-contained) beside the JSON report after the
-            first prediction and at the end; None: when the ``html`` extra (matplotlib) is
-            installed; True without it raises at construction.
+            first prediction and at the end (None, the default, or True); False: no page.
         batch_convention: how multi-GPU targets (``"8x H100"``) run the same data: ``"per_device"``
             keeps each GPU's batch (the global batch grows, fewer steps), ``"global"`` keeps the
             global batch (each GPU gets a share, the same steps).

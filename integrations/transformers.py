@@ -81,8 +81,7 @@ class PreNeTTrainerCallback(TrainerCallback):
         profile_layers: set False to skip the per-module profile and keep only step timing.
         predictor: the op-time predictor for the projection: None for the shipped one, or the path
             of a ``predictor.json`` (or its folder) from ``prenet train``.
-        html: write ``prenet_report.html`` beside the JSON report; None: when the ``html`` extra is
-            installed; True without it raises at construction.
+        html: write ``prenet_report.html`` beside the JSON report (None or True); False: no page.
         batch_convention: ``"per_device"`` or ``"global"``: what multi-GPU targets keep (see `PreNeTCallback`).
         provider: price the target rows with one provider's listings (see `PreNeTCallback`).
         allocator_probe: trim the heap once to price the allocator's other state (changes the process;

@@ -101,14 +101,9 @@ def validate_provider(value: Any, name: str = "provider") -> str | None:
 
 
 def validate_html(value: Any, name: str = "html") -> bool | None:
-    """None (write the HTML page when its extra is installed), True (require it) or False (never)."""
+    """None or True (write the HTML page beside the report) or False (never)."""
     if value is not None and not isinstance(value, bool):
-        raise ValueError(f"{name} must be True, False or None (write the page when the html extra is installed), "
-                         f"got {value!r}")
-    if value:
-        from prenet_callbacks.extras import require_extra
-
-        require_extra("matplotlib", "html", f"{name}=True")
+        raise ValueError(f"{name} must be True, False or None (write the page beside the report), got {value!r}")
     return value
 
 

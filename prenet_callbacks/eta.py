@@ -21,11 +21,8 @@ from typing import Any, Protocol
 from prenet_callbacks.estimators import RobustDuration
 from prenet_callbacks.plan import RunPlan
 
-# Relative uncertainty of a term, by how its per-event cost is known. A validation run from the sanity
-# check: its one or two timed batches are cold (worst +28% / -6% of the warm run on the nine fits of
-# `benchmarks/validation_rules.py`); from the training forward alone: that forward also records autograd
-# and runs train-mode layers, and eval kernels can differ (+58% and more there), so the band reaches far down.
-_UNCERTAINTY = {"measured": 0.10, "warm": 0.50, "sanity": 0.15, "estimated": 0.60, "none": 0.0}
+from prenet_callbacks.eta_validation import UNCERTAINTY as _UNCERTAINTY, validation_estimate, validation_uncertainty
+
 # Before a save has been timed: bytes of state over a modest disk write speed, plus fixed cost.
 _ASSUMED_WRITE_BYTES_PER_S = 400e6
 _ASSUMED_SAVE_OVERHEAD_S = 0.02
@@ -37,21 +34,14 @@ _ASSUMED_SAVE_OVERHEAD_S = 0.02
 # standard deviations covers.
 _TRAIN_DRIFT = 0.015
 _HOST_DRIFT = 0.115
-# A forecast slowdown (`later_slowdown`) is uncertain by half, one standard deviation: the forecast sees
-# only the entries dead when it is made (on the MLP benchmarks 55-80% of those dead by the end).
-_SLOWDOWN_UNCERTAINTY = 0.5
-# When the estimates of a validation run disagree by more than this factor, the report says so.
-_CROSS_CHECK_RATIO = 1.5
 # Validation this share of the run or more is named in the band's note until it is measured.
 _LARGE_VALIDATION_SHARE = 0.15
 
 
-class LaterSlowdown(Protocol):
-    """A cost the measured steps do not show yet (`subnormals.SubnormalForecast`)."""
+class LaterRisk(Protocol):
+    """A slowdown the measured steps do not show yet (`subnormals.SubnormalNote`): named, not priced."""
 
-    def extra_s(self, from_step: float, to_step: float) -> float: ...
-
-    def describe(self, from_step: float, to_step: float) -> str: ...
+    def describe(self, from_step: float, to_step: float) -> str | None: ...
 
 
 class AllocatorState(Protocol):
@@ -164,141 +154,6 @@ class _Rates:
     edge_how: str
 
 
-@dataclass
-class _ValidationEstimate:
-    per_run_s: float
-    how: str                      # a `validation_source`: measured, sanity, warm, estimated
-    basis: str                    # which estimate, and why, in words
-    low_s: float                  # the candidate estimates' range, which the band covers
-    high_s: float
-
-
-def _validation_estimate(plan: RunPlan, m: RunMeasurements, batch_s: float) -> _ValidationEstimate:
-    """Cost of one validation run, how it is known, and the range of what else it could be.
-
-    Before one has been measured there are up to three estimates. The sanity check's batches as timed
-    run the real validation step at the real eval batch size, but cold (first calls, and on a CPU
-    first-touch page faults): high. The model's forward replayed in eval mode without autograd on a
-    training batch (`eval_probe`), scaled per sample to the eval batch size, plus what the training
-    forward spends outside the model's call: warm, but at another batch size and without the
-    validation loop's own work: low on CNNs at 2-4x the training batch (-22% to -26%), high on small
-    MLPs. Where both exist the smaller is used: a cold sanity check has no upper bound (first calls,
-    lazy initialisation, a neighbour at the start: +118% on one loaded run), the replay's errors are
-    bounded; across 18 validation fits of two runs the smaller had the best worst case per run at the
-    run's pace (30%, against 57% for their geometric mean, 47% for the rule before it; medians 13%,
-    9%, 14%: `benchmarks/results/validation_rules.json`). Where one exists, that one (the replay before
-    the training forward, which also records autograd and runs train-mode layers: 1.3-3x an evaluation
-    forward on a CPU). The band reaches every candidate, the page-fault-corrected sanity check and
-    the training forward included (see `_validation_uncertainty`).
-    """
-    if len(m.validation_run):
-        mean = m.validation_run.mean or 0.0
-        runs = m.validation_run.count
-        return _ValidationEstimate(mean, "measured", f"measured ({runs} run{'s' if runs != 1 else ''})", mean, mean)
-    warm, sanity = _warm_validation_estimate(plan, m), _sanity_validation_estimate(plan, m)
-    corrected = _sanity_validation_estimate(plan, m, corrected=True)
-    replay = _replay_validation_estimate(plan, m)
-    candidates = [v for v in (warm, sanity, corrected, replay) if v is not None]
-    if sanity is not None and replay is not None:
-        batches = m.sanity_val_batches
-        cold = f"the sanity check ({batches or '?'} cold batch{'es' if batches != 1 else ''} at the eval batch size)"
-        warm_replay = f"the model's eval forward replayed warm ({_batch_ratio_words(m)})"
-        chosen, other = (cold, warm_replay) if sanity <= replay else (warm_replay, cold)
-        basis = f"{chosen}, the smaller of it and {other}"
-        if max(sanity, replay) > _CROSS_CHECK_RATIO * min(sanity, replay):
-            basis += f" ({max(sanity, replay) / max(min(sanity, replay), 1e-9):.1f}x higher)"
-        per_run, how = min(sanity, replay), "sanity" if sanity <= replay else "warm"
-    elif sanity is not None and (warm is None or sanity <= warm):
-        batches = m.sanity_val_batches
-        basis = (f"sanity check ({batches} batch{'es' if batches != 1 else ''} at the eval batch size, as timed)"
-                 if batches else "sanity check (as timed)")
-        if warm is not None and warm > _CROSS_CHECK_RATIO * sanity:
-            basis += f"; the training forward x batch ratio was {warm / max(sanity, 1e-9):.1f}x higher"
-        per_run, how = sanity, "sanity"
-    elif replay is not None:
-        basis = f"the model's eval forward replayed warm ({_batch_ratio_words(m)}); no sanity check to cross-check it"
-        per_run, how = replay, "warm"
-    elif warm is not None:
-        basis = f"training forward x batch ratio ({_batch_ratio_words(m)})"
-        if sanity is not None:
-            if sanity >= 1.1 * warm:
-                basis += f"; the sanity check was {sanity / max(warm, 1e-9):.1f}x higher"
-        else:
-            basis += "; no sanity check to cross-check it"
-        per_run, how = warm, "warm"
-    else:
-        # Nothing measured: a validation batch costs about a training forward, a third of a batch.
-        per_run = plan.val_batches * batch_s / 3
-        return _ValidationEstimate(per_run, "estimated", "nothing measured: a third of a training batch per batch",
-                                   per_run, per_run)
-    if corrected is not None and sanity is not None and corrected < 0.9 * sanity:
-        basis += "; page faults in the sanity check may not recur"
-    low, high = min(candidates), max(candidates)
-    if high > _CROSS_CHECK_RATIO * low:
-        basis += f"; the estimates span {low:.3g}-{high:.3g} s a run and the band covers them"
-    return _ValidationEstimate(per_run, how, basis, low, high)
-
-
-def _batch_ratio_words(m: RunMeasurements) -> str:
-    if m.train_batch_size and m.val_batch_size:
-        return f"eval batch {m.val_batch_size} / training batch {m.train_batch_size}"
-    return "eval batch size unknown, taken as the training batch's"
-
-
-def _per_validation_run(plan: RunPlan, m: RunMeasurements, batch_s: float) -> tuple[float, str]:
-    """Cost of one validation run and how it is known (see `_validation_estimate`)."""
-    estimate = _validation_estimate(plan, m, batch_s)
-    return estimate.per_run_s, estimate.how
-
-
-def _warm_validation_estimate(plan: RunPlan, m: RunMeasurements) -> float | None:
-    forward = m.forward_per_batch.mean
-    if forward is None or plan.val_batches <= 0:
-        return None
-    scale = 1.0
-    if m.train_batch_size and m.val_batch_size:
-        scale = m.val_batch_size / m.train_batch_size
-    data = (m.data_per_batch.mean or 0.0) * scale
-    fixed = m.sanity_val_fixed or 0.0
-    eval_share = 1.0 if m.eval_forward_share is None else m.eval_forward_share
-    return fixed + plan.val_batches * (forward * eval_share * scale + data)
-
-
-def _replay_validation_estimate(plan: RunPlan, m: RunMeasurements) -> float | None:
-    """The model's eval-mode forward (`eval_probe`) per sample at the eval batch size, what the training
-    forward spends outside the model's call (the framework's step, the loss) and the data wait."""
-    if m.eval_forward_s is None or plan.val_batches <= 0:
-        return None
-    scale = m.val_batch_size / m.train_batch_size if m.train_batch_size and m.val_batch_size else 1.0
-    outside = 0.0
-    if m.model_call.mean is not None and m.forward_per_batch.mean is not None:
-        outside = max(0.0, m.forward_per_batch.mean - m.model_call.mean)
-    data = (m.data_per_batch.mean or 0.0) * scale
-    return (m.sanity_val_fixed or 0.0) + plan.val_batches * (m.eval_forward_s * scale + outside + data)
-
-
-def _sanity_validation_estimate(plan: RunPlan, m: RunMeasurements, *, corrected: bool = False) -> float | None:
-    """The sanity check's batches at the run's count: as timed, or with their page faults' cost taken off."""
-    per_batch = m.sanity_val_per_batch if corrected or m.sanity_val_raw_per_batch is None else m.sanity_val_raw_per_batch
-    if per_batch is None:
-        return None
-    return (m.sanity_val_fixed or 0.0) + plan.val_batches * per_batch
-
-
-def _validation_uncertainty(plan: RunPlan, m: RunMeasurements, per_run: float, how: str,
-                            estimate: _ValidationEstimate | None = None) -> float:
-    """Relative uncertainty (one standard deviation) of the validation term.
-
-    The band is two of them: where the candidate estimates disagree, it is wide enough to reach each.
-    """
-    # the training forward alone is far less sure than when a sanity check cross-checks it
-    rel = _UNCERTAINTY["sanity" if how == "warm" and m.sanity_val_per_batch is not None else how]
-    if estimate is not None and how in ("warm", "sanity") and per_run > 0:
-        reach = max(per_run - estimate.low_s, estimate.high_s - per_run) / per_run
-        rel = max(rel, reach / 2)
-    return rel
-
-
 def _per_checkpoint_file(m: RunMeasurements) -> tuple[float, str]:
     if len(m.checkpoint_file):
         return m.checkpoint_file.mean or 0.0, "measured"
@@ -363,16 +218,16 @@ def predict_fit(
     spent: Spent | None = None,
     fit_done: bool = False,
     time_limit_start_s: float | None = None,
-    later_slowdown: LaterSlowdown | None = None,
+    later_risk: LaterRisk | None = None,
     allocator: AllocatorState | None = None,
 ) -> Prediction:
     """Predict the wall time of the whole run, standing at global batch ``done_batches``.
 
     ``spent`` is the time this run has spent so far by kind (the rest of ``elapsed_s`` went to
     training batches); ``time_limit_start_s`` is the elapsed time at which ``plan.max_time_s``
-    started counting (Lightning's timer starts at ``on_train_start``). ``later_slowdown`` prices a
-    slowdown the measured steps cannot show yet (`subnormals.SubnormalForecast`): its seconds over the
-    remaining optimizer steps join the training time, with half of them as uncertainty. ``allocator``
+    started counting (Lightning's timer starts at ``on_train_start``). ``later_risk`` names a slowdown
+    the measured steps cannot show yet (`subnormals.SubnormalNote`) in the note, without pricing it: a
+    forecast the run cannot check stays a note. ``allocator``
     prices the remaining batches in the allocator's other state (`heap_faults`): the band reaches it,
     up and down apart, the way it reaches each candidate estimate of a validation run.
     """
@@ -388,7 +243,7 @@ def predict_fit(
         return Prediction(done_steps, done_batches, elapsed_s, None, None, None, None, step_s, rate,
                           note=plan.unknown_reason or "the run's length is unknown")
 
-    val = _validation_estimate(plan, m, batch_s)
+    val = validation_estimate(plan, m, batch_s)
     val_s, val_how = val.per_run_s, val.how
     ckpt_s, ckpt_how = _per_checkpoint_file(m)
     edge_s, edge_how = _per_epoch_boundary(m)
@@ -403,21 +258,16 @@ def predict_fit(
         time_limited = end < plan.total_batches
     remaining = _remaining(plan, done_batches, end, fit_done=fit_done)
     parts = remaining.seconds(rates)
-    slowdown_s, end_step = 0.0, plan.steps_done_after(int(end))
-    if later_slowdown is not None:
-        slowdown_s = later_slowdown.extra_s(done_steps, end_step)
-        parts["train_s"] += slowdown_s
+    end_step = plan.steps_done_after(int(end))
 
     train_rel = 2 * m.batch.relative_stderr + _TRAIN_DRIFT
-    val_rel = _validation_uncertainty(plan, m, val_s, val_how, val)
+    val_rel = validation_uncertainty(plan, m, val_s, val_how, val)
     remaining_s = sum(parts.values())
     sigmas = (parts["train_s"] * train_rel, parts["validation_s"] * val_rel,
               parts["checkpoints_s"] * _UNCERTAINTY[ckpt_how],
               parts["epoch_boundaries_s"] * _UNCERTAINTY[edge_how] + 0.05 * remaining.edges,
               # a shared host's pace moves every remaining part alike
-              remaining_s * (_HOST_DRIFT if m.host_timed else 0.0),
-              # which dead entries stay dead, and which die later, is not known
-              slowdown_s * _SLOWDOWN_UNCERTAINTY)
+              remaining_s * (_HOST_DRIFT if m.host_timed else 0.0))
     variance = sum(s**2 for s in sigmas)
     # the allocator's other state: a second candidate for the remaining batches, reached at two sigmas
     down_s, up_s = allocator.reach_s(remaining.batches) if allocator is not None else (0.0, 0.0)
@@ -439,8 +289,9 @@ def predict_fit(
     if time_limited:
         notes.append(f"capped by the time limit ({plan.max_time_s:.0f} s): "
                      f"{end_step:,} of {int(plan.total_steps):,} steps fit")
-    if later_slowdown is not None and slowdown_s > 0.01 * predicted:
-        notes.append(later_slowdown.describe(done_steps, end_step))
+    risk_note = later_risk.describe(done_steps, end_step) if later_risk is not None else None
+    if risk_note:
+        notes.append(risk_note)
     allocator_note = allocator.describe(remaining.batches, predicted) if allocator is not None else None
     if allocator_note:
         notes.append(allocator_note)
@@ -461,8 +312,7 @@ def predict_fit(
         steps=int(end_step),
         time_limited=time_limited,
         breakdown={k: round(v, 3) for k, v in breakdown.items()},
-        of_which={"data_loading_s": round(fit_batches * batch_s * data_fraction, 3),
-                  **({"later_slowdown_s": round(slowdown_s, 3)} if slowdown_s else {})},
+        of_which={"data_loading_s": round(fit_batches * batch_s * data_fraction, 3)},
         validation_source=val_how if plan.val_batches > 0 else "none",
         validation_basis=val.basis if plan.val_batches > 0 else None,
         rates={"batch_s": batch_s, "validation_run_s": val_s, "checkpoint_file_s": ckpt_s, "epoch_boundary_s": edge_s},

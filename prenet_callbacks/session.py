@@ -252,7 +252,7 @@ class PredictionSession:
 
     def _watch_subnormals(self) -> None:
         """Sample the moment buffers one step before a prediction may come, to find the dead entries then."""
-        if self.subnormal_watch is None:
+        if self.subnormal_watch is None or self.subnormal_watch.done:
             return
         if self.first_prediction_made:
             due = self._refinement_due(self.done_steps + 1)
@@ -293,12 +293,12 @@ class PredictionSession:
         if self.plan is None:
             return None
         self.measurements.host_timed = not self._on_cuda()  # a shared host's pace drifts; a GPU's steps less so
-        slowdown = self.subnormal_watch.forecast(self.done_steps) if self.subnormal_watch and not fit_done else None
+        risk = self.subnormal_watch.note(self.done_steps) if self.subnormal_watch and not fit_done else None
         allocator = self.heap_watch.risk() if self.heap_watch is not None and not fit_done else None
         prediction = predict_fit(self.plan, self.measurements, done_batches=self.done_batches,
                                  done_steps=self.done_steps, elapsed_s=self._elapsed(), spent=self.steps.spent,
                                  fit_done=fit_done, time_limit_start_s=self.train_start_elapsed,
-                                 later_slowdown=slowdown, allocator=allocator)
+                                 later_risk=risk, allocator=allocator)
         return prediction if prediction.step_s is not None else None
 
     def _update_measured(self) -> None:

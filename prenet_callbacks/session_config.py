@@ -23,7 +23,7 @@ class SessionConfig:
     print_report: bool = True
     profile_layers: bool = True
     predictor: Any = None        # a loaded `Predictor` for the projection; None: the shipped one
-    html: bool | None = None     # write the HTML page beside the report (None: when the extra is installed)
+    html: bool | None = None     # write the HTML page beside the report (False: never)
     batch_convention: str = "per_device"  # multi-GPU targets keep the per-device batch, or the global one
     provider: str | None = None  # price the target rows with this provider's listings (None: the cheapest)
     allocator_probe: bool = False  # trim the heap once to price the allocator's other state (changes the process)

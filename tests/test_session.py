@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from prenet_callbacks.eta import _validation_estimate, _validation_uncertainty
+from prenet_callbacks.eta_validation import validation_estimate as _validation_estimate, validation_uncertainty as _validation_uncertainty
 from prenet_callbacks.plan import CheckpointRule, RunPlan
 from prenet_callbacks.profiling.table import LayerTable
 from prenet_callbacks.sanity import minor_faults

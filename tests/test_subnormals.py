@@ -1,5 +1,5 @@
-"""Subnormal floats in the optimizer's state: the watch finds dead entries, forecasts their crossing, and
-the prediction prices the slowdown before any step shows it."""
+"""Subnormal floats in the optimizer's state: the watch finds dead entries and their crossing steps, and the
+prediction names the risk in a note without pricing it (a forecast the run cannot check stays a note)."""
 from __future__ import annotations
 
 import json
@@ -7,11 +7,12 @@ import json
 import pytest
 import torch
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from integrations.loop import Tracker
 from prenet_callbacks.eta import RunMeasurements, predict_fit
 from prenet_callbacks.plan import RunPlan
-from prenet_callbacks.subnormals import SubnormalForecast, SubnormalWatch, flushes_subnormals, probe_cost
+from prenet_callbacks.subnormals import SubnormalNote, SubnormalWatch, flushes_subnormals
 
 TINY = torch.finfo(torch.float32).tiny
 
@@ -46,24 +47,23 @@ def adamw_with_dead_half(steps_alive: int = 3):
 
 def test_dead_entries_turn_subnormal_at_the_forecast_step():
     param, optimizer, step = adamw_with_dead_half()
-    watch = SubnormalWatch(optimizer, probe=lambda opt, name: 1e-8)
+    watch = SubnormalWatch(optimizer)
     step(True)
     watch.snapshot(4)
     step(True)
-    forecast = watch.forecast(5)
-    assert forecast is not None
-    assert forecast.buffers == ["exp_avg", "exp_avg_sq"]
+    note = watch.note(5)
+    assert note is not None and watch.done
+    assert note.buffers == ["exp_avg", "exp_avg_sq"]
+    assert note.entries == 2 * 4096 and note.dead_entries == 2 * 2048   # both moments of the dead half
     exp_avg = optimizer.state[param]["exp_avg"]
     # every dead entry's first moment is counted (exp_avg_sq's dead entries cross ~100x later)
-    crossing = [(s, e) for s, e, _ in forecast.crossings if s < 5000]
-    assert sum(e for _, e in crossing) == 2048
-    last = max(s for s, _ in crossing)
-    bucket = 2048 / 128                       # crossings are kept as 128 quantiles, each at its mean step
-    for n in range(6, last + 80):
+    assert note.crossing_before(5000) == 2048
+    last = max(s for s in note.crossing_steps if s < 5000)
+    for n in range(6, int(last) + 80):
         step(True)
         count = subnormal_count(exp_avg[:2048])
-        predicted = sum(e for s, e in crossing if s <= n)
-        assert abs(count - predicted) <= 2 * bucket, f"step {n}: {count} subnormal, forecast {predicted}"
+        predicted = note.crossing_before(n + 1)
+        assert abs(count - predicted) <= 2, f"step {n}: {count} subnormal, forecast {predicted}"
     # rounding stalls them there: all still subnormal, none of the live half
     assert subnormal_count(exp_avg[:2048]) == 2048
     assert subnormal_count(exp_avg[2048:]) == 0
@@ -71,14 +71,17 @@ def test_dead_entries_turn_subnormal_at_the_forecast_step():
 
 def test_no_forecast_without_a_snapshot_one_step_back_or_when_every_entry_is_alive():
     param, optimizer, step = adamw_with_dead_half()
-    watch = SubnormalWatch(optimizer, probe=lambda opt, name: 1e-8)
-    assert watch.forecast(4) is None            # no snapshot yet
-    watch.snapshot(3)
-    step(False)
-    assert watch.forecast(4) is None            # every entry got a gradient
+    watch = SubnormalWatch(optimizer)
+    assert watch.note(4) is None and not watch.done   # no snapshot yet
     watch.snapshot(2)
     step(True)
-    assert watch.forecast(5) is None            # the snapshot is not one step back
+    assert watch.note(4) is None and not watch.done   # the snapshot is not one step back
+    watch.snapshot(3)
+    step(False)
+    assert watch.note(4) is None and watch.done       # every entry got a gradient: nothing to say, ever
+    watch.snapshot(4)
+    step(True)
+    assert watch.note(5) is None                      # made once a fit: no sampling after the first
 
 
 def test_gpu_or_fp64_state_is_not_watched():
@@ -86,56 +89,49 @@ def test_gpu_or_fp64_state_is_not_watched():
     optimizer = torch.optim.SGD([param], lr=0.1, momentum=0.9)
     param.grad = torch.ones_like(param)
     optimizer.step()
-    watch = SubnormalWatch(optimizer, probe=lambda opt, name: 1e-8)
+    watch = SubnormalWatch(optimizer)
     watch.snapshot(1)
     param.grad.zero_()
     optimizer.step()
-    assert watch.forecast(2) is None
+    assert watch.note(2) is None
 
 
-def test_extra_seconds_count_each_crossing_from_its_step_to_the_end():
-    forecast = SubnormalForecast(at_step=10, crossings=[(100, 1000.0, 1e-5), (200, 500.0, 5e-6)],
-                                 subnormal_now=0.0, dead_entries=1500.0, buffers=["exp_avg"])
-    assert forecast.extra_s(10, 300) == pytest.approx(200 * 1e-5 + 100 * 5e-6)
-    assert forecast.extra_s(150, 300) == pytest.approx(150 * 1e-5 + 100 * 5e-6)
-    assert forecast.extra_s(10, 150) == pytest.approx(50 * 1e-5)
-    assert forecast.extra_s(10, 90) == 0.0
-    described = forecast.describe(10, 300)
-    assert "1,500 entries" in described and "from step 100" in described
-    assert "torch.set_flush_denormal(True)" in described
-    assert forecast.to_dict(10, 150)["crossing_before_end"] == 1000
+def test_the_note_names_the_share_and_step_and_stays_quiet_when_too_few_cross_before_the_end():
+    note = SubnormalNote(at_step=10, dead_entries=1500.0, entries=10_000.0, crossing_steps=[100.0, 200.0],
+                         stride_weight=[1000.0, 500.0], buffers=["exp_avg"])
+    assert note.crossing_before(150) == 1000.0 and note.crossing_before(300) == 1500.0
+    described = note.describe(10, 300)
+    assert "15% of the optimizer's exp_avg" in described and "from step 100" in described
+    assert "does not include" in described and "torch.set_flush_denormal(True)" in described
+    assert note.describe(10, 90) is None                       # nothing crosses before the run ends
+    assert SubnormalNote(10, 10.0, 1e6, [100.0], [10.0], ["exp_avg"]).describe(10, 300) is None   # 0.001%
+    assert note.to_dict(10, 150)["crossing_before_end"] == 1000
 
 
-def test_probe_prices_the_optimizers_own_buffer_and_declines_a_missing_one():
-    param = nn.Parameter(torch.randn(8))
-    rng = torch.get_rng_state()
-    cost = probe_cost(torch.optim.AdamW([param], lr=1e-3), "exp_avg")
-    assert torch.equal(torch.get_rng_state(), rng)   # the run's random stream is not the probe's
-    assert cost is not None and 0.0 <= cost < 1e-6   # nanoseconds per entry, not microseconds
-    assert probe_cost(torch.optim.SGD([param], lr=1e-3), "momentum_buffer") is None  # no momentum: no buffer
-
-
-def test_predict_fit_adds_the_forecast_slowdown_to_training_and_the_band():
+def test_predict_fit_names_the_risk_without_changing_the_total_or_the_band():
     plan = RunPlan(total_batches=1000, batches_per_epoch=1000, max_epochs=1)
     m = RunMeasurements()
     for _ in range(20):
         m.batch.add(0.01)
-    forecast = SubnormalForecast(at_step=20, crossings=[(600, 5e5, 5e-3)], subnormal_now=0.0,
-                                 dead_entries=5e5, buffers=["exp_avg"])
+    note = SubnormalNote(at_step=20, dead_entries=5e5, entries=1e6, crossing_steps=[600.0], stride_weight=[5e5],
+                         buffers=["exp_avg"])
     plain = predict_fit(plan, m, done_batches=20, done_steps=20, elapsed_s=0.2)
-    slowed = predict_fit(plan, m, done_batches=20, done_steps=20, elapsed_s=0.2, later_slowdown=forecast)
-    assert slowed.predicted_total_s - plain.predicted_total_s == pytest.approx(400 * 5e-3)
-    assert slowed.of_which["later_slowdown_s"] == pytest.approx(2.0)
-    assert "subnormal floats" in slowed.note and plain.note is None
-    assert (slowed.high_s - slowed.predicted_total_s) > (plain.high_s - plain.predicted_total_s)
+    noted = predict_fit(plan, m, done_batches=20, done_steps=20, elapsed_s=0.2, later_risk=note)
+    assert (noted.predicted_total_s, noted.low_s, noted.high_s) == (plain.predicted_total_s, plain.low_s, plain.high_s)
+    assert "subnormal floats" in noted.note and plain.note is None
+    assert "later_slowdown_s" not in noted.of_which
 
 
-def test_a_loop_whose_inputs_go_dark_gets_the_slowdown_in_its_first_prediction(tmp_path):
+def test_a_loop_whose_inputs_go_dark_gets_the_note_in_its_first_prediction_and_no_probe_runs(tmp_path, monkeypatch):
     # 64 input features carry signal for three steps and are zero afterwards: their weight columns get
     # no gradient, and AdamW's first moment of them decays into the subnormal range ~800 steps later
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 1))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    steps_of_other_optimizers = []
+    # the watch only reads the run's optimizer: no throwaway optimizer steps (they would fire the user's hooks)
+    handle = register_optimizer_step_pre_hook(
+        lambda opt, args, kwargs: None if opt is optimizer else steps_of_other_optimizers.append(opt))
     tracker = Tracker(total_steps=1000, model=model, optimizer=optimizer, report_path=tmp_path / "r.json",
                       warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=100, targets=[],
                       print_report=False)
@@ -153,7 +149,7 @@ def test_a_loop_whose_inputs_go_dark_gets_the_slowdown_in_its_first_prediction(t
     exp_avg = optimizer.state[model[0].weight]["exp_avg"]
     assert subnormal_count(exp_avg[:, :64]) == dead          # the forecast came true
     assert subnormal_count(exp_avg[:, 64:]) == 0
-    watch = tracker.run.session.subnormal_watch
-    cost = watch._cost["exp_avg"]
-    # every dead entry slows the steps left after it crosses (between steps 600 and 950 here)
-    assert dead * cost * 50 - 1e-3 <= first["of_which"]["later_slowdown_s"] <= dead * cost * 400 + 1e-3
+    handle.remove()
+    assert steps_of_other_optimizers == []
+    assert "subnormal floats" in first["note"] and "torch.set_flush_denormal(True)" in first["note"]
+    assert "later_slowdown_s" not in first["of_which"]

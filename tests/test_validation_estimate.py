@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from prenet_callbacks.eta import (RunMeasurements, _validation_estimate, _validation_uncertainty, predict_fit)
+from prenet_callbacks.eta import RunMeasurements, predict_fit
+from prenet_callbacks.eta_validation import validation_estimate as _validation_estimate, validation_uncertainty as _validation_uncertainty
 from prenet_callbacks.plan import RunPlan
 
 
