@@ -8,12 +8,12 @@ others. Used by `eta.predict_fit` once a prediction is made; nothing here runs p
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from prenet_callbacks.plan import RunPlan
 
-if TYPE_CHECKING:  # eta imports this module; the measurements class lives there
-    from prenet_callbacks.eta import RunMeasurements
+# `eta.RunMeasurements`: eta imports this module, so the type is named, not imported (no import cycle)
+RunMeasurements = Any
 
 # Relative uncertainty of a term, by how its per-event cost is known. A validation run from the sanity
 # check: its one or two timed batches are cold (worst +28% / -6% of the warm run on the nine fits of
