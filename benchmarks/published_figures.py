@@ -208,6 +208,7 @@ ETA, VAL, COMPILED = RESULTS + "eta_accuracy.json", RESULTS + "eta_accuracy_vali
     RESULTS + "eta_accuracy_compiled.json"
 HF, LOOP = RESULTS + "hf_eta_accuracy.json", RESULTS + "loop_eta_accuracy.json"
 OVER, HF_OVER = RESULTS + "overhead.json", RESULTS + "hf_overhead.json"
+COSTS, COSTS_BEFORE = RESULTS + "session_costs.json", RESULTS + "session_costs_subnormal_forecast.json"
 PROJ, LAMBDA, H200_EST = RESULTS + "projection_accuracy.json", RESULTS + "projection_lambda.json", \
     RESULTS + "estimate_h200.json"
 SPEED, CALIB_SPEED = RESULTS + "projection_speed.json", RESULTS + "calibration_speed.json"
@@ -894,6 +895,24 @@ QUOTES += [
           "causal_lm_eval_steps_checkpoints", "classifier_epoch_eval_accumulate", "max_steps_mid_epoch",
           "loop_encoder_eval_checkpoints", "loop_lstm_accelerate_accumulate")),
       F(HF_OVER, hf_pairs(min), num(2)), F(HF_OVER, hf_pairs(max), num(2))),
+    Q(OVERHEAD, "`benchmarks/results/session_costs.json`, {}): on a Lightning MLP fit (`mlp_validation_every_200`, {} s, "
+                "the callback's defaults) the hooks a training batch calls cost {} µs together after the profiling "
+                "window (medians: `on_train_batch_end` {} µs, `on_before_backward` {} µs, `on_after_backward` {} µs, "
+                "`on_train_batch_start` {} µs), and every hook of the fit together {} ms, {}% of it:",
+      F(COSTS, lambda d: d["date"][:10], DATE), F(COSTS, "lightning.fit_s", num(1)),
+      F(COSTS, "lightning.steady_per_batch_us", INT),
+      *(F(COSTS, f"lightning.hooks.{h}.steady_median_us", INT) for h in (
+          "on_train_batch_end", "on_before_backward", "on_after_backward", "on_train_batch_start")),
+      F(COSTS, "lightning.all_hooks_total_ms", INT), F(COSTS, "lightning.all_hooks_share_of_fit", PCT1)),
+    Q(OVERHEAD, "(the largest call, {} ms), the refinements, and the end ({} ms from `on_fit_end` to its return, the "
+                "report and the last page included). A clock read costs {} µs and the page-fault count ({} µs) is read "
+                "once a batch on a CPU host. With a `Tracker` a step costs {} µs after the window and `close()` {} ms. "
+                "Before issue 39's changes the same fit's hooks took {} ms, {}% of it",
+      F(COSTS, "lightning.hooks.on_train_batch_end.largest_call_ms", INT),
+      F(COSTS, "lightning.hooks.on_fit_end.whole_total_ms", INT), F(COSTS, "primitives.perf_counter_us", num(2)),
+      F(COSTS, "primitives.getrusage_us", num(2)), F(COSTS, "tracker.step.steady_median_us", INT),
+      F(COSTS, "tracker.close_ms", INT), F(COSTS_BEFORE, "lightning.all_hooks_total_ms", INTC),
+      F(COSTS_BEFORE, "lightning.all_hooks_share_of_fit", PCT1)),
     Q(OVERHEAD, "On the H200 (one run, [gpu-runs.md](gpu-runs.md)) the CNN's fit showed {}%",
       F(H200, "parts.fits.0.overhead", SPCT1)),
     Q(OVERHEAD, "The predictor: {} ops on {} devices in {} ms with the shipped predictor, {} ms calibrated (target {} "
