@@ -110,6 +110,11 @@ class HeapWatch:
         self._last_end: int | None = None
         self._recent: deque[int] = deque(maxlen=_RECENT_BATCHES)
 
+    @property
+    def probes(self) -> bool:
+        """Whether this watch trims the heap to probe the other state (only with ``allocator_probe=True``)."""
+        return self.trim is not None
+
     def start_probe(self) -> None:
         """Trim the heap now; the batch that follows is the probe (call at its start). Without ``trim``: nothing."""
         if self.trim is None:

@@ -203,7 +203,8 @@ class PredictionSession:
     @guarded
     def batch_start(self) -> None:
         in_window = not self.window.done and self.schedule.profiles(self.steps_seen)
-        if (self.heap_watch is not None and self.steps_seen == self.schedule.heap_probe_step
+        if (self.heap_watch is not None and self.heap_watch.probes  # by default no probe: no per-batch look-up
+                and self.steps_seen == self.schedule.heap_probe_step
                 and self.steps.step_clock.batches == 0):
             self.heap_watch.start_probe()  # an untimed step: trimming the heap (if opted in) costs it its faults
         self.steps.batch_start(self.fit_start_time, timing=self.schedule.times(self.steps_seen), in_window=in_window)

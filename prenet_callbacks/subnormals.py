@@ -18,8 +18,10 @@ state and changes nothing (no probe steps, no flush setting); it samples once a 
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -50,10 +52,16 @@ class SubnormalNote:
     crossing_steps: list[float]   # of the sampled dead entries, ascending
     stride_weight: list[float]    # entries each sampled one stands for
     buffers: list[str]
+    _cumulative: list[float] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # every prediction asks for one end step: a bisection, not a pass over thousands of samples
+        self._cumulative = list(itertools.accumulate(self.stride_weight))
 
     def crossing_before(self, to_step: float) -> float:
         """Entries that reach the subnormal range before optimizer step ``to_step``."""
-        return sum(w for step, w in zip(self.crossing_steps, self.stride_weight) if step < to_step)
+        index = bisect.bisect_left(self.crossing_steps, to_step)
+        return self._cumulative[index - 1] if index else 0.0
 
     def describe(self, from_step: float, to_step: float) -> str | None:
         """The note for a run that ends at ``to_step`` (None when too few entries cross before it)."""
@@ -91,13 +99,9 @@ class SubnormalWatch:
     def __init__(self, optimizer: Any) -> None:
         self.optimizer = optimizer
         self._snapshot: tuple[int, list[torch.Tensor]] | None = None
-        # the first prediction is made twice at one step (around the projection): sample once
-        self._last: tuple[int, SubnormalNote | None] | None = None
-
-    @property
-    def done(self) -> bool:
-        """True once the note was made: later predictions follow the measured steps."""
-        return self._last is not None
+        # made once, at the first prediction (which is computed twice at one step, around the projection)
+        self.done = False
+        self._note: SubnormalNote | None = None
 
     def _buffers(self) -> list[_Buffer]:
         out = []
@@ -127,14 +131,14 @@ class SubnormalWatch:
     def note(self, step: int) -> SubnormalNote | None:
         """The dead entries since the snapshot one step back and their crossing steps (None: nothing to say).
         Made once, at the first prediction; later calls return it unchanged."""
-        if self._last is None:
+        if not self.done:
             if self._snapshot is None or self._snapshot[0] != step - 1:
                 return None
-            self._last = (step, self._note(step))
+            self._note, self.done = self._dead_entries(step), True
             self._snapshot = None   # the samples are not needed again
-        return self._last[1]
+        return self._note
 
-    def _note(self, step: int) -> SubnormalNote | None:
+    def _dead_entries(self, step: int) -> SubnormalNote | None:
         buffers = self._buffers()
         before = self._snapshot[1] if self._snapshot else []
         if len(before) != len(buffers):

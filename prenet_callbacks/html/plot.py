@@ -87,6 +87,7 @@ class Chart:
     height: float
     width: float = WIDTH
     elements: list[str] = field(default_factory=list)
+    hatched: bool = False   # the hatch pattern is defined (once a chart)
     _ids: int = 0
 
     def new_id(self, kind: str) -> str:
@@ -123,6 +124,7 @@ class Axes:
                               "</clipPath>")
         self.legend_entries: list[LegendEntry] = []
         self._labels: set[str] = set()
+        self.grid_x = self.grid_y = True   # light lines at the ticks, behind the data (`frame` may turn one off)
 
     # -- what a chart draws, in data coordinates --------------------------------------------------------
     def _add(self, element: str) -> None:
@@ -184,7 +186,8 @@ class Axes:
 
     def _hatch(self) -> str:
         name = f"{self.chart.prefix}-hatch"
-        if not any(f'id="{name}"' in e for e in self.chart.elements):
+        if not self.chart.hatched:
+            self.chart.hatched = True
             self.chart.elements.insert(0, f'<pattern id="{name}" width="6" height="6" patternUnits="userSpaceOnUse" '
                                           'patternTransform="rotate(45)"><rect width="6" height="6" fill="white" '
                                           f'fill-opacity="0.55"/><path d="M0 0V6" stroke="{DARK}" stroke-width="1"/>'
@@ -220,28 +223,26 @@ class Axes:
         """The left and bottom spines (no top and right frame)."""
         self.chart.elements.append(f'<path d="M{self.left:.1f} {self.top:.1f}V{self.bottom:.1f}H{self.right:.1f}" '
                                    f'stroke="{SPINE}" fill="none"/>')
-        self._grid_x, self._grid_y = grid_x, grid_y
+        self.grid_x, self.grid_y = grid_x, grid_y
 
     def x_ticks(self, ticks: Sequence[float], format_tick: Callable[[float], str], *, labels: bool = True) -> None:
-        for tick in ticks:
-            if not self.x.holds(tick):
-                continue
-            px = self.x(tick)
-            if getattr(self, "_grid_x", True):
-                self.chart.elements.insert(0, f'<line x1="{px:.1f}" y1="{self.top:.1f}" x2="{px:.1f}" '
-                                              f'y2="{self.bottom:.1f}" stroke="{GRID}"/>')
-            if labels:
-                self.chart.text(px, self.bottom + 12, format_tick(tick), size=10, anchor="middle")
+        self._ticks("x", ticks, format_tick if labels else None)
 
     def y_ticks(self, ticks: Sequence[float], format_tick: Callable[[float], str]) -> None:
-        for tick in ticks:
-            if not self.y.holds(tick):
-                continue
-            py = self.y(tick)
-            if getattr(self, "_grid_y", True):
-                self.chart.elements.insert(0, f'<line x1="{self.left:.1f}" y1="{py:.1f}" x2="{self.right:.1f}" '
-                                              f'y2="{py:.1f}" stroke="{GRID}"/>')
-            self.chart.text(self.left - 6, py, format_tick(tick), size=10, anchor="end")
+        self._ticks("y", ticks, format_tick)
+
+    def _ticks(self, axis: str, ticks: Sequence[float], format_tick: Callable[[float], str] | None) -> None:
+        """Grid lines (behind the data) and labels (below the x axis, left of the y axis) at `ticks`."""
+        scale, grid = (self.x, self.grid_x) if axis == "x" else (self.y, self.grid_y)
+        for tick in (t for t in ticks if scale.holds(t)):
+            at = scale(tick)
+            x1, y1, x2, y2 = (at, self.top, at, self.bottom) if axis == "x" else (self.left, at, self.right, at)
+            if grid:
+                self.chart.elements.insert(0, f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
+                                              f'stroke="{GRID}"/>')
+            if format_tick is not None:
+                x, y, anchor = (at, self.bottom + 12, "middle") if axis == "x" else (self.left - 6, at, "end")
+                self.chart.text(x, y, format_tick(tick), size=10, anchor=anchor)
 
     def row_labels(self, labels: Sequence[str], *, size: float = 10) -> None:
         for row, text in enumerate(labels):
