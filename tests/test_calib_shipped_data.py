@@ -22,7 +22,7 @@ def test_shipped_files_are_small_licensed_and_attributed():
     manifest = read_manifest()
     total = sum(p.stat().st_size for p in SHIPPED_DIR.rglob("*") if p.is_file())
     assert total < 20 * 2**20 and manifest["rows"] > 200_000
-    assert [r["source"] for r in manifest["reports"]] == ["neusight", "xla", "vidur"] == list(LICENSED_SOURCES)
+    assert [r["source"] for r in manifest["reports"]] == ["neusight", "xla", "vidur", "deepbench"] == list(LICENSED_SOURCES)
     for name, source in manifest["sources"].items():
         text = (SHIPPED_DIR / source["licence_file"]).read_text()
         assert source["licence"] in ("MIT", "Apache-2.0")
@@ -30,6 +30,7 @@ def test_shipped_files_are_small_licensed_and_attributed():
         assert source["commit"] in (SHIPPED_DIR / "NOTICE.md").read_text(), name
     notice = (SHIPPED_DIR / "NOTICE.md").read_text()
     assert "Georgia Institute of Technology" in notice and "Microsoft Corporation" in notice and "OpenXLA" in notice
+    assert "Baidu Research" in notice
 
 
 def test_shipped_rows_load_by_source_in_order():

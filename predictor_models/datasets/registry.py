@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import justus, neusight, vidur, xla_tables
+from . import deepbench, justus, neusight, vidur, xla_tables
 from .common import LoadReport, Sample
 
 SOURCES: dict[str, Callable[[str | Path], tuple[list[Sample], LoadReport]]] = {
@@ -12,10 +12,11 @@ SOURCES: dict[str, Callable[[str | Path], tuple[list[Sample], LoadReport]]] = {
     "xla": xla_tables.load,
     "vidur": vidur.load,
     "justus": justus.load,
+    "deepbench": deepbench.load,
 }
 # Justus et al. is TensorFlow 1.x with session overhead on 2014-2017 GPUs; kept for the record
 # but not in the default training set (see the model card).
-DEFAULT_SOURCES: tuple[str, ...] = ("neusight", "xla", "vidur")
+DEFAULT_SOURCES: tuple[str, ...] = ("neusight", "xla", "vidur", "deepbench")
 
 
 def load_all(data_dir: str | Path, sources: Sequence[str] = DEFAULT_SOURCES) -> tuple[list[Sample], list[LoadReport]]:

@@ -2,8 +2,8 @@
 
 ``predictor_models/public_data/`` (inside the wheel, as package data) holds:
 
-- ``rows.csv.xz``: every sample the default loaders (NeuSight MIT, OpenXLA Apache-2.0, Vidur MIT)
-  produce from the raw source folders, in the canonical row format (`rows`), in load order;
+- ``rows.csv.xz``: every sample the default loaders (NeuSight MIT, OpenXLA Apache-2.0, Vidur MIT,
+  DeepBench Apache-2.0) produce from the raw source folders, in the canonical row format (`rows`), in load order;
 - ``labels.csv.xz``: NeuSight's per-node training labels of transformer layer 0 (evaluation only);
 - ``manifest.json``: each loader's `LoadReport` (kept and excluded counts, notes), the files'
   SHA-256, and per source its licence, repository, commit and attribution;
@@ -53,6 +53,13 @@ LICENSED_SOURCES: dict[str, dict[str, str]] = {
         "repository": "https://github.com/microsoft/vidur", "commit": "7d47513363ec447a741ac5e47241580b47724fbf",
         "attribution": "Vidur (Agrawal et al., MLSys'24), Copyright (c) Microsoft Corporation: per-op profiles of "
                        "LLM decoder layers",
+    },
+    "deepbench": {
+        "licence": "Apache-2.0", "licence_file": "LICENSES/DeepBench-Apache-2.0.txt",
+        "repository": "https://github.com/baidu-research/DeepBench",
+        "commit": "da81ba7820739e2e506dc27f382d15be5479f98f",
+        "attribution": "DeepBench, Copyright Baidu Research: GEMM and convolution forward/dgrad/wgrad kernel "
+                       "times of results/train (fp32, fp16) on V100, T4, P100, GTX 1080 Ti, TITAN Xp",
     },
 }
 
