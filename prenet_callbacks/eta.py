@@ -129,6 +129,8 @@ class Prediction:
     validation_basis: str | None = None   # which estimate of a validation run was used, and why
     rates: dict[str, float | None] = field(default_factory=dict)  # per-event costs it rests on
     note: str | None = None
+    # the band's half-width by source, each a share of the predicted total at two sigmas (`_band`)
+    band_parts: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -208,6 +210,13 @@ def _end_under_limit(plan: RunPlan, rates: _Rates, after: int, budget_s: float) 
     return hi
 
 
+def _step_and_rate(plan: RunPlan, batch_s: float | None) -> tuple[float | None, float | None]:
+    """Seconds per optimizer step and batches per second, from the clean batch time."""
+    if not batch_s:
+        return None, None
+    return batch_s / (plan.steps_per_batch or (1.0 / max(1, plan.accumulate))), 1.0 / batch_s
+
+
 def predict_fit(
     plan: RunPlan,
     m: RunMeasurements,
@@ -227,64 +236,100 @@ def predict_fit(
     training batches); ``time_limit_start_s`` is the elapsed time at which ``plan.max_time_s``
     started counting (Lightning's timer starts at ``on_train_start``). ``later_risk`` names a slowdown
     the measured steps cannot show yet (`subnormals.SubnormalNote`) in the note, without pricing it: a
-    forecast the run cannot check stays a note. ``allocator``
-    prices the remaining batches in the allocator's other state (`heap_faults`): the band reaches it,
-    up and down apart, the way it reaches each candidate estimate of a validation run.
+    forecast the run cannot check stays a note. ``allocator`` prices the remaining batches in the
+    allocator's other state (`heap_faults`): the band reaches it, up and down apart (see `_band`).
     """
     spent = spent or Spent()
     batch_s = m.batch.mean
-    steps_per_batch = plan.steps_per_batch or (1.0 / max(1, plan.accumulate))
-    step_s = batch_s / steps_per_batch if batch_s else None
-    rate = 1.0 / batch_s if batch_s else None
-    if batch_s is None:
-        return Prediction(done_steps, done_batches, elapsed_s, None, None, None, None, None,
-                          note="no clean training step measured yet")
-    if not plan.known_length:
-        return Prediction(done_steps, done_batches, elapsed_s, None, None, None, None, step_s, rate,
-                          note=plan.unknown_reason or "the run's length is unknown")
-
+    step_s, rate = _step_and_rate(plan, batch_s)
+    if batch_s is None or not plan.known_length:
+        note = ("no clean training step measured yet" if batch_s is None
+                else plan.unknown_reason or "the run's length is unknown")
+        return Prediction(done_steps, done_batches, elapsed_s, None, None, None, None, step_s, rate, note=note)
     val = validation_estimate(plan, m, batch_s)
     val_s, val_how = val.per_run_s, val.how
-    ckpt_s, ckpt_how = _per_checkpoint_file(m)
-    edge_s, edge_how = _per_epoch_boundary(m)
-    rates = _Rates(batch_s, val_s, val_how, ckpt_s, ckpt_how, edge_s, edge_how)
-
+    rates = _Rates(batch_s, val_s, val_how, *_per_checkpoint_file(m), *_per_epoch_boundary(m))
     end = plan.total_batches
-    time_limited = False
     if plan.max_time_s is not None:
         started = time_limit_start_s if time_limit_start_s is not None else spent.setup_s
-        budget = started + plan.max_time_s - elapsed_s
-        end = _end_under_limit(plan, rates, done_batches, max(0.0, budget))
-        time_limited = end < plan.total_batches
+        end = _end_under_limit(plan, rates, done_batches, max(0.0, started + plan.max_time_s - elapsed_s))
+    time_limited = end < plan.total_batches
     remaining = _remaining(plan, done_batches, end, fit_done=fit_done)
     parts = remaining.seconds(rates)
     end_step = plan.steps_done_after(int(end))
-
-    train_rel = 2 * m.batch.relative_stderr + _TRAIN_DRIFT
-    val_rel = validation_uncertainty(plan, m, val_s, val_how, val)
     remaining_s = sum(parts.values())
-    sigmas = (parts["train_s"] * train_rel, parts["validation_s"] * val_rel,
-              parts["checkpoints_s"] * _UNCERTAINTY[ckpt_how],
-              parts["epoch_boundaries_s"] * _UNCERTAINTY[edge_how] + 0.05 * remaining.edges,
-              # a shared host's pace moves every remaining part alike
-              remaining_s * (_HOST_DRIFT if m.host_timed else 0.0))
-    variance = sum(s**2 for s in sigmas)
+    predicted = elapsed_s + remaining_s
+    band = _band(parts, remaining, m, plan, rates, val, predicted, allocator)
+    notes = _notes(plan, time_limited, end_step, done_steps, later_risk, allocator, remaining, predicted,
+                   parts, val_how, val.basis)
+    data_s = max(0.0, end - plan.start_batch) * batch_s * min(1.0, (m.data_per_batch.mean or 0.0) / batch_s)
+    done_fraction = (done_batches - plan.start_batch) / max(1.0, plan.total_batches - plan.start_batch)
+    has_val = plan.val_batches > 0
+    return Prediction(
+        at_step=done_steps, at_batch=done_batches, elapsed_s=elapsed_s, predicted_total_s=predicted,
+        eta_s=remaining_s, low_s=elapsed_s + max(0.0, remaining_s - band.down_s), high_s=predicted + band.up_s,
+        step_s=step_s, batches_per_s=rate, naive_total_s=elapsed_s / done_fraction if done_fraction > 0 else None,
+        steps=int(end_step), time_limited=time_limited,
+        breakdown={k: round(v, 3) for k, v in _breakdown(spent, elapsed_s, parts).items()},
+        of_which={"data_loading_s": round(data_s, 3)},
+        validation_source=val_how if has_val else "none", validation_basis=val.basis if has_val else None,
+        rates={"batch_s": batch_s, "validation_run_s": val_s, "checkpoint_file_s": rates.checkpoint_s,
+               "epoch_boundary_s": rates.edge_s},
+        note="; ".join(notes) or None, band_parts=band.parts,
+    )
+
+
+@dataclass
+class _Band:
+    down_s: float                 # the band's reach below and above the predicted total (seconds)
+    up_s: float
+    parts: dict[str, float]       # relative half-widths by source; they add in quadrature to the half-width
+
+
+def _band(parts: dict[str, float], remaining: _Remaining, m: RunMeasurements, plan: RunPlan, rates: _Rates,
+          val: Any, predicted: float, allocator: AllocatorState | None) -> _Band:
+    """The band around the remaining time: each term's uncertainty at two sigmas, added in quadrature.
+
+    ``parts`` names them as shares of the predicted total: ``train_rate`` (the measured batch's standard
+    error and the device's own drift), ``validation`` (reaching every candidate estimate of a validation
+    run), ``checkpoints``, ``epoch_boundaries``, ``pace_drift`` (a shared host's pace moving every
+    remaining part alike) and ``allocator`` (the remaining batches in the allocator's other state: its up
+    and down reaches differ, so its part is what it adds, in quadrature, to the mean of the two half-widths).
+    """
+    remaining_s = sum(parts.values())
+    sigmas = {
+        "train_rate": parts["train_s"] * (2 * m.batch.relative_stderr + _TRAIN_DRIFT),
+        "validation": parts["validation_s"] * validation_uncertainty(plan, m, rates.validation_s, rates.validation_how, val),
+        "checkpoints": parts["checkpoints_s"] * _UNCERTAINTY[rates.checkpoint_how],
+        "epoch_boundaries": parts["epoch_boundaries_s"] * _UNCERTAINTY[rates.edge_how] + 0.05 * remaining.edges,
+        "pace_drift": remaining_s * (_HOST_DRIFT if m.host_timed else 0.0),
+    }
+    variance = sum(s**2 for s in sigmas.values())
     # the allocator's other state: a second candidate for the remaining batches, reached at two sigmas
     down_s, up_s = allocator.reach_s(remaining.batches) if allocator is not None else (0.0, 0.0)
     spread_down, spread_up = (2 * math.sqrt(variance + (reach / 2) ** 2) for reach in (down_s, up_s))
-    predicted = elapsed_s + remaining_s
+    scale = max(predicted, 1e-12)
+    rel = {name: 2 * s / scale for name, s in sigmas.items()}
+    half = (spread_down + spread_up) / 2 / scale
+    rel["allocator"] = math.sqrt(max(0.0, half**2 - sum(v**2 for v in rel.values())))
+    return _Band(spread_down, spread_up, {k: round(v, 4) for k, v in rel.items()})
 
+
+def _breakdown(spent: Spent, elapsed_s: float, parts: dict[str, float]) -> dict[str, float]:
+    """What each part has cost so far plus what it will cost: they add up to the predicted total."""
     spent_train = max(0.0, elapsed_s - spent.outside_train_s)
-    breakdown = {
+    return {
         "setup_s": spent.setup_s,
         "train_s": spent_train + parts["train_s"],
         "validation_s": spent.validation_s + parts["validation_s"],
         "checkpoints_s": spent.checkpoints_s + parts["checkpoints_s"],
         "epoch_boundaries_s": spent.epoch_boundaries_s + parts["epoch_boundaries_s"],
     }
-    fit_batches = max(0.0, end - plan.start_batch)
-    data_fraction = min(1.0, (m.data_per_batch.mean or 0.0) / batch_s)
-    done_fraction = (done_batches - plan.start_batch) / max(1.0, plan.total_batches - plan.start_batch)
+
+
+def _notes(plan: RunPlan, time_limited: bool, end_step: float, done_steps: int, later_risk: LaterRisk | None,
+           allocator: AllocatorState | None, remaining: _Remaining, predicted: float, parts: dict[str, float],
+           val_how: str, val_basis: str) -> list[str]:
     notes = []
     if time_limited:
         notes.append(f"capped by the time limit ({plan.max_time_s:.0f} s): "
@@ -297,27 +342,8 @@ def predict_fit(
         notes.append(allocator_note)
     if val_how != "measured" and parts["validation_s"] > _LARGE_VALIDATION_SHARE * predicted:
         notes.append(f"validation not measured yet ({parts['validation_s'] / predicted:.0%} of the run), "
-                     f"estimated from: {val.basis}")
-    return Prediction(
-        at_step=done_steps,
-        at_batch=done_batches,
-        elapsed_s=elapsed_s,
-        predicted_total_s=predicted,
-        eta_s=remaining_s,
-        low_s=elapsed_s + max(0.0, remaining_s - spread_down),
-        high_s=predicted + spread_up,
-        step_s=step_s,
-        batches_per_s=rate,
-        naive_total_s=elapsed_s / done_fraction if done_fraction > 0 else None,
-        steps=int(end_step),
-        time_limited=time_limited,
-        breakdown={k: round(v, 3) for k, v in breakdown.items()},
-        of_which={"data_loading_s": round(fit_batches * batch_s * data_fraction, 3)},
-        validation_source=val_how if plan.val_batches > 0 else "none",
-        validation_basis=val.basis if plan.val_batches > 0 else None,
-        rates={"batch_s": batch_s, "validation_run_s": val_s, "checkpoint_file_s": ckpt_s, "epoch_boundary_s": edge_s},
-        note="; ".join(notes) or None,
-    )
+                     f"estimated from: {val_basis}")
+    return notes
 
 
 def predicted_for_work(entry: dict[str, Any], plan: RunPlan, done_batches: int) -> float | None:

@@ -34,6 +34,7 @@ class Prediction(KeyedPart):
     validation_basis: Optional[str] = None
     rates: dict[str, Optional[float]] = field(default_factory=dict)
     note: Optional[str] = None
+    band_parts: dict[str, float] = field(default_factory=dict)  # the band's half-width by source (shares)
     fit: Optional[int] = None                   # which fit call of the report made it (1, 2... after resumes)
     absent: frozenset[str] = frozenset()
     extra: dict[str, Any] = field(default_factory=dict)
