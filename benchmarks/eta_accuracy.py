@@ -42,6 +42,7 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
     torch.set_num_threads(int(os.environ.get("PRENET_BENCH_THREADS", "1")))
     import lightning.pytorch as pl
 
+    from benchmarks.heldout_workloads import LIGHTNING as HELD_OUT
     from benchmarks.pace import total_at_pace
     from benchmarks.workloads import WORKLOADS, build_trainer
     from prenet_callbacks import PreNeTCallback
@@ -70,7 +71,8 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
                 self.epoch0_last_end = time.perf_counter()
 
     pl.seed_everything(0, verbose=False)
-    module, train, val, settings = WORKLOADS[name]()
+    factory = WORKLOADS.get(name) or HELD_OUT[name]
+    module, train, val, settings = factory()
     prenet = PreNeTCallback(report_path=f"{out_dir}/{name}/prenet_report.json", print_report=False)
     clock = BatchClock()
     inputs = _capture_validation_inputs(prenet)
@@ -95,7 +97,7 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
                   measured_runs_s=[round(x, 4) for x in prenet.session.measurements.validation_run.state_dict()["recent"]])
     return {
         "workload": name,
-        "description": WORKLOADS[name].__doc__.strip(),
+        "description": factory.__doc__.strip(),
         "actual_fit_s": round(actual, 3),
         "trainer_fit_wall_s": round(wall, 3),
         "total_steps": plan.get("total_steps"),
@@ -106,6 +108,7 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
         "first_band": [round(first["low_s"], 2), round(first["high_s"], 2)],
         "first_band_half_width": round((first["high_s"] - first["low_s"]) / 2 / first["predicted_total_s"], 4),
         "actual_in_band": first["low_s"] <= actual <= first["high_s"],
+        "first_band_parts": first.get("band_parts"),  # what the band is made of (eta._band)
         "pace": round(pace, 4),
         "first_error_at_pace": round(at_pace / actual - 1, 4),
         "naive_progress_bar_s": round(naive_total, 3),

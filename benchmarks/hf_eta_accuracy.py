@@ -56,6 +56,7 @@ def eta_row(name: str, description: str, result: dict[str, Any]) -> dict[str, An
         "first_band": [round(first["low_s"], 2), round(first["high_s"], 2)],
         "actual_in_band": first["low_s"] <= actual <= first["high_s"],
         "first_band_half_width": round((first["high_s"] - first["low_s"]) / 2 / first["predicted_total_s"], 4),
+        "first_band_parts": first.get("band_parts"),  # what the band is made of (eta._band)
         "pace": round(pace, 4) if pace else None,
         "first_error_at_pace": round(at_pace / actual - 1, 4) if at_pace else None,
         "progress_bar_s": round(bar_total, 3) if bar_total is not None else None,

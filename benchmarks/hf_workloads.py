@@ -124,8 +124,10 @@ def run_trainer(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.
             if self.bar is not None and self.bar.training_bar is not None:
                 self.points[state.global_step] = (time.perf_counter() - self.start, bar_remaining_s(self.bar.training_bar))
 
+    from benchmarks.heldout_workloads import HF as HELD_OUT
+
     torch.manual_seed(0)
-    model, train, evaluation, settings = WORKLOADS[name](scale)
+    model, train, evaluation, settings = (WORKLOADS.get(name) or HELD_OUT[name])(scale)
     out = Path(out_dir) / f"{name}-{int(with_prenet)}"
     args = TrainingArguments(output_dir=str(out), report_to="none", use_cpu=True, seed=0, learning_rate=5e-4,
                              disable_tqdm=not record_bar, dataloader_num_workers=0, **settings)

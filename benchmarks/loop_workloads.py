@@ -100,8 +100,10 @@ def run_loop(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0, 
 
     from prenet_callbacks import Tracker
 
+    from benchmarks.heldout_workloads import LOOP as HELD_OUT
+
     torch.manual_seed(0)
-    spec = WORKLOADS[name](scale)
+    spec = (WORKLOADS.get(name) or HELD_OUT[name])(scale)
     out = Path(out_dir) / f"{name}-{int(with_prenet)}"
     out.mkdir(parents=True, exist_ok=True)
     model = spec["model"]
