@@ -5,6 +5,8 @@
 - ``rows.csv.xz``: every sample the default loaders (NeuSight MIT, OpenXLA Apache-2.0, Vidur MIT,
   DeepBench Apache-2.0) produce from the raw source folders, in the canonical row format (`rows`), in load order;
 - ``labels.csv.xz``: NeuSight's per-node training labels of transformer layer 0 (evaluation only);
+- ``liger_eager.csv.xz``: Liger-Kernel's eager-PyTorch module times (BSD-2; an evaluation set read by
+  `liger_eager.load_liger_eager`, never training rows);
 - ``manifest.json``: each loader's `LoadReport` (kept and excluded counts, notes), the files'
   SHA-256, and per source its licence, repository, commit and attribution;
 - ``LICENSES/``: each source's licence text; ``NOTICE.md``: the attributions.
@@ -25,7 +27,8 @@ from typing import Sequence
 from .neusight_labels import LABEL_COLUMNS, label_rows
 from .registry import load_all
 from .rows import open_text, write_rows
-from .shipped_files import (BUILD_COMMAND, LABELS_FILE, MANIFEST_FILE, ROWS_FILE, SCHEMA, SHIPPED_DIR,
+from . import liger_eager
+from .shipped_files import (BUILD_COMMAND, LABELS_FILE, LIGER_FILE, MANIFEST_FILE, ROWS_FILE, SCHEMA, SHIPPED_DIR,
                             ShippedDataError, load_shipped, read_manifest, sha256_of, shipped_label_rows)
 
 # The reading side lives in `shipped_files` (so `neusight_labels` can read the labels without
@@ -63,6 +66,17 @@ LICENSED_SOURCES: dict[str, dict[str, str]] = {
     },
 }
 
+# Evaluation sets shipped beside the rows (never trained on); their licence may be another permissive one.
+EVALUATION_SOURCES: dict[str, dict[str, str]] = {
+    "liger_kernel": {
+        "licence": "BSD-2-Clause", "licence_file": "LICENSES/Liger-Kernel-BSD-2-Clause.txt",
+        "repository": "https://github.com/linkedin/Liger-Kernel", "commit": "ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c",
+        "attribution": "Liger-Kernel, Copyright 2024 LinkedIn Corporation: benchmark/data/all_benchmark_data.csv, "
+                       "the speed rows of its eager-PyTorch providers (huggingface, torch, megatron-unfused)",
+        "file": LIGER_FILE,
+    },
+}
+
 
 def build(data_dir: str | Path, out: Path = SHIPPED_DIR, *, log=print) -> dict:
     """Write the rows, labels and manifest from the raw source folders; returns the manifest."""
@@ -83,16 +97,20 @@ def build(data_dir: str | Path, out: Path = SHIPPED_DIR, *, log=print) -> dict:
         for row in label_rows(root):
             writer.writerow(row)
             labels += 1
+    liger = liger_eager.build(root, out / LIGER_FILE)
     manifest = {
         "schema": SCHEMA, "built_with": BUILD_COMMAND,
         "rows_file": ROWS_FILE, "rows": count, "rows_sha256": sha256_of(out / ROWS_FILE),
         "labels_file": LABELS_FILE, "label_rows": labels, "labels_sha256": sha256_of(out / LABELS_FILE),
+        "liger_file": LIGER_FILE, "liger_rows": liger, "liger_sha256": sha256_of(out / LIGER_FILE),
         "reports": [r.as_dict() for r in reports],
         "sources": LICENSED_SOURCES,
+        "evaluation_sources": EVALUATION_SOURCES,
     }
     (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    log(f"wrote {count} rows and {labels} label rows to {out} "
-        f"({(out / ROWS_FILE).stat().st_size / 1e6:.1f} + {(out / LABELS_FILE).stat().st_size / 1e6:.1f} MB)")
+    log(f"wrote {count} rows, {labels} label rows and {liger} Liger evaluation rows to {out} "
+        f"({(out / ROWS_FILE).stat().st_size / 1e6:.1f} + {(out / LABELS_FILE).stat().st_size / 1e6:.1f} + "
+        f"{(out / LIGER_FILE).stat().st_size / 1e6:.2f} MB)")
     return manifest
 
 

@@ -18,6 +18,7 @@ from .rows import open_text, read_row_file
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "public_data"
 ROWS_FILE = "rows.csv.xz"
 LABELS_FILE = "labels.csv.xz"
+LIGER_FILE = "liger_eager.csv.xz"   # an evaluation set (`liger_eager`), not training rows
 MANIFEST_FILE = "manifest.json"
 SCHEMA = "prenet-public-data/1"
 BUILD_COMMAND = "python -m predictor_models.datasets.shipped --data ../shared/data"
@@ -45,7 +46,9 @@ def read_manifest(folder: Path = SHIPPED_DIR) -> dict:
         raise ShippedDataError(f"{path}: the shipped training rows are missing or unreadable ({error}); {fix}") from None
     if manifest.get("schema") != SCHEMA:
         raise ShippedDataError(f"{path}: schema {manifest.get('schema')!r}, this code reads {SCHEMA!r}; {fix}")
-    for key in ("rows", "labels"):
+    for key in ("rows", "labels", "liger"):
+        if f"{key}_file" not in manifest:
+            continue
         name = manifest[f"{key}_file"]
         if not (folder / name).is_file() or sha256_of(folder / name) != manifest[f"{key}_sha256"]:
             raise ShippedDataError(f"{folder / name}: missing or not the file the manifest describes; {fix}")
