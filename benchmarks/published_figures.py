@@ -454,6 +454,81 @@ QUOTES += [
 ]
 
 
+# -- the ETA protocol (issue 39): a development and a held-out split, every run kept ------------------------
+PROTO = {"held_out": RESULTS + "eta_protocol_held_out.json", "development": RESULTS + "eta_protocol_development.json"}
+BAND_PARTS = ("pace_drift", "train_rate", "validation", "checkpoints", "epoch_boundaries", "allocator")
+
+
+def protocol_figures(split: str, framework: str | None = None) -> tuple[F, ...]:
+    """A split's (or one framework's) errors against the user's wall time, raw then at pace (median, worst,
+    spread), fits in band of runs, median half-width."""
+    src, key = PROTO[split], f"splits.{split}" if framework is None else f"frameworks.{split}.{framework}"
+    return (*(F(src, f"{key}.{error}.{stat}") for error in ("wall_error", "wall_error_at_pace")
+              for stat in ("median_abs", "worst_abs", "spread")),
+            F(src, f"{key}.wall_in_band", INT), F(src, f"{key}.runs", INT),
+            F(src, f"{key}.median_band_half_width", PCT0))
+
+
+def protocol_row(split: str) -> tuple[F, ...]:
+    """accuracy.md's row of a split: fits x repeats, `protocol_figures`, the band's parts, the date."""
+    src = PROTO[split]
+    return (F(src, lambda d: len({r["workload"] for r in d["runs"]}), INT), F(src, "repeats_done", INT),
+            *protocol_figures(split), *(F(src, f"splits.{split}.median_band_parts.{part}") for part in BAND_PARTS),
+            F(src, lambda d: d["updated"][:10], DATE))
+
+
+def held_out_runs(pick: Callable[[dict], bool]) -> Callable[[Any], int]:
+    """How many held-out runs ``pick`` accepts."""
+    return lambda d: sum(1 for r in d["runs"] if pick(r))
+
+
+def band_without_drift(r: dict) -> float:
+    """A run's half-width with its pace-drift part taken out (the other parts in quadrature)."""
+    return math.sqrt(max(0.0, r["first_band_half_width"] ** 2 - r["first_band_parts"]["pace_drift"] ** 2))
+
+
+HELD = PROTO["held_out"]
+ROW = "| {}% / {}% / {} pp | {}% / {}% / {} pp | {} of {} | {}% |"
+QUOTES += [
+    Q(ACCURACY, "| held-out (`eta_protocol_held_out.json`) | {} x {} " + ROW + " {}% / {}% / {}% / {}% / {}% / {}% | {} |",
+      *protocol_row("held_out")),
+    *(Q(ACCURACY, f"| held-out, {label} " + ROW, *protocol_figures("held_out", framework))
+      for label, framework in (("Lightning", "lightning"), ("HF `Trainer`", "hf"), ("`Tracker` loops", "loop"),
+                               ("DeepSpeed `attach()`", "deepspeed"))),
+    Q(ACCURACY, "the held-out runs' pace moved by x{}-{} against the first prediction's steps, by more than 10% in {} "
+                "of {} runs",
+      F(HELD, "splits.held_out.pace_range.0", num(2)), F(HELD, "splits.held_out.pace_range.1", num(2)),
+      F(HELD, held_out_runs(lambda r: abs(r["pace"] - 1) > 0.10), INT),
+      F(HELD, "splits.held_out.runs", INT)),
+    Q(ACCURACY, "the other parts alone (in quadrature) have a median half-width of {}% and hold {} of {} held-out "
+                "runs at the run's pace",
+      F(HELD, lambda d: median(band_without_drift(r) for r in d["runs"])),
+      F(HELD, held_out_runs(lambda r: abs(r["wall_error_at_pace"]) <= band_without_drift(r)), INT),
+      F(HELD, "splits.held_out.runs", INT)),
+    Q(ACCURACY, "within 3% at the run's pace in {} of {} held-out runs",
+      F(HELD, held_out_runs(lambda r: abs(r["wall_error_at_pace"]) <= 0.03), INT), F(HELD, "splits.held_out.runs", INT)),
+    Q(ACCURACY, "The held-out fits ran {}-{} s, shorter than the 20-60 s planned (the DeepSpeed LSTM loop {}-{} s)",
+      F(HELD, lambda d: min(r["user_wall_s"] for r in d["runs"]), INT),
+      F(HELD, lambda d: max(r["user_wall_s"] for r in d["runs"]), INT),
+      F(HELD, lambda d: min(r["user_wall_s"] for r in d["runs"] if r["workload"] == "ds_lstm_zero0"), INT),
+      F(HELD, lambda d: max(r["user_wall_s"] for r in d["runs"] if r["workload"] == "ds_lstm_zero0"), INT)),
+    Q(ACCURACY, "a first prediction at {}-{}% of {}-{} steps rests on {}-{} optimizer steps",
+      F(HELD, lambda d: min(r["first_prediction_at_fraction"] for r in d["runs"]), PCT0),
+      F(HELD, lambda d: max(r["first_prediction_at_fraction"] for r in d["runs"]), PCT0),
+      *(F(HELD, lambda d, key=key, pick=pick: pick(r[key] for r in d["runs"]), INT)
+        for key in ("total_steps", "first_prediction_at_step") for pick in (min, max))),
+    Q(ACCURACY, "the residual CNN {}%, pace x{}, and the DeepSpeed MLP {}%, pace x{})",
+      *(F(HELD, lambda d, w=w, key=key: next(r[key] for r in d["runs"] if r["workload"] == w and r["repeat"] == 0), fmt)
+        for w in ("ho_residual_cnn_groupnorm", "ds_mlp_zero2_accumulate")
+        for key, fmt in (("wall_error", SPCT1), ("pace", num(2))))),
+    Q(ACCURACY, "the errors differ by at most {} pp: the end outside the report (after the last step, page and report "
+                "included) is {} s at the median",
+      F(HELD, lambda d: max(abs(r["wall_error"] - r["first_error"]) for r in d["runs"])),
+      F(HELD, "splits.held_out.median_end_outside_report_s", num(3))),
+    Q(ACCURACY, "The **held-out** split is {} fits written after those", F(HELD, lambda d: len(d["workloads"]), INT)),
+]
+
+
 LOOP_833 = LOOP + "@833a09f"
 VAL_9060, VAL_9211, ETA_9060, ETA_9211 = VAL + "@9060a4b", VAL + "@9211392", ETA + "@9060a4b", ETA + "@9211392"
 MLP_VAL, MLP_ACC = "mlp_validation_every_200", "mlp_accumulate_val_every_n_steps"
