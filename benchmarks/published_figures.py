@@ -526,6 +526,12 @@ QUOTES += [
       F(HELD, lambda d: max(abs(r["wall_error"] - r["first_error"]) for r in d["runs"])),
       F(HELD, "splits.held_out.median_end_outside_report_s", num(3))),
     Q(ACCURACY, "The **held-out** split is {} fits written after those", F(HELD, lambda d: len(d["workloads"]), INT)),
+    Q(README, "| first prediction, {} held-out fits x {} (Lightning, HF, `Tracker`, DeepSpeed; nothing tuned on them) | "
+              "{}% median error, {}% at pace; band (median +-{}%) holds {} of {} |",
+      F(HELD, lambda d: len(d["workloads"]), INT), F(HELD, "repeats_done", INT),
+      F(HELD, "splits.held_out.wall_error.median_abs"), F(HELD, "splits.held_out.wall_error_at_pace.median_abs"),
+      F(HELD, "splits.held_out.median_band_half_width", PCT0), F(HELD, "splits.held_out.wall_in_band", INT),
+      F(HELD, "splits.held_out.runs", INT)),
 ]
 
 
@@ -720,8 +726,8 @@ QUOTES += [
       F(LAMBDA + "@a69c739", "summary.32-true.median_error", SPCT1),
       F(LAMBDA + "@a69c739", "summary.32-true.relative_speed_mape")),
     Q(ACCURACY, "while the H200's small-batch bf16 ResNet-50 is {}-{}% too fast (`estimate_h200.json`)",
-      F(H200_EST, lambda d: -h200_est("resnet50", 64, "bf16-mixed")(d), PCT0),
-      F(H200_EST, lambda d: -h200_est("resnet50", 128, "bf16-mixed")(d), PCT0)),
+      F(H200_EST + "@b86e3c5", lambda d: -h200_est("resnet50", 64, "bf16-mixed")(d), PCT0),
+      F(H200_EST + "@b86e3c5", lambda d: -h200_est("resnet50", 128, "bf16-mixed")(d), PCT0)),
 ]
 
 
@@ -794,10 +800,10 @@ QUOTES += [
           F(BANDS, f"sets.{name}.coverage_without_it", PCT0), F(BANDS, f"sets.{name}.coverage_in_sample", PCT0),
           F(BANDS, f"sets.{name}.n", INT), F(BANDS, f"sets.{name}.median_abs_error")))),
     Q(PROJECTION, "the H200's bf16 GPT-2 steps and BERT's at batch 16 are {}-{} % too fast",
-      F(H200_EST, lambda d: min(-r["error"] for r in d["rows"] if r["precision"] == "bf16-mixed"
+      F(H200_EST + "@b86e3c5", lambda d: min(-r["error"] for r in d["rows"] if r["precision"] == "bf16-mixed"
                                 and (r["model"] == "gpt2_small" or r["batch"] == 16 and r["model"] == "bert_base")),
         PCT0),
-      F(H200_EST, lambda d: max(-r["error"] for r in d["rows"] if r["precision"] == "bf16-mixed"), PCT0)),
+      F(H200_EST + "@b86e3c5", lambda d: max(-r["error"] for r in d["rows"] if r["precision"] == "bf16-mixed"), PCT0)),
     Q(PROJECTION, "of GPT-2-small (vocabulary 50257) and BERT-base (30522) took up to {}x and {}x the projection while "
                   "their fp32 steps were within {}%.",
       F(H200, acceptance("gpt2_small", "bf16-mixed", max), num(1)),
@@ -1080,10 +1086,10 @@ QUOTES += [
       F(H200_EST + "@a69c739", "summary.bf16-mixed.worst_abs_error")),
     Q(GPU_RUNS, "the committed file): bf16-mixed median {}%, worst {}% (ResNet-50 {} / {}%), 32-true median {}%, worst "
                 "{}%.",
-      F(H200_EST, "summary.bf16-mixed.median_abs_error"), F(H200_EST, "summary.bf16-mixed.worst_abs_error"),
-      F(H200_EST, h200_est("resnet50", 64, "bf16-mixed"), Fmt(1, 100)),
-      F(H200_EST, h200_est("resnet50", 128, "bf16-mixed"), Fmt(1, 100)),
-      F(H200_EST, "summary.32-true.median_abs_error"), F(H200_EST, "summary.32-true.worst_abs_error")),
+      F(H200_EST + "@b86e3c5", "summary.bf16-mixed.median_abs_error"), F(H200_EST + "@b86e3c5", "summary.bf16-mixed.worst_abs_error"),
+      F(H200_EST + "@b86e3c5", h200_est("resnet50", 64, "bf16-mixed"), Fmt(1, 100)),
+      F(H200_EST + "@b86e3c5", h200_est("resnet50", 128, "bf16-mixed"), Fmt(1, 100)),
+      F(H200_EST + "@b86e3c5", "summary.32-true.median_abs_error"), F(H200_EST + "@b86e3c5", "summary.32-true.worst_abs_error")),
 ]
 
 
@@ -1172,14 +1178,14 @@ QUOTES += [
             "V100, P100, T4, P4 and L4",
       *GEMM_WAPE_RANGES),
     Q(CARD, "bf16 adds {} of {} -> {}, bf16 norms {} of {} -> {} (worst x{}, a norm's weights).",
-      F(PHYSICS, violations("add_numel/bfloat16", raw=True), INT), F(PHYSICS, "work.add_numel/bfloat16.steps", INT),
-      F(PHYSICS, violations("add_numel/bfloat16"), INT), F(PHYSICS, violations("norm_rows/bfloat16", raw=True), INT),
-      F(PHYSICS, "work.norm_rows/bfloat16.steps", INT), F(PHYSICS, violations("norm_rows/bfloat16"), INT),
-      F(PHYSICS, "work.norm_rows/bfloat16.worst_drop", num(3))),
+      F(PHYSICS + "@b86e3c5", violations("add_numel/bfloat16", raw=True), INT), F(PHYSICS + "@b86e3c5", "work.add_numel/bfloat16.steps", INT),
+      F(PHYSICS + "@b86e3c5", violations("add_numel/bfloat16"), INT), F(PHYSICS + "@b86e3c5", violations("norm_rows/bfloat16", raw=True), INT),
+      F(PHYSICS + "@b86e3c5", "work.norm_rows/bfloat16.steps", INT), F(PHYSICS + "@b86e3c5", violations("norm_rows/bfloat16"), INT),
+      F(PHYSICS + "@b86e3c5", "work.norm_rows/bfloat16.worst_drop", num(3))),
     Q(CARD, "{} -> 450 fp32 along m, in a trial). Remaining: GEMMs {}-{} % of 2x steps (worst x{}, bf16 along m); "
             "dominance {} of {} comparisons (worst: B200 {}x slower than an A10G",
-      F(PHYSICS, violations("gemm_m/float32"), INT), F(PHYSICS, gemm_share(min), PCT0),
-      F(PHYSICS, gemm_share(max), PCT0), F(PHYSICS, "work.gemm_m/bfloat16.worst_drop", num(2)),
+      F(PHYSICS + "@b86e3c5", violations("gemm_m/float32"), INT), F(PHYSICS + "@b86e3c5", gemm_share(min), PCT0),
+      F(PHYSICS + "@b86e3c5", gemm_share(max), PCT0), F(PHYSICS + "@b86e3c5", "work.gemm_m/bfloat16.worst_drop", num(2)),
       F(PHYSICS, "dominance.violations", INT), F(PHYSICS, "dominance.comparisons", INTC),
       F(PHYSICS, "dominance.worst.0.ratio", num(1))),
     Q(CARD, "the H200 bf16 `estimate()` steps {} % -> {} % median (worst {} -> {} %); host-bound CNN relative pairs {} "
@@ -1278,7 +1284,7 @@ QUOTES += [
     Q(PROJECTION, "was covered {} % without itself: `band_table.json` at f8dd814).",
       F(BANDS + "@f8dd814", "sets.relative_anchored.coverage_without_it", PCT0)),
     Q(GPU_RUNS, "what the bf16 steps miss (up to {}% of the step, `benchmarks/results/estimate_h200.json`)",
-      F(H200_EST, lambda d: max(-r["error"] for r in d["rows"] if r["precision"] == "bf16-mixed"), PCT0)),
+      F(H200_EST + "@b86e3c5", lambda d: max(-r["error"] for r in d["rows"] if r["precision"] == "bf16-mixed"), PCT0)),
     Q(ACCURACY, "The compiled set's band is narrower ({}%)", F(COMPILED, "summary.median_band_half_width", PCT0)),
     Q(CARD, "(BERT-base {} ms at batch 16, {} ms at 32)",
       F(H200_EST, h200_est("bert_base", 16, "bf16-mixed", "measured_step_s"), Fmt(0, 1000)),
