@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import math
 import os
 import sys
 import time
