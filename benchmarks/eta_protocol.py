@@ -9,11 +9,12 @@ in round-robin order over the split's workloads, repeat after repeat, so a slow 
 touches every workload alike. The rows are the benchmarks' own: `eta_accuracy.run_one` for Lightning,
 `hf_eta_accuracy.eta_row` for the Trainer, the Tracker loops and DeepSpeed engines (`attach()`); each row
 adds the prediction against the wall time the user sees (`eta_summary.user_wall_figures`). The result file
-is rewritten after every run (a stopped protocol keeps what it ran) with every run, and summaries per
+is rewritten after every run (a stopped protocol keeps what it ran; ``--append`` adds repeats to it, each
+invocation named in ``commands``) with every run, and summaries per
 workload, per framework and per split (`eta_summary.py`: median, worst and spread of the error raw and at
 the run's pace, band coverage, median half-width and band parts).
-``--scale 0.05`` is a smoke run of the script (DataLoader Lightning workloads of the development split keep
-their length), not a measurement.
+``--scale 0.05`` is a smoke run of the script (the development split's Lightning workloads keep their
+length), not a measurement.
 """
 from __future__ import annotations
 
@@ -78,6 +79,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="run length factor (smoke runs only)")
     parser.add_argument("--json", help="result file (default: benchmarks/results/eta_protocol_SPLIT.json)")
     parser.add_argument("--out", default="/tmp/prenet-eta-protocol", help="scratch directory for runs")
+    parser.add_argument("--append", action="store_true",
+                        help="add --repeats more repeats to the result file's runs (each invocation in `commands`)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -94,26 +97,32 @@ def main(argv: list[str] | None = None) -> None:
     path = Path(args.json or ROOT / f"benchmarks/results/eta_protocol_{args.split}.json")
     os.environ["PRENET_BENCH_SCALE"] = str(args.scale)  # the held-out Lightning workloads read it
     command = "python benchmarks/eta_protocol.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    state = {"commands": [command.strip()], "started": time.strftime("%Y-%m-%d %H:%M"), "first_repeat": 0}
     rows: list[dict[str, Any]] = []
-    started = time.strftime("%Y-%m-%d %H:%M")
-    for repeat in range(args.repeats):
+    if args.append and path.exists():  # more repeats of the same protocol: the file's runs are kept, none redone
+        before = json.loads(path.read_text())
+        rows = before["runs"]
+        state.update(commands=before.get("commands", [before["command"]]) + state["commands"],
+                     started=before["started"], first_repeat=before["repeats_done"])
+    state["repeats"] = state["first_repeat"] + args.repeats
+    for repeat in range(state["first_repeat"], state["repeats"]):
         for split, framework, name in order:
             row = run_child(__file__, f"{framework}:{name}", "--out", args.out, "--scale", str(args.scale))
             row.update(split=split, framework=framework, repeat=repeat, **user_wall_figures(row))
             rows.append(row)
             print(line(row), flush=True)
-            _write(path, command, started, _machine(), args, rows, by)
+            _write(path, state, _machine(), args.scale, len(order), rows, by)
     print(json.dumps(json.loads(path.read_text())["splits"], indent=1))
 
 
-def _write(path: Path, command: str, started: str, machine: str, args: argparse.Namespace,
+def _write(path: Path, state: dict[str, Any], machine: str, scale: float, per_repeat: int,
            rows: list[dict[str, Any]], by: Any) -> None:
     result = {
-        "benchmark": "eta_protocol", "command": command.strip(), "started": started,
-        "updated": time.strftime("%Y-%m-%d %H:%M"), "machine": machine,
-        "threads": int(os.environ.get("PRENET_BENCH_THREADS", "1")), "scale": args.scale,
-        "repeats_planned": args.repeats, "repeats_done": max(r["repeat"] for r in rows) + 1,
-        "complete": len(rows) == args.repeats * len(planned(args.split, args.only)),
+        "benchmark": "eta_protocol", "command": " && ".join(state["commands"]), "commands": state["commands"],
+        "started": state["started"], "updated": time.strftime("%Y-%m-%d %H:%M"), "machine": machine,
+        "threads": int(os.environ.get("PRENET_BENCH_THREADS", "1")), "scale": scale,
+        "repeats_planned": state["repeats"], "repeats_done": max(r["repeat"] for r in rows) + 1,
+        "complete": len(rows) == state["repeats"] * per_repeat,
         "splits": by(rows, "split"),
         "frameworks": {split: by([r for r in rows if r["split"] == split], "framework")
                        for split in dict.fromkeys(r["split"] for r in rows)},
@@ -122,7 +131,6 @@ def _write(path: Path, command: str, started: str, machine: str, args: argparse.
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1) + "\n")
-
 
 if __name__ == "__main__":
     main()

@@ -526,6 +526,30 @@ QUOTES += [
       F(HELD, lambda d: max(abs(r["wall_error"] - r["first_error"]) for r in d["runs"])),
       F(HELD, "splits.held_out.median_end_outside_report_s", num(3))),
     Q(ACCURACY, "The **held-out** split is {} fits written after those", F(HELD, lambda d: len(d["workloads"]), INT)),
+    Q(ACCURACY, "were chosen on the **development** split: the {} workloads of the sets",
+      F(PROTO["development"], lambda d: len(d["workloads"]), INT)),
+    Q(ACCURACY, "| development (`eta_protocol_development.json`) | {} x {} " + ROW + " {}% / {}% / {}% / {}% / {}% / {}% | {} |",
+      *protocol_row("development")),
+    *(Q(ACCURACY, f"| development, {label} " + ROW, *protocol_figures("development", framework))
+      for label, framework in (("Lightning", "lightning"), ("HF `Trainer`", "hf"), ("`Tracker` loops", "loop"))),
+    Q(ACCURACY, "The development split ran {} repeats, not 3: its {} fits take {}-{} s each",
+      F(PROTO["development"], "repeats_done", INT), F(PROTO["development"], lambda d: len(d["workloads"]), INT),
+      F(PROTO["development"], lambda d: min(r["user_wall_s"] for r in d["runs"]), INT),
+      F(PROTO["development"], lambda d: max(r["user_wall_s"] for r in d["runs"]), INT)),
+    Q(ACCURACY, "Its one miss is `loop_encoder_eval_checkpoints` in the first repeat: {}% raw at pace x{} (the machine "
+                "ran the rest of the fit {}x faster than the steps the prediction measured), {}% at the run's pace, "
+                "outside a band of +-{}%",
+      *(F(PROTO["development"], lambda d, key=key, fn=fn: fn(next(r for r in d["runs"] if not r["wall_in_band"])[key]),
+          fmt)
+        for key, fn, fmt in (("wall_error", float, SPCT1), ("pace", float, num(2)), ("pace", lambda p: 1 / p, num(1)),
+                             ("wall_error_at_pace", float, PCT1), ("first_band_half_width", float, PCT0)))),
+    Q(ACCURACY, "the same pace-drift part ({}%), the at-pace medians {}% and {}%",
+      F(PROTO["development"], "splits.development.median_band_parts.pace_drift", PCT0),
+      F(PROTO["development"], "splits.development.wall_error_at_pace.median_abs"),
+      F(HELD, "splits.held_out.wall_error_at_pace.median_abs")),
+    Q(ACCURACY, "the held-out split's larger train-rate part ({}% against {}%)",
+      F(HELD, "splits.held_out.median_band_parts.train_rate"),
+      F(PROTO["development"], "splits.development.median_band_parts.train_rate")),
     Q(README, "| first prediction, {} held-out fits x {} (Lightning, HF, `Tracker`, DeepSpeed; nothing tuned on them) | "
               "{}% median error, {}% at pace; band (median +-{}%) holds {} of {} |",
       F(HELD, lambda d: len(d["workloads"]), INT), F(HELD, "repeats_done", INT),

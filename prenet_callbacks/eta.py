@@ -10,7 +10,8 @@ The breakdown is what each part has cost so far plus what it will cost, so its p
 total. Under a time limit the run ends at the first batch that crosses it: the prediction then
 covers the steps that fit, and every part is computed for that work. Each term carries an
 uncertainty that shrinks once the thing has been measured rather than estimated; the band is
-their quadrature sum at about two standard deviations.
+their quadrature sum at about two standard deviations, and each prediction names what it is made of
+(``band_parts``: each term's half-width as a share of the total, `_band`).
 """
 from __future__ import annotations
 

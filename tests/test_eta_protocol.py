@@ -69,3 +69,31 @@ def test_summary_keeps_every_run_median_worst_spread_coverage_and_parts():
     assert rows[0]["end_outside_report_s"] == pytest.approx(0.1)
     assert rows[0]["wall_error"] == pytest.approx(10.2 / 10.1 - 1, abs=1e-4)
     assert set(by(rows, "workload")) == {"a", "b"} and by(rows, "workload")["a"]["runs"] == 2
+
+
+def test_append_adds_repeats_and_keeps_every_run(tmp_path, monkeypatch):
+    import json
+
+    from benchmarks import eta_protocol, hf_eta_accuracy
+
+    calls = []
+
+    def fake_child(script, which, *args):
+        calls.append(which)
+        error = 0.01 * len(calls)
+        return {"workload": which.split(":")[1], "actual_s": 10.0, "wall_s": 10.0, "first_prediction_s": 10 + 10 * error,
+                "first_error": error, "first_error_at_pace": error / 2, "first_band": [8.0, 12.0], "actual_in_band": True,
+                "first_band_half_width": 0.2, "first_band_parts": {"pace_drift": 0.2}, "pace": 1.0,
+                "first_prediction_at_fraction": 0.04}
+
+    monkeypatch.setattr(hf_eta_accuracy, "run_child", fake_child)
+    monkeypatch.setattr(hf_eta_accuracy, "_machine", lambda: "test")
+    out = tmp_path / "p.json"
+    base = ["--split", "held_out", "--only", "deepspeed", "--repeats", "1", "--json", str(out)]
+    eta_protocol.main(base)
+    eta_protocol.main(base + ["--append"])
+    data = json.loads(out.read_text())
+    assert calls == [f"deepspeed:{n}" for fw, n in eta_splits.HELD_OUT if fw == "deepspeed"] * 2
+    assert [r["repeat"] for r in data["runs"]] == [0, 0, 0, 1, 1, 1] and data["complete"]
+    assert data["repeats_done"] == 2 and len(data["commands"]) == 2
+    assert data["splits"]["held_out"]["runs"] == 6 and data["splits"]["held_out"]["wall_in_band"] == 6
