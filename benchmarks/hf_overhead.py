@@ -88,7 +88,9 @@ def main() -> None:
     summary = {"workloads": len(rows), "worst_fit_ratio_median": max(r["fit_ratio_median"] for r in rows),
                "all_within_target": all(r["within_target"] for r in rows), "target": "whole-run ratio <= 1.02"}
     print(json.dumps(summary, indent=1))
-    command = "python benchmarks/hf_overhead.py" + (f" --pairs {args.pairs}" if args.pairs != 2 else "")
+    command = ("python benchmarks/hf_overhead.py" + (f" --only {' '.join(args.only)}" if args.only else "")
+               + (f" --pairs {args.pairs}" if args.pairs != 2 else "")
+               + (f" --json {args.json}" if Path(args.json).resolve() != ROOT / "benchmarks/results/hf_overhead.json" else ""))
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({"benchmark": "hf_overhead", "command": command,
                                            "date": time.strftime("%Y-%m-%d %H:%M"),

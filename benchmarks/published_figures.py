@@ -975,6 +975,28 @@ def hf_pairs(pick: Callable) -> Callable[[Any], float]:
     return lambda d: pick(p for w in d["workloads"] for p in w["fit_ratio_per_pair"])
 
 
+HF_OVER_DEFAULTS = RESULTS + "hf_overhead_defaults.json"
+
+
+def hf_row(workload: str) -> Callable[[Any], dict]:
+    """One workload's row in an hf_overhead result."""
+    return lambda d: next(w for w in d["workloads"] if w["workload"] == workload)
+
+
+QUOTES += [
+    Q(OVERHEAD, "the `Trainer` workload ({} s a run) x{} (pairs {} / {} / {}), within the target; the loop over "
+                "DataLoader epochs ({} s a run) x{} (pairs {} / {} / {}), every pair above {}",
+      *(f for w in ("causal_lm_accumulate_eval_checkpoints", "loop_encoder_loader_epochs") for f in (
+          F(HF_OVER_DEFAULTS, lambda d, w=w: hf_row(w)(d)["fit_s_without_median"], num(1 if w.startswith("loop") else 0)),
+          F(HF_OVER_DEFAULTS, hf_overhead(w), num(3)),
+          *(F(HF_OVER_DEFAULTS, lambda d, w=w, i=i: hf_row(w)(d)["fit_ratio_per_pair"][i], num(3)) for i in range(3)))),
+      F(HF_OVER_DEFAULTS, lambda d: min(hf_row("loop_encoder_loader_epochs")(d)["fit_ratio_per_pair"]), num(2))),
+    Q(OVERHEAD, "and what makes up the {} s is not measured apart yet",
+      F(HF_OVER_DEFAULTS, lambda d: hf_row("loop_encoder_loader_epochs")(d)["fit_s_without_median"]
+        * (hf_overhead("loop_encoder_loader_epochs")(d) - 1), num(1))),
+]
+
+
 QUOTES += [
     Q(OVERHEAD, "alternating in one process, {} pairs; `benchmarks/results/overhead.json`, {}): whole fit x{} (pairs "
                 "{} / {} / {}), step time after the profiling window x{} ({} / {} / {}), plus {} s once per process to "
