@@ -47,6 +47,8 @@ ELEMENTS_PER_BLOCK = 2048.0
 # a convolution whose groups hold this many input channels or fewer is a depthwise (streaming) kernel
 DEPTHWISE_CHANNELS = 2.0
 _PARTIAL_BYTES = 4.0   # split-K partial sums are fp32
+# a kernel class without measurements of its own takes the constants of the nearest one that has them
+DONOR = {"conv_dgrad": "conv", "conv_wgrad": "conv", "conv_depthwise": "elementwise"}
 
 
 @dataclass(frozen=True)
@@ -183,3 +185,15 @@ def kernel_seconds(kind: str, p: Pairs, params: KernelParams) -> np.ndarray:
     if kind in TILED:
         return tiled_seconds(kind, p, params)
     return streaming_seconds(kind, p, params)
+
+
+def price_kernels(models: dict[str, KernelParams], cols, times: np.ndarray, pairs_of) -> np.ndarray:
+    """``times`` with the rows of every kernel class that ``models`` (or its `DONOR`) prices replaced by
+    `kernel_seconds`; ``pairs_of(rows)`` gives the `Pairs` of those rows of ``cols``. Other rows keep their value."""
+    kinds = kernel_class(cols)
+    for kind in sorted(set(kinds.tolist())):
+        params = models.get(kind) or models.get(DONOR.get(kind, ""))
+        if params is not None:
+            rows = np.flatnonzero(kinds == kind)
+            times[rows] = kernel_seconds(kind, pairs_of(rows), params)
+    return times

@@ -13,12 +13,11 @@ from .bound import bound_seconds, matrix
 from .devices import device_columns
 from .dominance import dominated, envelope
 from .expand import PROXIED, expand
-from .kernels import KERNEL_CLASSES, KernelParams, kernel_class, kernel_seconds
+from .kernels import KERNEL_CLASSES, KernelParams, price_kernels
 from .optable import op_columns
 
 DEFAULT_UTILISATION = 0.5      # for unmodelled ops: bound / 0.5 (documented in the model card)
-# a kernel class without measurements of its own takes the constants of the nearest one that has them
-DONOR = {"conv_dgrad": "conv", "conv_wgrad": "conv", "conv_depthwise": "elementwise"}
+
 DEFAULT_RELATIVE_ERROR = 0.30  # band for classes without a held-out measurement
 PROXY_EXTRA_ERROR = 0.10       # proxied classes: the proxy's held-out error plus this
 
@@ -129,15 +128,8 @@ class Predictor:
         """Seconds for every virtual op (rows of ``cols``) on every device."""
         devs = device_columns(devices)
         bound = bound_seconds(matrix(cols, devs))
-        times = bound / self.default_utilisation
-        kinds = kernel_class(cols)
-        for kind in sorted(set(kinds.tolist())):
-            params = self.models.get(kind) or self.models.get(DONOR.get(kind, ""))
-            if params is None:
-                continue
-            rows = np.flatnonzero(kinds == kind)
-            sub = cols.take(rows) if rows.size < len(cols) else cols
-            times[rows] = kernel_seconds(kind, matrix(sub, devs), params)
+        times = price_kernels(self.models, cols, bound / self.default_utilisation,
+                              lambda rows: matrix(cols.take(rows) if rows.size < len(cols) else cols, devs))
         return self.adjust_times(cols, devs, times, bound)
 
     def measured_on(self, device) -> bool:
@@ -185,8 +177,9 @@ def _distinct(cols) -> tuple[np.ndarray, np.ndarray]:
     """Indices of the first occurrence of each distinct op row, and each row's index among them."""
     names = {name: i for i, name in enumerate(sorted(set(cols.op_class)))}
     code = np.fromiter((names[c] for c in cols.op_class), dtype=np.float64, count=len(cols))
-    key = np.ascontiguousarray(np.column_stack([code, cols.mode, cols.flops, cols.bytes, cols.heavy, cols.softmax,
-                                                cols.esize, cols.dims[:, cols.dims.any(axis=0)]]))
+    written = cols.written if cols.written is not None else np.zeros(len(cols))   # streaming kernels price it
+    key = np.ascontiguousarray(np.column_stack([code, cols.mode, cols.flops, cols.bytes, written, cols.heavy,
+                                                cols.softmax, cols.esize, cols.dims[:, cols.dims.any(axis=0)]]))
     rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).reshape(-1)
     _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
     return first, inverse.reshape(-1)

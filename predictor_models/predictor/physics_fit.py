@@ -98,11 +98,8 @@ def _initial(lay: _Layout, kind: str) -> np.ndarray:
 
 
 def fit_kernel_class(kind: str, ts, rows: np.ndarray, *, lag_sources: frozenset[str] = frozenset(),
-                     fixed_lags: dict[str, float] | None = None, max_nfev: int = 60) -> tuple[KernelParams, dict]:
-    """Constants of one kernel class from the training rows ``rows`` of ``ts`` (a `training.TrainingSet`).
-
-    ``fixed_lags`` (``{"source|gpu": seconds}``): a harness's lag found by an earlier fit, held fixed; a lag is
-    the harness's, one per GPU for every class, not a constant each class may stretch to fit its misses."""
+                     max_nfev: int = 60) -> tuple[KernelParams, dict]:
+    """Constants of one kernel class from the training rows ``rows`` of ``ts`` (a `training.TrainingSet`)."""
     from scipy.optimize import least_squares
 
     sub = ts.take(rows)
@@ -110,19 +107,17 @@ def fit_kernel_class(kind: str, ts, rows: np.ndarray, *, lag_sources: frozenset[
     slots = generation_slot(sub.devices.arch)
     modes = np.asarray(sub.ops.mode)
     keys = [(str(s), str(g)) for s, g in zip(sub.source, sub.gpu)]
-    lag_keys = sorted({k for k in keys if k[0] in lag_sources}) if fixed_lags is None else []
+    lag_keys = sorted({k for k in keys if k[0] in lag_sources})
     lay = _Layout(sorted(set(slots.tolist()) - {UNKNOWN_GENERATION}), sorted(set(modes.tolist())),
                   sorted(set(zip(modes.tolist(), slots.tolist()))), lag_keys)
     lag_index = np.array([lag_keys.index(k) if k in lag_keys else -1 for k in keys])
     measured = np.log(sub.seconds)
-    fixed = np.array([(fixed_lags or {}).get(f"{s}|{g}", 0.0) for s, g in keys])
     # a lag is at most the group's fastest measured op: the harness's cost cannot exceed the shortest call
     fastest = np.array([sub.seconds[lag_index == j].min() for j in range(len(lag_keys))])
 
     def residuals(theta):
         params, offsets, lags = _decode(theta, lay)
         predicted = kernel_seconds(kind, pairs, params)
-        predicted = predicted + fixed
         if lag_keys:
             predicted = predicted + np.where(lag_index >= 0, (fastest * lags)[np.maximum(lag_index, 0)], 0.0)
         return np.concatenate([np.log(predicted) - measured, np.sqrt(RIDGE) * offsets])
@@ -132,13 +127,12 @@ def fit_kernel_class(kind: str, ts, rows: np.ndarray, *, lag_sources: frozenset[
     params, _, lags = _decode(result.x, lay)
     lags = fastest * lags
     error = np.abs(np.exp(result.fun[:len(measured)]) - 1.0)
-    found = {f"{s}|{g}": float(v) for (s, g), v in zip(lag_keys, lags)}
     info = {"rows": int(len(rows)), "mape": float(error.mean()), "median_abs": float(np.median(error)),
-            "host_lag_s": found if fixed_lags is None else {}, "evaluations": int(result.nfev)}
+            "host_lag_s": {f"{s}|{g}": float(v) for (s, g), v in zip(lag_keys, lags)}, "evaluations": int(result.nfev)}
     return params, info
 
 
-MIN_ROWS = 50          # fewer measurements than this: the class borrows a donor's constants (model.DONOR)
+MIN_ROWS = 50          # fewer measurements than this: the class borrows a donor's constants (kernels.DONOR)
 FIT_CAP = 3000         # rows per (source, GPU) and class, so one large source does not drown the rest
 
 
@@ -151,13 +145,11 @@ def fit_kernels(ts, *, classes=None, cap: int = FIT_CAP, lag_sources: frozenset[
     lag_sources = HOST_LAG_SOURCES if lag_sources is None else lag_sources
     kinds = kernel_class(ts.ops)
     models, info = {}, {}
-    lags = None   # each class finds its harness's lag per GPU (`fit_kernel_class`)
     for kind in classes or KERNEL_CLASSES:
         rows = np.flatnonzero(kinds == kind)
         if rows.size < MIN_ROWS:
             continue
-        models[kind], info[kind] = fit_kernel_class(kind, ts, balanced_rows(ts, rows, cap=cap), lag_sources=lag_sources,
-                                                    fixed_lags=lags)
+        models[kind], info[kind] = fit_kernel_class(kind, ts, balanced_rows(ts, rows, cap=cap), lag_sources=lag_sources)
 
         if log is not None:
             log(f"  {kind:15s} {info[kind]['rows']:6d} rows, training MAPE {info[kind]['mape']:.3f}")
@@ -175,15 +167,8 @@ def harness_lag(info: dict[str, dict], source: str, kind: str | None = None) -> 
 def predict_paired(models: dict[str, KernelParams], ops, devices) -> np.ndarray:
     """Device seconds of kernel-level ops ``ops[i]`` on ``devices[i]`` (measured rows; no expansion, no envelope)."""
     from .bound import bound_seconds
-    from .kernels import kernel_class
-    from .model import DEFAULT_UTILISATION, DONOR
+    from .kernels import price_kernels
+    from .model import DEFAULT_UTILISATION
 
-    pairs = paired(ops, devices)
-    out = np.array(bound_seconds(pairs)) / DEFAULT_UTILISATION
-    kinds = kernel_class(ops)
-    for kind in sorted(set(kinds.tolist())):
-        params = models.get(kind) or models.get(DONOR.get(kind, ""))
-        if params is not None:
-            rows = np.flatnonzero(kinds == kind)
-            out[rows] = kernel_seconds(kind, paired(ops.take(rows), devices.take(rows)), params)
-    return out
+    out = np.array(bound_seconds(paired(ops, devices))) / DEFAULT_UTILISATION
+    return price_kernels(models, ops, out, lambda rows: paired(ops.take(rows), devices.take(rows)))
