@@ -52,12 +52,11 @@ def main(argv=None) -> int:
     from predictor_models.hardware import lookup_hardware
     from predictor_models.predictor import load_predictor
     from predictor_models.predictor.devices import device_columns
+    from predictor_models.predictor.training import SEED, weight_decays
     from predictor_models.train import load_training_set
 
     ts, _ = load_training_set(None, None, None)
-    from predictor_models.train import VERSION
-
-    stamp = {"rows_sha256": read_manifest()["rows_sha256"], "predictor_version": VERSION}
+    stamp = {"rows_sha256": read_manifest()["rows_sha256"], "members": 3, "seed": SEED, "weight_decay": weight_decays()}
     shipped = load_predictor()
     results = []
     for name in args.gpus:

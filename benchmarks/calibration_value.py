@@ -4,7 +4,7 @@
                                            [--json benchmarks/results/calibration_value.json]
 
 For each GPU of the shipped rows: the predictor trained without it (the leave-one-GPU-out fold of
-`predictor_models.evaluate`: the same kernel fit) is calibrated with N of that GPU's rows, chosen
+`predictor_models.evaluate`, 3 members, same seed) is calibrated with N of that GPU's rows, chosen
 as `collect --quick` would (its share of rows per op class, spread over sizes), and scored on the
 GPU's other rows, per class: MAPE uncalibrated (the fold), calibrated, and in-sample (the shipped
 predictor, trained with that GPU in). Beside them, what the data allows: each row predicted from its
@@ -45,14 +45,14 @@ def fold_predictor(ts, gpu: str, cache: Path | None, stamp: dict, log):
     from threadpoolctl import threadpool_limits
 
     from predictor_models.predictor import Predictor, load_predictor, save_predictor
-    from predictor_models.predictor.physics_fit import fit_kernels
+    from predictor_models.predictor.training import fit_models
 
     folder = cache / gpu if cache else None
     if folder and (folder / "stamp.json").is_file() and json.loads((folder / "stamp.json").read_text()) == stamp:
         return load_predictor(folder)
     start = time.time()
     with threadpool_limits(1):
-        models, _ = fit_kernels(ts.take(np.flatnonzero(ts.gpu != gpu)))
+        models = fit_models(ts.take(np.flatnonzero(ts.gpu != gpu)), members=stamp["members"])
     predictor = Predictor(models, {"heldout_gpu": gpu})
     if folder:
         save_predictor(predictor, folder)
@@ -151,20 +151,22 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpus", nargs="*", help="held-out GPUs (default: every GPU in the shipped rows)")
     parser.add_argument("--sizes", nargs="*", type=int, default=list(SIZES))
+    parser.add_argument("--members", type=int, default=3, help="MLPs per class in each fold (3: as shipped)")
     parser.add_argument("--cache", help="folder to keep fold predictors in between runs")
     parser.add_argument("--json", default="benchmarks/results/calibration_value.json")
     args = parser.parse_args(argv)
     from predictor_models.datasets.shipped import read_manifest
     from predictor_models.hardware import lookup_hardware
     from predictor_models.predictor import load_predictor
-    from predictor_models.train import VERSION
+    from predictor_models.predictor.training import SEED, weight_decays
     from predictor_models.train import load_training_set
 
     start = time.time()
     ts, _ = load_training_set(None, None, None)
     gpus = [lookup_hardware(g).name for g in args.gpus] if args.gpus else sorted(set(map(str, ts.gpu)))
     shipped = load_predictor()
-    stamp = {"rows_sha256": read_manifest()["rows_sha256"], "predictor_version": VERSION}
+    stamp = {"rows_sha256": read_manifest()["rows_sha256"], "members": args.members, "seed": SEED,
+             "weight_decay": weight_decays()}
     cache = Path(args.cache) if args.cache else None
     results = []
     for gpu in gpus:
@@ -172,7 +174,7 @@ def main(argv=None) -> int:
         results.append(evaluate_gpu(ts, gpu, fold, shipped, args.sizes, print))
     doc = {"benchmark": "calibration_value", "command": "python -m benchmarks.calibration_value "
                                                        + " ".join(argv if argv is not None else sys.argv[1:]),
-           "sizes": args.sizes, "results": results,
+           "members": args.members, "sizes": args.sizes, "results": results,
            "verdict": verdict(results) if 200 in args.sizes else None, "seconds": round(time.time() - start)}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")

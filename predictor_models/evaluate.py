@@ -21,9 +21,7 @@ import numpy as np
 from predictor_models.baseline import RAW_PARAMS, baseline_features, fit_baseline, predict_baseline
 from predictor_models.predictor.bound import paired
 from predictor_models.predictor.model import Predictor
-from predictor_models.predictor.kernels import kernel_class
-from predictor_models.predictor.physics_fit import fit_kernels, harness_lag, predict_paired
-from predictor_models.predictor.training import HOST_LAG_SOURCES, SEED, balanced_rows
+from predictor_models.predictor.training import SEED, balanced_rows, class_xy, fit_models
 
 CLASSES = ("gemm", "conv", "norm", "elementwise")
 
@@ -39,13 +37,9 @@ def _time_weighted(pred: np.ndarray, true: np.ndarray) -> float:
     return float(np.sum(np.abs(pred - true)) / np.sum(true))
 
 
-def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, baseline: bool = True,
-                   log=print) -> tuple[list[dict], dict[str, Predictor]]:
-    """Per (op class, held-out GPU): n, our MAPE, baseline MAPE. Also returns each fold's predictor.
-
-    A source whose latencies carry its harness's host lag (`HOST_LAG_SOURCES`) is compared with the
-    fold's device time plus the median lag that harness showed for the op's kernel class on the fold's
-    training GPUs."""
+def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, members: int = 1, baseline: bool = True,
+                   weight_decay: dict[str, float] | None = None, log=print) -> tuple[list[dict], dict[str, Predictor]]:
+    """Per (op class, held-out GPU): n, our MAPE, baseline MAPE. Also returns each fold's predictor."""
     rows_out: list[dict] = []
     fold_models: dict[str, Predictor] = {}
     available = sorted(set(map(str, ts.gpu)))
@@ -56,18 +50,16 @@ def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, baseline: bool = Tr
         start = time.time()
         train = ts.take(np.flatnonzero(ts.gpu != gpu))
         test = ts.take(np.flatnonzero(ts.gpu == gpu))
-        models, info = fit_kernels(train)
+        models = fit_models(train, members=members, weight_decay=weight_decay)
         predictor = Predictor(models, {"heldout_gpu": gpu})
         fold_models[gpu] = predictor
         for op_class in CLASSES:
             rows = np.flatnonzero(test.ops.op_class == op_class)
             if rows.size == 0 or op_class not in models:
                 continue
+            x, _ = class_xy(test, op_class, rows)
             sub = test.take(rows)
-            ours = predict_paired(models, sub.ops, sub.devices)
-            kinds = kernel_class(sub.ops)
-            ours = ours + np.array([harness_lag(info, src, kind) if src in HOST_LAG_SOURCES else 0.0
-                                    for src, kind in zip(sub.source, kinds)])
+            ours = sub.bound * np.exp(np.maximum(Predictor._ensemble(models[op_class], x), 0.0))
             entry = {"op": op_class, "gpu": gpu, "n": int(rows.size), "mape": _mape(ours, sub.seconds),
                      "time_weighted": _time_weighted(ours, sub.seconds),
                      "bound_only_mape": _mape(sub.bound, sub.seconds)}
@@ -136,14 +128,16 @@ def summarise(heldout: list[dict]) -> dict:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The evaluate options (shared with ``prenet evaluate``)."""
     parser.set_defaults(prog=parser.prog)  # errors name the command as typed ("prenet evaluate" or "python -m ...")
-    from predictor_models.train import add_data_argument
+    from predictor_models.train import add_data_argument, add_weight_decay_argument
 
     add_data_argument(parser)
     parser.add_argument("--json", required=True, help="where to write the results")
     parser.add_argument("--gpus", nargs="*", help="evaluate only these held-out GPUs (catalog names)")
     parser.add_argument("--sources", nargs="*", help="data sources (default: the training defaults)")
+    parser.add_argument("--members", type=int, default=None, help="MLPs per class (default: as train)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the paper baseline")
     parser.add_argument("--update-card", metavar="DIR", help="write heldout_errors.json and the model card's table there")
+    add_weight_decay_argument(parser)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -165,12 +159,16 @@ def _catalog_name(name: str) -> str:
 def run(args) -> int:
     from threadpoolctl import threadpool_limits
 
-    from predictor_models.train import TrainError, check_sources, load_training_set
+    from predictor_models.train import (DEFAULT_MEMBERS, TrainError, check_members, check_sources,
+                                        check_weight_decay, load_training_set)
+    from predictor_models.predictor.training import weight_decays
     from predictor_models.hardware import lookup_hardware
     from predictor_models.paths import check_output_path
 
     try:  # bad options fail here, before the data is loaded and the folds are trained
+        members = DEFAULT_MEMBERS if args.members is None else check_members(args.members)
         check_sources(args.sources)
+        decays = check_weight_decay(args.weight_decay)
         check_output_path(args.json, "--json", directory=False)
         if args.update_card:
             check_output_path(args.update_card, "--update-card", directory=True)
@@ -188,10 +186,12 @@ def run(args) -> int:
     from predictor_models.datasets.neusight_labels import load_labels
 
     with threadpool_limits(1):
-        heldout, folds = evaluate_folds(ts, gpus=gpus, baseline=not args.no_baseline)
+        heldout, folds = evaluate_folds(ts, gpus=gpus, members=members, baseline=not args.no_baseline,
+                                        weight_decay=decays)
         labels = evaluate_labels(load_labels(args.data), folds, lookup_hardware)
     result = {"heldout": heldout, "summary": summarise(heldout), "transformer_layers": labels,
-              "data": [r.as_dict() for r in reports], "excluded_at_training": dict(ts.excluded)}
+              "data": [r.as_dict() for r in reports], "excluded_at_training": dict(ts.excluded), "members": members,
+              "weight_decay": weight_decays(decays)}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=1, sort_keys=True))
     s = result["summary"]

@@ -3,13 +3,14 @@
     python -m predictor_models.train --out predictor_models/pretrained [--extra DIR] [--data ../shared/data]
 
 The public rows ship with the package (`datasets.shipped`); ``--data DIR`` reads the raw source
-folders instead (same rows, same predictor). Fits each kernel class's physical constants
-(`predictor/physics_fit.py`); deterministic, a few minutes on one core. Writes ``predictor.json``.
+folders instead (same rows, same predictor). Deterministic (seeded, single-threaded BLAS); about a
+minute on one core. Writes ``predictor.json``.
 """
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import math
 import os
 import sys
 import time
@@ -18,11 +19,40 @@ from typing import Sequence
 from predictor_models.paths import check_output_path
 
 
-VERSION = "2.0.0"
+VERSION = "1.1.0"
+DEFAULT_MEMBERS = 3
 
 
 class TrainError(RuntimeError):
     """Training cannot start (missing data folder, nothing usable in it)."""
+
+
+def check_members(members: object, option: str = "--members") -> int:
+    """The ensemble size: an integer >= 1."""
+    if isinstance(members, bool) or not isinstance(members, int) or members < 1:
+        raise ValueError(f"{option} must be an integer >= 1 (MLPs per op class), got {members!r}; "
+                         f"pass e.g. {option} {max(DEFAULT_MEMBERS, 1)}")
+    return members
+
+
+def check_weight_decay(items: Sequence[str] | None, option: str = "--weight-decay") -> dict[str, float]:
+    """``CLASS=VALUE`` items as a dict: a modelled op class and a finite penalty >= 0."""
+    from predictor_models.predictor.features import FEATURES
+
+    decays: dict[str, float] = {}
+    for item in items or ():
+        op_class, sep, text = str(item).partition("=")
+        if not sep or op_class not in FEATURES:
+            raise ValueError(f"{option}: {item!r} is not CLASS=VALUE with CLASS one of {', '.join(FEATURES)}; "
+                             f"pass e.g. {option} gemm=0.01")
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{option}: the penalty in {item!r} must be a number >= 0; pass e.g. {option} {op_class}=0.1")
+        decays[op_class] = value
+    return decays
 
 
 def check_sources(sources: Sequence[str] | None, option: str = "--sources") -> None:
@@ -93,26 +123,26 @@ def extra_lookup(extra: Sequence[str], devices: set[str]):
 
 
 def train(data: str | Path | None, out: str | Path, *, extra: Sequence[str] | None = None, sources: Sequence[str] | None = None,
-          date: str | None = None, log=print) -> Path:
-    """Fit every kernel class's constants and write the artifact; returns its path."""
+          members: int = DEFAULT_MEMBERS, date: str | None = None, weight_decay: dict[str, float] | None = None,
+          remove_host_lag: bool = False, log=print) -> Path:
+    """Fit every class model and write the artifact; returns its path."""
     from threadpoolctl import threadpool_limits
 
     from predictor_models.predictor import Predictor, save_predictor
     from predictor_models.predictor.expand import PROXIED
-    from predictor_models.predictor.kernels import kernel_class
-    from predictor_models.predictor.physics_fit import FIT_CAP, fit_kernels
+    from predictor_models.predictor.training import SEED, fit_models, weight_decays
 
+    check_members(members, "members")
     check_sources(sources, "sources")
     check_output_path(out, "out", directory=True)
     start = time.time()
-    ts, reports = load_training_set(data, sources, extra)
+    ts, reports = load_training_set(data, sources, extra, remove_host_lag)
     log(f"loaded {len(ts)} samples on {len(set(ts.gpu))} GPUs in {time.time() - start:.0f} s")
     with threadpool_limits(1):
-        models, fits = fit_kernels(ts, log=log)
+        models = fit_models(ts, members=members, seed=SEED, weight_decay=weight_decay)
     counts = {}
-    kinds = kernel_class(ts.ops)
     for cls in sorted(models):
-        mask = kinds == cls
+        mask = ts.ops.op_class == cls
         counts[cls] = {str(g): int((mask & (ts.gpu == g)).sum()) for g in sorted(set(ts.gpu[mask]))}
     metadata = {
         "version": VERSION,
@@ -123,8 +153,10 @@ def train(data: str | Path | None, out: str | Path, *, extra: Sequence[str] | No
         "excluded_at_training": dict(sorted(ts.excluded.items())),
         "modelled_classes": sorted(models),
         "proxied_classes": {k: v for k, v in PROXIED.items()},
-        "rows_per_source_gpu": FIT_CAP,
-        "fits": {cls: {k: v for k, v in fit.items()} for cls, fit in sorted(fits.items())},
+        "seed": SEED,
+        "members": members,
+        "weight_decay": {cls: decay for cls, decay in sorted(weight_decays(weight_decay).items()) if cls in models},
+        "host_lag_removed": bool(remove_host_lag),
     }
     path = save_predictor(Predictor(models, metadata), out)
     log(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB) in {time.time() - start:.0f} s")
@@ -138,13 +170,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="folder to write predictor.json into")
     parser.add_argument("--extra", nargs="*", default=None, help="folders/files of rows written by `collect`")
     parser.add_argument("--sources", nargs="*", default=None, help="data sources to use (default neusight xla vidur)")
+    parser.add_argument("--members", type=int, default=DEFAULT_MEMBERS, help="MLPs per op class (ensemble)")
     parser.add_argument("--date", default=None, help="date recorded in the metadata (default: today)")
+    add_weight_decay_argument(parser)
+    parser.add_argument("--remove-host-lag", action="store_true",
+                        help="learn kernel times: take off the host lag that NeuSight's per-op timings carry "
+                             "(experimental; see the model card)")
 
 
 def add_data_argument(parser: argparse.ArgumentParser) -> None:
     """``--data DIR`` (shared with evaluate): raw source folders instead of the shipped rows."""
     parser.add_argument("--data", default=None, metavar="DIR",
                         help="raw public source folders (e.g. ../shared/data) instead of the rows shipped with prenet")
+
+
+def add_weight_decay_argument(parser: argparse.ArgumentParser) -> None:
+    """``--weight-decay CLASS=VALUE ...`` (shared with evaluate)."""
+    parser.add_argument("--weight-decay", nargs="*", default=None, metavar="CLASS=VALUE",
+                        help="L2 penalty per op class instead of the default (e.g. gemm=0.01 elementwise=1)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -155,9 +198,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(args) -> int:
     try:
-        check_sources(args.sources)  # bad options fail here, before the data is loaded
+        check_members(args.members)  # bad options fail here, before the data is loaded
+        check_sources(args.sources)
+        decays = check_weight_decay(args.weight_decay)
         check_output_path(args.out, "--out", directory=True)
-        train(args.data, args.out, extra=args.extra, sources=args.sources, date=args.date)
+        train(args.data, args.out, extra=args.extra, sources=args.sources, members=args.members, date=args.date,
+              weight_decay=decays, remove_host_lag=args.remove_host_lag)
     except (TrainError, ValueError, FileNotFoundError) as error:  # RowsError is a ValueError
         print(f"{getattr(args, 'prog', 'train')}: error: {error}", file=sys.stderr)
         return 2

@@ -216,7 +216,7 @@ def test_rows_of_a_gpu_the_catalog_lacks_use_the_collected_override(tmp_path):
     write_rows(folder / "z9.csv", [Sample(op, entry.name, t, "collect") for op, t in zip(ops, times)])
     cal = calibrate_rows(folder, tmp_path / "cal")
     assert cal.summary["device"] == entry.name and cal.summary["heldback"]["all"]["mape_after"] < 0.02
-    np.testing.assert_allclose(load_predictor(tmp_path / "cal").predict_seconds(ops[:5], entry), times[:5], rtol=0.05)  # uncalibrated: 70% off
+    np.testing.assert_allclose(load_predictor(tmp_path / "cal").predict_seconds(ops[:5], entry), times[:5], rtol=0.02)
 
 
 def test_bad_reports_are_one_clear_error(tmp_path, capsys):

@@ -101,6 +101,7 @@ ARGPARSE_ERRORS = [
     ["report"],                                      # missing REPORT.json
     ["report", "r.json", "--width", "wide"],
     ["train"],                                       # missing --out
+    ["evaluate", "--members", "x", "--json", "e.json"],
     ["collect"],                                     # missing --out
 ]
 
@@ -200,6 +201,10 @@ def test_report_bad_options(files, good_report, capsys, args, words):
 @pytest.mark.parametrize("args, words", [
     (["--data", "{tmp}/nodata", "--out", "{tmp}/out"], ["nodata"]),
     (["--out", "{tmp}/out", "--sources", "nosuch"], ["nosuch"]),
+    (["--out", "{tmp}/out", "--weight-decay", "gemm"], ["CLASS=VALUE", "gemm=0.01"]),
+    (["--out", "{tmp}/out", "--weight-decay", "lstm=1"], ["lstm=1", "elementwise"]),
+    (["--out", "{tmp}/out", "--weight-decay", "gemm=-1"], ["gemm=-1", ">= 0"]),
+    (["--out", "{tmp}/out", "--weight-decay", "norm=nan"], ["norm=nan"]),
 ])
 def test_train_bad_input(files, capsys, args, words):
     line = assert_usage_error(["train", *[a.format(tmp=files) for a in args]], capsys, *words)
@@ -216,9 +221,16 @@ def test_module_errors_name_the_module_command(files, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("args", [["--out", "{tmp}/afile/sub"]], ids=["out-inside-a-file"])
+@pytest.mark.parametrize("args", [["--members", "-1", "--out", "{tmp}/out"], ["--out", "{tmp}/afile/sub"]],
+                         ids=["members", "out-inside-a-file"])
 def test_train_bad_options_fail_fast(files, capsys, args):
     assert_usage_error(["train", "--sources", "justus", *[a.format(tmp=files) for a in args]], capsys)
+
+
+def test_evaluate_bad_weight_decay(files, capsys):
+    line = assert_usage_error(["evaluate", "--json", str(files / "e.json"), "--weight-decay", "conv=x"], capsys,
+                              "conv=x")
+    assert line.startswith("prenet evaluate: error: --weight-decay")
 
 
 def test_evaluate_missing_data(files, capsys):

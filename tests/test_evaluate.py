@@ -29,7 +29,7 @@ def synthetic_set():
 
 @pytest.fixture(scope="module")
 def folds():
-    return evaluate_folds(synthetic_set(), log=lambda *_: None)
+    return evaluate_folds(synthetic_set(), members=1, log=lambda *_: None)
 
 
 def test_time_weighted_error_weighs_ops_by_their_time():
@@ -47,10 +47,10 @@ def test_each_gpu_is_held_out_once_and_scored_beside_the_baseline(folds):
         for key in ("mape", "time_weighted", "baseline_mape", "baseline_time_weighted", "bound_only_mape"):
             assert np.isfinite(r[key]) and r[key] >= 0, (key, r)
         assert models[r["gpu"]].metadata["heldout_gpu"] == r["gpu"]
-    # the V100's slowness lies between the two GPUs it is learnt from: the fitted constants must beat the
-    # bare bound there (each GPU is its own generation here, so the V100 gets the shared base constants)
+    # the V100's slowness lies between the two GPUs it is learnt from: the learnt utilisation must
+    # beat the bare bound there (the outer two are extrapolations, where it need not)
     v100 = next(r for r in rows if r["gpu"] == "V100-PCIe-32GB")
-    assert v100["mape"] < 0.7 * v100["bound_only_mape"]
+    assert v100["mape"] < 0.5 * v100["bound_only_mape"]
 
 
 def test_summary_aggregates_the_folds(folds):
@@ -71,18 +71,11 @@ def test_card_table_lists_every_fold_with_both_error_measures(folds):
     assert "time-weighted" in table and "| **all** |" in table
 
 
-def test_a_harness_lag_is_fitted_beside_the_device_time_and_not_priced():
-    """Rows of a source that times the host's issue of each op (NeuSight: +30 us here) get a per-GPU lag in the
-    fit; the predictor keeps device time only, and the folds compare a new GPU's rows with that lag added."""
-    from predictor_models.predictor.physics_fit import fit_kernels, harness_lag, predict_paired
-
-    plain = synthetic_set()
-    lagged = build_training_set([Sample(s.op, s.device, s.seconds + 30e-6, "neusight") for s in plain.samples],
-                                lookup_hardware)
-    models, info = fit_kernels(lagged)
-    # one source only: the lag and the kernel floor share the constant part; the lag takes most of it
-    assert 10e-6 < harness_lag(info, "neusight") <= 30e-6 + 1e-12
-    device_time = predict_paired(models, plain.ops, plain.devices)
-    assert _time_weighted(device_time, plain.seconds) < 0.25      # most of the lag is not in the device time
-    rows, _ = evaluate_folds(lagged, gpus=["V100-PCIe-32GB"], baseline=False, log=lambda *_: None)
-    assert rows[0]["mape"] < 0.25 and "baseline_mape" not in rows[0]
+def test_weight_decay_override_reaches_the_fitted_models(folds):
+    rows, models = folds
+    heavy_rows, heavy = evaluate_folds(synthetic_set(), gpus=["V100-PCIe-32GB"], members=1, baseline=False,
+                                       weight_decay={"gemm": 100.0}, log=lambda *_: None)
+    default_w = np.abs(models["V100-PCIe-32GB"].models["gemm"][0]["layers"][0][0]).sum()
+    heavy_w = np.abs(heavy["V100-PCIe-32GB"].models["gemm"][0]["layers"][0][0]).sum()
+    assert heavy_w < 0.5 * default_w          # a strong L2 penalty shrinks the first layer's weights
+    assert "baseline_mape" not in heavy_rows[0]

@@ -1,4 +1,4 @@
-"""The per-op predictor on small synthetic data: bound, fitted kernel constants, proxies, artifact IO, CLIs."""
+"""The per-op predictor on small synthetic data: bound, utilisation models, proxies, artifact IO, CLIs."""
 from __future__ import annotations
 
 import json
@@ -12,8 +12,7 @@ from predictor_models.hardware import list_hardware, lookup_hardware
 from predictor_models.op_spec import OpSpec
 from predictor_models.predictor import Predictor, PredictorLoadError, load_predictor, save_predictor
 from predictor_models.predictor.bound import LAUNCH_S
-from predictor_models.predictor.physics_fit import fit_kernels
-from predictor_models.predictor.training import build_training_set
+from predictor_models.predictor.training import build_training_set, fit_models
 
 GPUS = ("T4", "A100-PCIe-40GB", "H100-SXM5")
 
@@ -39,7 +38,7 @@ def _synthetic_samples(seed: int = 0) -> list[Sample]:
 @pytest.fixture(scope="module")
 def predictor() -> Predictor:
     ts = build_training_set(_synthetic_samples(), lookup_hardware)
-    models, _ = fit_kernels(ts, cap=2000)
+    models = fit_models(ts, cap=2000)
     return Predictor(models, {"version": "test", "trained_on": list(GPUS)})
 
 
@@ -116,7 +115,7 @@ def test_artifact_round_trip_and_errors(predictor, tmp_path):
     with pytest.raises(PredictorLoadError, match="not JSON"):
         load_predictor(tmp_path / "bad")
     doc = json.loads(path.read_text())
-    doc["classes"]["gemm"]["e_c"] = [[1.0]]
+    doc["classes"]["gemm"]["members"][0]["layers"][0]["W"] = [[1.0]]
     (tmp_path / "bad" / "predictor.json").write_text(json.dumps(doc))
     with pytest.raises(PredictorLoadError, match="corrupt"):
         load_predictor(tmp_path / "bad")
@@ -124,8 +123,10 @@ def test_artifact_round_trip_and_errors(predictor, tmp_path):
 
 def test_training_is_deterministic():
     ts = build_training_set([s for s in _synthetic_samples(seed=4) if s.op.op_class == "gemm"], lookup_hardware)
-    a, b = fit_kernels(ts, classes=["gemm"], cap=500)[0], fit_kernels(ts, classes=["gemm"], cap=500)[0]
-    assert a["gemm"].to_json() == b["gemm"].to_json()
+    a, b = fit_models(ts, classes=["gemm"], cap=500), fit_models(ts, classes=["gemm"], cap=500)
+    for (wa, ba), (wb, bb) in zip(a["gemm"][0]["layers"], b["gemm"][0]["layers"]):
+        np.testing.assert_array_equal(wa, wb)
+        np.testing.assert_array_equal(ba, bb)
 
 
 def test_train_cli_with_extra_rows_and_bad_input(tmp_path, capsys):

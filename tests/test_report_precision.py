@@ -81,8 +81,7 @@ def test_bf16_mixed_is_faster_on_h100_and_says_it_is_a_reprojection(report_path)
     bf16, report = _rows(report_path, "bf16-mixed")
     a, b = _target(fp32), _target(bf16)
     assert b["precision"] == "bf16-mixed"
-    # this model's kernels are a few microseconds, near their floors, which bf16 does not shorten
-    assert b["phases_s"]["forward"] + b["phases_s"]["backward"] < 0.9 * (a["phases_s"]["forward"]
+    assert b["phases_s"]["forward"] + b["phases_s"]["backward"] < 0.7 * (a["phases_s"]["forward"]
                                                                          + a["phases_s"]["backward"])
     assert b["step_s"] <= a["step_s"]     # a CPU-measured step of this size is host-bound on an H100
     graphs = _target(_rows(report_path, "bf16-mixed", cuda_graphs=True)[0])

@@ -39,9 +39,6 @@ class CalibratedPredictor(Predictor):
         self.base_sha256 = base_sha256
         self._device_key = correction.device.strip().lower()
 
-    def measured_on(self, device) -> bool:
-        return str(getattr(device, "name", device)).strip().lower() == self._device_key
-
     def adjust_times(self, cols, devs, times: np.ndarray, bound: np.ndarray) -> np.ndarray:
         for j, name in enumerate(devs.names):
             if name.strip().lower() != self._device_key:

@@ -3,9 +3,8 @@
 A ``predictor.json`` may also hold a calibration (format ``prenet-calibration``, see
 `predictor_models.calibration`): the shipped predictor plus one device's correction.
 
-Layout: ``{"format": "prenet-predictor", "format_version": 3, "metadata": {...},
-"default_utilisation": u, "launch_s": s, "generations": [...], "classes": {kernel_class: {constants}}}``
-(`kernels.KernelParams`: efficiencies, floors and per-wave constants per architecture generation).
+Layout: ``{"format": "prenet-predictor", "format_version": 2, "metadata": {...},
+"default_utilisation": u, "launch_s": s, "classes": {op_class: {"features": [...], "members": [mlp...]}}}``.
 ``heldout_errors.json`` beside it (written by ``evaluate --update-card``) holds per-class MAPE.
 """
 from __future__ import annotations
@@ -15,12 +14,13 @@ from functools import lru_cache
 from pathlib import Path
 
 from .bound import LAUNCH_S
+from .features import FEATURES
 from .files import ARTIFACT_NAME, CALIBRATION_FORMAT, HELDOUT_NAME, PREDICTOR_FORMAT, PRETRAINED_DIR
-from .kernels import GENERATIONS, KERNEL_CLASSES, KernelParams
+from .mlp import from_json, to_json
 from .model import Predictor
 
 FORMAT = PREDICTOR_FORMAT
-FORMAT_VERSION = 3
+FORMAT_VERSION = 2
 RETRAIN_HINT = "python -m predictor_models.train --out {folder}"
 
 
@@ -38,8 +38,10 @@ def save_predictor(predictor: Predictor, out_dir: str | Path) -> Path:
         "metadata": predictor.metadata,
         "default_utilisation": predictor.default_utilisation,
         "launch_s": LAUNCH_S,
-        "generations": list(GENERATIONS),
-        "classes": {cls: params.to_json() for cls, params in sorted(predictor.models.items())},
+        "classes": {
+            cls: {"features": FEATURES[cls][1], "members": [to_json(m) for m in members]}
+            for cls, members in sorted(predictor.models.items())
+        },
     }
     path = out / ARTIFACT_NAME
     path.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False))
@@ -83,14 +85,20 @@ def _load_cached(path_text: str, _mtime_key: float) -> Predictor:
         raise _fail(path, f"format version {doc.get('format_version')!r}, this code reads {FORMAT_VERSION}")
     if abs(float(doc.get("launch_s", -1)) - LAUNCH_S) > 1e-12:
         raise _fail(path, "trained with a different launch latency than this code uses")
-    if list(doc.get("generations", ())) != list(GENERATIONS):
-        raise _fail(path, "fitted for other architecture generations than this code knows")
-    models: dict[str, KernelParams] = {}
+    models: dict[str, list[dict]] = {}
     try:
         for cls, entry in doc["classes"].items():
-            if cls not in KERNEL_CLASSES:
-                raise ValueError(f"unknown kernel class {cls!r}")
-            models[cls] = KernelParams.from_json(entry)
+            if cls not in FEATURES:
+                raise ValueError(f"unknown op class {cls!r}")
+            if list(entry["features"]) != FEATURES[cls][1]:
+                raise ValueError(f"{cls}: features differ from this code's ({entry['features']})")
+            members = [from_json(m) for m in entry["members"]]
+            for m in members:
+                if m["mean"].shape[0] != len(FEATURES[cls][1]):
+                    raise ValueError(f"{cls}: model width does not match its features")
+            if not members:
+                raise ValueError(f"{cls}: no members")
+            models[cls] = members
         heldout = _read_heldout(path.parent / HELDOUT_NAME)
         return Predictor(models, doc.get("metadata", {}), heldout, float(doc["default_utilisation"]))
     except (KeyError, TypeError, ValueError) as error:

@@ -37,7 +37,7 @@ class Pairs:
 def _reshape_ops(ops: OpColumns, shape: tuple[int, ...]) -> OpColumns:
     r = lambda a: a.reshape(shape)  # noqa: E731
     return OpColumns(r(ops.op_class), r(ops.mode), r(ops.flops), r(ops.bytes), ops.dims, r(ops.heavy),
-                     r(ops.softmax), r(ops.esize), None if ops.written is None else r(ops.written))
+                     r(ops.softmax), r(ops.esize))
 
 
 def paired(ops: OpColumns, devs: DeviceColumns) -> Pairs:
@@ -51,7 +51,7 @@ def matrix(ops: OpColumns, devs: DeviceColumns) -> Pairs:
     n, d = len(ops), len(devs.names)
     dev = DeviceColumns(devs.names, *(a.reshape(1, d) for a in (devs.bandwidth, devs.sms, devs.l2_bytes,
                                                                devs.clock_mhz, devs.memory_gb, devs.tdp_w)),
-                        devs.peaks, devs.tensor, devs.notes, None if devs.arch is None else devs.arch.reshape(1, d))
+                        devs.peaks, devs.tensor, devs.notes)
     return Pairs(_reshape_ops(ops, (n, 1)), ops.dims.reshape(n, 1, -1), dev, devs.peaks[:, ops.mode].T,
                  devs.tensor[:, ops.mode].T, (n, d))
 

@@ -1,7 +1,6 @@
 """Ops of classes without their own measurements, expressed as ops of classes that have them.
 
-- conv backward: its input-gradient and weight-gradient kernels (`kernels.py` prices each as the implicit
-  GEMM it is; a depthwise one as a streaming kernel).
+- conv backward: data-grad and weight-grad convolutions, each about the forward's work.
 - a 1x1, stride-1, ungrouped forward convolution: the GEMM it is (pixels x c_out x c_in), since the measured
   convolutions are all 3x3 and the GEMM model has the shapes (its backward stays two forward-sized
   convolutions: as data-grad and weight-grad GEMMs it came out 2-4.6x too fast on the H200).
@@ -45,19 +44,9 @@ def _pointwise(op: OpSpec, numel: float, inputs: float, *, keep_bytes: bool = Tr
 
 
 def _conv_backward(op: OpSpec):
-    """The input-gradient and weight-gradient kernels of a convolution's backward (``grad`` 1 and 2).
-
-    One ``convolution_backward`` op carries the FLOPs of the gradients it computes: about the forward's
-    work each. A backward with one forward's work computes the weight gradient only (the first layer,
-    whose input needs no gradient)."""
-    d = op.dims
-    groups = max(float(d.get("groups", 1) or 1), 1.0)
-    forward = 2.0 * d.get("n", 0) * d.get("h_out", 0) * d.get("w_out", 0) * d.get("c_out", 0) \
-        * d.get("c_in", 0) / groups * d.get("kh", 1) * d.get("kw", 1)
-    grads = (1, 2) if not forward > 0 or op.flops > 1.5 * forward else (2,)
-    share = 1.0 / len(grads)
-    return [(replace(op, flops=op.flops * share, bytes_read=op.bytes_read * share,
-                     bytes_written=op.bytes_written * share, dims={**d, "grad": g}), 1.0) for g in grads]
+    half = replace(op, flops=op.flops / 2, bytes_read=op.bytes_read / 2, bytes_written=op.bytes_written / 2,
+                   dims={**op.dims, "backward": 0})
+    return [(half, 2.0)]
 
 
 def is_pointwise_conv(op: OpSpec) -> bool:

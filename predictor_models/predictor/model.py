@@ -1,4 +1,4 @@
-"""`Predictor`: per-op time from each kernel's physics (`kernels.py`) with learned constants, vectorised over devices."""
+"""`Predictor`: per-op time = physical bound / learned utilisation, per op class, vectorised over devices."""
 from __future__ import annotations
 
 import contextlib
@@ -11,13 +11,13 @@ from predictor_models.op_spec import OpSpec
 
 from .bound import bound_seconds, matrix
 from .devices import device_columns
-from .dominance import dominated, envelope
 from .expand import PROXIED, expand
-from .kernels import KERNEL_CLASSES, KernelParams, price_kernels
+from .features import FEATURES
+from .mlp import predict_mlp, predict_mlp_columns
+from .monotone import HELD_DTYPES, work_ladder
 from .optable import op_columns
 
 DEFAULT_UTILISATION = 0.5      # for unmodelled ops: bound / 0.5 (documented in the model card)
-
 DEFAULT_RELATIVE_ERROR = 0.30  # band for classes without a held-out measurement
 PROXY_EXTRA_ERROR = 0.10       # proxied classes: the proxy's held-out error plus this
 
@@ -47,18 +47,18 @@ def one_blas_thread():
 class Predictor:
     """Predicts op times on catalog devices.
 
-    ``models`` maps a kernel class (`kernels.KERNEL_CLASSES`) to its fitted `KernelParams`; ``heldout``
-    maps an op class to its leave-one-GPU-out MAPE.
+    ``models`` maps an op class to a list of MLP parameter dicts (an ensemble whose outputs, the log
+    of measured/bound, are averaged); ``heldout`` maps an op class to its leave-one-GPU-out MAPE.
     """
 
-    def __init__(self, models: dict[str, KernelParams], metadata: dict, heldout: dict[str, float] | None = None,
+    def __init__(self, models: dict[str, list[dict]], metadata: dict, heldout: dict[str, float] | None = None,
                  default_utilisation: float = DEFAULT_UTILISATION) -> None:
-        unknown = set(models) - set(KERNEL_CLASSES)
+        unknown = set(models) - set(FEATURES)
         if unknown:
-            raise ValueError(f"no kernel model for classes {sorted(unknown)}; known: {', '.join(KERNEL_CLASSES)}")
+            raise ValueError(f"no feature definition for op classes {sorted(unknown)}")
         self.models = models
-        # the dominance envelope over the catalog (dominance.py); off only to measure the raw model
-        self.envelope = True
+        # dtypes whose ops are held monotone in their work (monotone.py); empty: the raw model
+        self.monotone: frozenset[str] = HELD_DTYPES
         self._metadata = dict(metadata)
         self.heldout = dict(heldout or {})
         self.default_utilisation = float(default_utilisation)
@@ -108,34 +108,34 @@ class Predictor:
         virtual, parent, mult, identity = self._expand(ops)
         cols = op_columns(virtual)
         # ops in a training step repeat (every layer of a stack, forward and backward): predict each
-        # distinct op once and copy its row back
+        # distinct op once and copy its row back, so the ensemble costs per distinct op, not per op
         first, inverse = _distinct(cols)
-        groups: list[list[int]] = [[] for _ in devices]
-        every = list(devices)
-        if self.envelope:
-            for i, lower in enumerate(dominated(devices)):
-                if lower and not self.measured_on(devices[i]):
-                    groups[i] = list(range(len(every), len(every) + len(lower)))
-                    every.extend(lower)
+        distinct = [virtual[i] for i in first]
+        # and never below the same op with less work (monotone.py)
+        ladder, owner = work_ladder(distinct, self.monotone)
         with one_blas_thread():
-            times = self._times(cols.take(first), every)
-        if any(groups):
-            times = envelope(times, groups)
-        return self._scatter(times[:, :len(devices)][inverse], parent, mult, identity, out)
+            times = self._times(op_columns(distinct + ladder) if ladder else cols.take(first), devices)
+        if ladder:
+            np.maximum.at(times, np.asarray(owner), times[len(distinct):])
+        return self._scatter(times[:len(distinct)][inverse], parent, mult, identity, out)
 
     # ---- internals -------------------------------------------------------------------------
     def _times(self, cols, devices: list) -> np.ndarray:
         """Seconds for every virtual op (rows of ``cols``) on every device."""
         devs = device_columns(devices)
         bound = bound_seconds(matrix(cols, devs))
-        times = price_kernels(self.models, cols, bound / self.default_utilisation,
-                              lambda rows: matrix(cols.take(rows) if rows.size < len(cols) else cols, devs))
+        times = bound / self.default_utilisation
+        for op_class, members in self.models.items():
+            rows = np.flatnonzero(cols.op_class == op_class)
+            if rows.size == 0:
+                continue
+            sub = cols.take(rows) if rows.size < len(cols) else cols
+            feats = FEATURES[op_class][0](matrix(sub, devs))
+            shape = (rows.size, len(devices))
+            log_ratio = sum(predict_mlp_columns(m, feats, shape) for m in members) / len(members)
+            log_ratio = log_ratio.reshape(shape)
+            times[rows] = bound[rows] * np.exp(np.maximum(log_ratio, 0.0))  # utilisation <= 1
         return self.adjust_times(cols, devs, times, bound)
-
-    def measured_on(self, device) -> bool:
-        """True for a device whose times come from its own measurements (a calibration): the dominance
-        envelope leaves them as measured. The base predictor has none."""
-        return False
 
     def adjust_times(self, cols, devs, times: np.ndarray, bound: np.ndarray) -> np.ndarray:
         """Hook for subclasses (a calibration): change the predicted seconds of the virtual ops ``cols``
@@ -150,6 +150,13 @@ class Predictor:
         times *= mult[:, None]
         np.add.at(out, parent, times)
         return out
+
+    @staticmethod
+    def _ensemble(members: list[dict], x: np.ndarray) -> np.ndarray:
+        total = predict_mlp(members[0], x)
+        for params in members[1:]:
+            total += predict_mlp(params, x)
+        return total / len(members)
 
     def _expand(self, ops: list[OpSpec]):
         virtual: list[OpSpec] = []
@@ -177,9 +184,8 @@ def _distinct(cols) -> tuple[np.ndarray, np.ndarray]:
     """Indices of the first occurrence of each distinct op row, and each row's index among them."""
     names = {name: i for i, name in enumerate(sorted(set(cols.op_class)))}
     code = np.fromiter((names[c] for c in cols.op_class), dtype=np.float64, count=len(cols))
-    written = cols.written if cols.written is not None else np.zeros(len(cols))   # streaming kernels price it
-    key = np.ascontiguousarray(np.column_stack([code, cols.mode, cols.flops, cols.bytes, written, cols.heavy,
-                                                cols.softmax, cols.esize, cols.dims[:, cols.dims.any(axis=0)]]))
+    key = np.ascontiguousarray(np.column_stack([code, cols.mode, cols.flops, cols.bytes, cols.heavy, cols.softmax,
+                                                cols.esize, cols.dims[:, cols.dims.any(axis=0)]]))
     rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).reshape(-1)
     _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
     return first, inverse.reshape(-1)

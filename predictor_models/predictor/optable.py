@@ -15,7 +15,7 @@ from .devices import MODES
 DIM_KEYS = ("b", "m", "n", "k", "c_in", "c_out", "h_in", "w_in", "h_out", "w_out", "kh", "kw", "stride",
             "groups", "transposed", "backward", "spatial_dims", "heads", "s_q", "s_kv", "d", "causal",
             "rows", "cols", "numel", "inputs", "numel_in", "numel_out", "kernel", "indices", "dim", "vocab",
-            "seq", "batch", "input", "hidden", "layers", "directions", "gates", "tensors", "kind", "bytes", "ranks", "grad")
+            "seq", "batch", "input", "hidden", "layers", "directions", "gates", "tensors", "kind", "bytes", "ranks")
 _DIM_INDEX = {k: i for i, k in enumerate(DIM_KEYS)}
 # Matmul-like classes use tensor-core peaks; the rest run on the vector units.
 MATMUL_CLASSES = frozenset({"gemm", "conv", "attention", "recurrent"})
@@ -36,15 +36,13 @@ class OpColumns:
     heavy: np.ndarray     # 1.0 for heavy pointwise math
     softmax: np.ndarray   # 1.0 for softmax-like norms
     esize: np.ndarray     # bytes per element of the dtype
-    written: np.ndarray | None = None   # bytes written (the output), part of ``bytes``
 
     def dim(self, key: str) -> np.ndarray:
         return self.dims[:, _DIM_INDEX[key]]
 
     def take(self, index: np.ndarray) -> "OpColumns":
         return OpColumns(self.op_class[index], self.mode[index], self.flops[index], self.bytes[index],
-                         self.dims[index], self.heavy[index], self.softmax[index], self.esize[index],
-                         None if self.written is None else self.written[index])
+                         self.dims[index], self.heavy[index], self.softmax[index], self.esize[index])
 
     def __len__(self) -> int:
         return len(self.flops)
@@ -79,7 +77,6 @@ def op_columns(ops: Sequence[OpSpec]) -> OpColumns:
     dims = np.zeros((n, len(DIM_KEYS)))
     flops = np.empty(n)
     moved = np.empty(n)
-    written = np.empty(n)
     mode = np.empty(n, dtype=np.int64)
     heavy = np.zeros(n)
     softmax = np.zeros(n)
@@ -90,7 +87,6 @@ def op_columns(ops: Sequence[OpSpec]) -> OpColumns:
         classes[i] = op.op_class
         flops[i] = op.flops
         moved[i] = op.bytes_read + op.bytes_written
-        written[i] = op.bytes_written
         mode[i] = op_mode(op)
         esize[i] = _ESIZE.get(op.dtype, 4.0)
         for key, value in op.dims.items():
@@ -99,5 +95,4 @@ def op_columns(ops: Sequence[OpSpec]) -> OpColumns:
                 dims[i, j] = value
         flags = _name_flags(op.name)
         softmax[i], heavy[i] = flags
-    return OpColumns(classes, mode, np.maximum(flops, 0.0), np.maximum(moved, 0.0), dims, heavy, softmax, esize,
-                     np.clip(written, 0.0, np.maximum(moved, 0.0)))
+    return OpColumns(classes, mode, np.maximum(flops, 0.0), np.maximum(moved, 0.0), dims, heavy, softmax, esize)

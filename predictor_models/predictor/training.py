@@ -1,9 +1,9 @@
-"""Measured samples resolved against the catalog, for fitting and evaluating the kernel constants."""
+"""Fitting the per-class utilisation models from measured samples (shared by train and evaluate)."""
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -12,11 +12,14 @@ from predictor_models.hardware import UnknownHardwareError
 
 from .bound import bound_seconds, paired
 from .devices import DeviceColumns, device_columns
+from .features import FEATURES, feature_matrix
+from .mlp import fit_mlp
 from .optable import OpColumns, op_columns
 
 SEED = 20250101
 GROUP_CAP = 6000          # rows per (source, GPU, class) so one big source does not drown the rest
 MIN_RATIO = 1 / 1.5       # measured below 2/3 of the bound: not physically possible at DRAM speed
+MIN_CLASS_ROWS = 200      # fewer rows than this: no model for the class
 # Sources whose per-op latency includes the host's issue of the op: NeuSight times one call between two
 # CUDA events on an idle GPU (`neusight/Dataset/collect.py`, measure_once: start.record(); op(); end.record();
 # synchronize()), so the interval holds the Python, dispatch and launch of the op (~20-35 us) before the kernel.
@@ -24,6 +27,12 @@ HOST_LAG_SOURCES = frozenset({"neusight"})
 # The shortest kernel in the kernel-timed sources (OpenXLA's tables, Vidur: 4.9-5.0 us on H100/B200/A100):
 # a source's fastest op on a GPU minus this is that harness's host lag on that GPU.
 KERNEL_FLOOR_S = 5e-6
+# L2 penalty per class. A new GPU is an extrapolation in device features; a smoother fit carries
+# further. Chosen per class by sample-weighted leave-one-GPU-out MAPE among 1e-4 ... 10 (values
+# tried are in the model card): pointwise ops gain most (15.2% -> 12.2%), GEMM/conv/norm 0.5-0.6 points.
+WEIGHT_DECAY = {"gemm": 0.01, "conv": 0.1, "norm": 0.1, "elementwise": 1.0}
+DEFAULT_WEIGHT_DECAY = 1e-4
+
 
 @dataclass
 class TrainingSet:
@@ -119,3 +128,34 @@ def balanced_rows(ts: TrainingSet, rows: np.ndarray, *, cap: int = GROUP_CAP, se
             members = np.sort(rng.choice(members, size=cap, replace=False))
         chosen.append(members)
     return np.sort(np.concatenate(chosen)) if chosen else rows[:0]
+
+
+def class_xy(ts: TrainingSet, op_class: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Features and target log(measured / bound) (>= 0: utilisation <= 1) for rows of one class."""
+    sub = ts.take(rows)
+    x = feature_matrix(op_class, paired(sub.ops, sub.devices))
+    y = np.log(np.maximum(sub.seconds / sub.bound, 1.0))
+    return x, y
+
+
+def weight_decays(overrides: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The L2 penalty of every op class with a feature definition: the defaults, then ``overrides``."""
+    decays = {cls: WEIGHT_DECAY.get(cls, DEFAULT_WEIGHT_DECAY) for cls in FEATURES}
+    decays.update(overrides or {})
+    return decays
+
+
+def fit_models(ts: TrainingSet, *, classes: Sequence[str] | None = None, members: int = 1,
+               seed: int = SEED, cap: int = GROUP_CAP,
+               weight_decay: Mapping[str, float] | None = None) -> dict[str, list[dict]]:
+    """One ensemble of MLPs per op class with enough rows (``weight_decay`` overrides per class)."""
+    decays = weight_decays(weight_decay)
+    models: dict[str, list[dict]] = {}
+    for op_class in classes or FEATURES:
+        rows = np.flatnonzero(ts.ops.op_class == op_class)
+        if rows.size < MIN_CLASS_ROWS:
+            continue
+        rows = balanced_rows(ts, rows, cap=cap, seed=seed)
+        x, y = class_xy(ts, op_class, rows)
+        models[op_class] = [fit_mlp(x, y, seed=seed + i, weight_decay=decays[op_class]) for i in range(members)]
+    return models

@@ -1,0 +1,120 @@
+"""A small MLP regressor: fitted with scikit-learn, stored as plain arrays, evaluated with numpy.
+
+Why an MLP and not trees: `predict_matrix` must score 10,000 ops on 40 devices (400k pairs) in
+100 ms; a 2-hidden-layer MLP is three small matrix products, a tree ensemble is hundreds of
+data-dependent gathers.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+HIDDEN = (32, 16)
+
+
+def fit_mlp(x: np.ndarray, y: np.ndarray, *, seed: int, hidden: tuple[int, ...] = HIDDEN, max_iter: int = 200,
+            weight_decay: float = 1e-4) -> dict:
+    """Fit on standardised ``x`` with L2 penalty ``weight_decay`` (scikit-learn's ``alpha``);
+    returns ``{"mean", "scale", "layers": [(W, b), ...], "y_clip"}``."""
+    from sklearn.neural_network import MLPRegressor
+
+    mean = x.mean(axis=0)
+    lo, hi = x.min(axis=0), x.max(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    model = MLPRegressor(hidden_layer_sizes=hidden, activation="relu", solver="adam", alpha=weight_decay,
+                         batch_size=512, learning_rate_init=2e-3, max_iter=max_iter, early_stopping=True,
+                         validation_fraction=0.1, n_iter_no_change=12, tol=1e-5, random_state=seed)
+    model.fit((x - mean) / scale, y)
+    layers = [(w.astype(np.float64), b.astype(np.float64)) for w, b in zip(model.coefs_, model.intercepts_)]
+    return {"mean": mean, "scale": scale, "layers": layers, "y_clip": (float(y.min()), float(y.max())),
+            "x_lo": lo, "x_hi": hi}
+
+
+def predict_mlp(params: dict, x: np.ndarray) -> np.ndarray:
+    """Forward pass in float32 (fast; the target is a log, float32 is ample), clipped to the trained range."""
+    # features are clipped to the range seen in training: an MLP extrapolates linearly, and a device
+    # beyond the data (fewer SMs, a higher ridge) must get the nearest learnt utilisation, not a wild one
+    x = np.clip(x, params["x_lo"], params["x_hi"])
+    h = ((x - params["mean"]) / params["scale"]).astype(np.float32)
+    layers = params["layers"]
+    for i, (w, b) in enumerate(layers):
+        h = h @ np.asarray(w, dtype=np.float32) + np.asarray(b, dtype=np.float32)
+        if i < len(layers) - 1:
+            np.maximum(h, 0.0, out=h)
+    lo, hi = params["y_clip"]
+    return np.clip(h[:, 0].astype(np.float64), lo, hi)
+
+
+def predict_mlp_columns(params: dict, cols: list[np.ndarray], shape: tuple[int, int]) -> np.ndarray:
+    """Forward pass for every op on every device without building the ``(n*d, features)`` matrix.
+
+    The first layer is linear, so op-only columns (shape ``(n, 1)``) and device-only columns
+    (``(1, d)``) are multiplied once per op and once per device; only the columns that mix both
+    (``(n, d)``) are multiplied per pair. This is what makes 10k ops x 40 devices cheap.
+    """
+    n, d = shape
+    w1 = np.asarray(params["layers"][0][0], dtype=np.float32)
+    b1 = np.asarray(params["layers"][0][1], dtype=np.float32)
+    mean, scale, lo, hi = params["mean"], params["scale"], params["x_lo"], params["x_hi"]
+    groups: dict[str, list[int]] = {"op": [], "dev": [], "pair": []}
+    for j, c in enumerate(cols):
+        c_shape = np.shape(c)
+        if c_shape == (n, 1) or c_shape == (n,) and d != n:
+            groups["op"].append(j)
+        elif c_shape == (1, d) or c_shape == (d,) and d != n:
+            groups["dev"].append(j)
+        else:
+            groups["pair"].append(j)
+
+    def part(idx: list[int], rows: int) -> np.ndarray | None:
+        if not idx:
+            return None
+        z = np.empty((rows, len(idx)), dtype=np.float32)
+        for i, j in enumerate(idx):
+            col = (np.broadcast_to(cols[j], shape) if rows == n * d else np.asarray(cols[j])).reshape(-1)
+            z[:, i] = (np.clip(col, lo[j], hi[j]) - mean[j]) / scale[j]
+        return z @ w1[idx]
+
+    h = np.broadcast_to(b1, (n, d, b1.shape[0])).copy() if not groups["pair"] else \
+        part(groups["pair"], n * d).reshape(n, d, -1) + b1
+    op_part, dev_part = part(groups["op"], n), part(groups["dev"], d)
+    if op_part is not None:
+        h += op_part[:, None, :]
+    if dev_part is not None:
+        h += dev_part[None, :, :]
+    h = h.reshape(n * d, -1)
+    layers = params["layers"]
+    np.maximum(h, 0.0, out=h)
+    for i, (w, b) in enumerate(layers[1:], start=1):
+        h = h @ np.asarray(w, dtype=np.float32) + np.asarray(b, dtype=np.float32)
+        if i < len(layers) - 1:
+            np.maximum(h, 0.0, out=h)
+    lo, hi = params["y_clip"]
+    return np.clip(h[:, 0].astype(np.float64), lo, hi)
+
+
+def to_json(params: dict) -> dict:
+    return {"mean": params["mean"].tolist(), "scale": params["scale"].tolist(),
+            "x_lo": params["x_lo"].tolist(), "x_hi": params["x_hi"].tolist(),
+            "layers": [{"W": w.tolist(), "b": b.tolist()} for w, b in params["layers"]],
+            "y_clip": list(params["y_clip"])}
+
+
+def from_json(obj: dict) -> dict:
+    """Rebuild params from JSON, checking shapes so that a corrupt file fails here, not mid-prediction."""
+    mean = np.asarray(obj["mean"], dtype=np.float64)
+    scale = np.asarray(obj["scale"], dtype=np.float64)
+    layers = [(np.asarray(l["W"], dtype=np.float32), np.asarray(l["b"], dtype=np.float32)) for l in obj["layers"]]
+    width = mean.shape[0]
+    x_lo = np.asarray(obj["x_lo"], dtype=np.float64)
+    x_hi = np.asarray(obj["x_hi"], dtype=np.float64)
+    if scale.shape != mean.shape or x_lo.shape != mean.shape or x_hi.shape != mean.shape or not layers:
+        raise ValueError("feature scaling and layers do not match")
+    for w, b in layers:
+        if w.ndim != 2 or w.shape[0] != width or b.shape != (w.shape[1],):
+            raise ValueError("layer shapes do not chain")
+        width = w.shape[1]
+    if width != 1:
+        raise ValueError("the last layer must have one output")
+    lo, hi = (float(v) for v in obj["y_clip"])
+    return {"mean": mean, "scale": scale, "layers": layers, "y_clip": (lo, hi), "x_lo": x_lo, "x_hi": x_hi}

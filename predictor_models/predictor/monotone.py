@@ -1,0 +1,67 @@
+"""Time that does not fall as an op's work grows: the lattice of smaller ops each prediction is held above.
+
+The utilisation models are free functions of their features, so between measured shapes they can
+dip: an add of 2x the elements predicted faster than the smaller one. Physics says otherwise: the
+larger op's kernel can always do the smaller one's work and more. So each op's time is the maximum of
+its own prediction and those of the same op with its work dimensions halved, quartered, ... down to 1,
+every combination of them (`smaller_ops`): a pointwise op's elements, a norm's rows x columns, a
+convolution's batch. An op whose sizes are power-of-two multiples of another's holds every point of
+the smaller one's lattice, so it is never predicted faster (`tests/test_predictor_monotone.py`).
+
+GEMMs are not held: their lattice over (b, m, n, k) has thousands of points per op, and a ladder along
+each dimension alone lets one dimension's dip raise the smaller op and not the larger (measured: more
+violations, not fewer). `benchmarks/predictor_physics.py` reports what remains.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+from predictor_models.op_spec import OpSpec
+
+# Half-precision ops only. The public fp32 per-op times of small ops carry NeuSight's host lag (20-40 us
+# of Python and launch before the kernel; model card, "Known limits"), so holding fp32 ops above their
+# smaller ones spreads that lag onto mid-size kernels (measured: the H200's fp32 steps 3.1% -> 3.6%
+# median, worst 7.4% -> 11.5%). Half-precision rows come from kernel-timed sources (OpenXLA, Vidur).
+HELD_DTYPES = frozenset({"bfloat16", "float16"})
+MAX_RUNGS = 16          # a dimension of 65,536 reaches 1
+# Work dimensions per class; flops and bytes are proportional to each (a conv's weights aside).
+WORK_DIMS = {"elementwise": ("numel",), "norm": ("rows", "cols"), "conv": ("n",)}
+
+
+def _sizes(value: float) -> list[float]:
+    """The value and its halvings down to 1."""
+    out, size = [float(value)], float(value)
+    while size >= 2.0 and len(out) <= MAX_RUNGS:
+        size /= 2.0
+        out.append(size)
+    return out
+
+
+def smaller_ops(op: OpSpec) -> list[OpSpec]:
+    """The same op at every smaller point of its power-of-two lattice (empty for classes without one)."""
+    dims = op.dims or {}
+    keys = [k for k in WORK_DIMS.get(op.op_class, ()) if float(dims.get(k) or 0) >= 2.0]
+    points: list[dict[str, float]] = [{}]
+    for key in keys:
+        points = [{**p, key: size} for p in points for size in _sizes(dims[key])]
+    out = []
+    for point in points:
+        share = 1.0
+        for key, size in point.items():
+            share *= size / float(dims[key])
+        if share < 1.0:
+            out.append(replace(op, flops=op.flops * share, bytes_read=op.bytes_read * share,
+                               bytes_written=op.bytes_written * share, dims={**dims, **point}))
+    return out
+
+
+def work_ladder(ops: Sequence[OpSpec], dtypes: frozenset[str] = HELD_DTYPES) -> tuple[list[OpSpec], list[int]]:
+    """Every op's `smaller_ops` (ops of `dtypes`), flattened, and for each the index of the op it belongs to."""
+    ladder: list[OpSpec] = []
+    owner: list[int] = []
+    for i, op in enumerate(ops):
+        rungs = smaller_ops(op) if op.dtype in dtypes else []
+        ladder.extend(rungs)
+        owner.extend([i] * len(rungs))
+    return ladder, owner
