@@ -7,7 +7,6 @@ last step, the evaluation and checkpoint the schedule puts after it, and ``prene
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ import torch
 from torch import nn
 
 from benchmarks.hf_workloads import bar_remaining_s
-from benchmarks.loop_workloads import _class_batch, _regression_batch
+from benchmarks.loop_workloads import _class_batch, _regression_batch, evaluate
 from examples.plain_loop import Regressor as EncoderRegressor
 
 
@@ -119,12 +118,7 @@ def run_engine(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0
             bar.update(1)
             points[step] = (time.perf_counter() - start, bar_remaining_s(bar))
         if step % eval_every == 0:
-            with prenet.validation() if prenet else contextlib.nullcontext(), torch.no_grad():
-                engine.eval()
-                for _ in range(spec["eval_batches"]):
-                    ex, ey = spec["make_batch"](evaluation)
-                    spec["loss"](engine(ex), ey).item()
-                engine.train()
+            evaluate(prenet, engine, spec, evaluation)
         if ckpt_every and step % ckpt_every == 0:
             engine.save_checkpoint(str(out / "checkpoints"), tag=f"step{step}")
     report = prenet.finish() if prenet is not None else None

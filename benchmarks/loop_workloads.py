@@ -144,13 +144,7 @@ def run_loop(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0, 
             bar.update(1)
             points[step] = (time.perf_counter() - start, bar_remaining_s(bar))
         if step % eval_every == 0:
-            with tracker.validation() if tracker else contextlib.nullcontext(), torch.no_grad():
-                model.eval()
-                batches = (spec["eval_loader"] if "eval_loader" in spec
-                           else (spec["make_batch"](evaluation) for _ in range(spec["eval_batches"])))
-                for x, y in batches:
-                    spec["loss"](model(x), y).item()
-                model.train()
+            evaluate(tracker, model, spec, evaluation)
         if checkpoint_every and step % checkpoint_every == 0:
             with tracker.checkpoint() if tracker else contextlib.nullcontext():
                 torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, out / "checkpoint.pt")
@@ -161,6 +155,18 @@ def run_loop(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0, 
         bar.close()
         sink.close()
     return {"fit_s": fit_s, "report": report, "bar": points, "steps": step}
+
+
+def evaluate(tracker: Any, model: Any, spec: dict[str, Any], evaluation: torch.Generator) -> None:
+    """One evaluation pass of a workload's model (a module or a DeepSpeed engine), timed as validation by
+    ``tracker`` (a `Tracker` or DeepSpeed handle) when there is one."""
+    with tracker.validation() if tracker else contextlib.nullcontext(), torch.no_grad():
+        model.eval()
+        batches = (spec["eval_loader"] if "eval_loader" in spec
+                   else (spec["make_batch"](evaluation) for _ in range(spec["eval_batches"])))
+        for x, y in batches:
+            spec["loss"](model(x), y).item()
+        model.train()
 
 
 def _epochs(loader: DataLoader) -> Iterator[Any]:
