@@ -7,7 +7,8 @@ For every workload of `hf_workloads.py` (Trainer) and `loop_workloads.py` (plain
 that slow drifts of the machine hit both sides alike; separate processes differ by a few percent
 from one another (memory layout, CPU placement), which would hide a sub-percent effect. Reported:
 the whole-run wall-time ratio (with / without) per pair and its median; target <= 1.02 for each
-workload. What the first run of a process pays once to import the projection and load the
+workload; beside it, from each run's report, PreNeT's own time as a share of that run (``actual.own_time``,
+`prenet_callbacks.own_time`), which the machine's drift between runs does not scatter. What the first run of a process pays once to import the projection and load the
 predictor is measured apart (``import_s``). Torch runs single-threaded unless
 ``PRENET_BENCH_THREADS`` says otherwise. ``--scale 0.05 --pairs 1`` is a smoke test, not a measurement.
 """
@@ -48,8 +49,11 @@ def run_sequence(name: str, pairs: int, out_dir: str, scale: float) -> dict[str,
     runs = []
     for pair in range(pairs):
         for with_prenet in (False, True):
-            fit_s = run(name, with_prenet=with_prenet, out_dir=out_dir, scale=scale)["fit_s"]
+            result = run(name, with_prenet=with_prenet, out_dir=out_dir, scale=scale)
+            fit_s = result["fit_s"]
             runs.append({"with_prenet": with_prenet, "fit_s": fit_s})
+            if with_prenet and result.get("report") is not None and result["report"].actual:
+                runs[-1]["own_time"] = result["report"].actual.get("own_time")
             print(f"{name} pair {pair} prenet={int(with_prenet)}: {fit_s:.2f}s", file=sys.stderr)
     return {"import_s": import_s, "runs": runs}
 
@@ -59,8 +63,11 @@ def summarise(name: str, result: dict[str, Any]) -> dict[str, Any]:
     without = [r["fit_s"] for r in runs if not r["with_prenet"]]
     with_prenet = [r["fit_s"] for r in runs if r["with_prenet"]]
     ratios = [w / o for w, o in zip(with_prenet, without)]
+    own = [r["own_time"]["share"] for r in runs if (r.get("own_time") or {}).get("share") is not None]
     return {"workload": name, "pairs": len(ratios), "fit_ratio_median": round(statistics.median(ratios), 4),
             "fit_ratio_per_pair": [round(r, 4) for r in ratios],
+            "own_time_share_median": round(statistics.median(own), 5) if own else None,
+            "own_time_share_per_run": own,
             "fit_s_without_median": round(statistics.median(without), 3), "import_s": round(result["import_s"], 3),
             "within_target": statistics.median(ratios) <= 1.02}
 

@@ -29,6 +29,7 @@ and the main process come from it, ``step()`` calls that do not end an accumulat
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from typing import Any, Iterator, Sequence
 
@@ -44,6 +45,20 @@ from prenet_callbacks.run_info import batch_size_of, describe_run
 
 # accelerate's mixed_precision -> Lightning's spelling (what the report and the projection read)
 _ACCELERATE_PRECISION = {"no": "32-true", "fp16": "16-mixed", "bf16": "bf16-mixed", "fp8": "bf16-mixed"}
+
+
+def _counted(method: Any) -> Any:
+    """A Tracker hook whose whole time is PreNeT's own (`prenet_callbacks.own_time`), the wrapper's included."""
+    @functools.wraps(method)
+    def hook(self: "Tracker", *args: Any) -> Any:
+        own = self.run.session.own_time
+        start = own.enter()
+        try:
+            return method(self, *args)
+        finally:
+            own.leave(start)
+
+    return hook
 
 
 class Tracker:
@@ -160,6 +175,7 @@ class Tracker:
         """Optimizer steps done, counting ``start_step``."""
         return self.run.steps
 
+    @_counted
     def step(self) -> None:
         """One optimizer step has finished (call it right after ``optimizer.step()``)."""
         if not self.run.active:
@@ -249,6 +265,7 @@ class Tracker:
     def _training_forward(self) -> bool:
         return self.run.active and not self.run.in_block and torch.is_grad_enabled()
 
+    @_counted
     def _on_forward_pre(self, module: nn.Module, args: Any) -> None:
         if self._training_forward() and not self._open:
             self._note_batch_size("train", args)
@@ -266,11 +283,13 @@ class Tracker:
         self._guard(lambda: session.note_run_facts(batch_size=size) if kind == "train"
                     else session.note_validation_batch_size(size))
 
+    @_counted
     def _on_forward(self, module: nn.Module, args: Any, output: Any) -> None:
         if self._training_forward() and self._open and not self._forward_done:
             self._forward_done = True
             self._guard(self.run.session.before_backward)
 
+    @_counted
     def _on_optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.run.active and self._open:
             session = self.run.session

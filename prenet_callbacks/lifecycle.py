@@ -50,6 +50,16 @@ def actual_block(*, fit_s: float, steps: int, batches: int, reason: str, first: 
     return block
 
 
+def _own_time_words(actual: dict[str, Any]) -> str:
+    """``; PreNeT's own time 0.21 s (1.7%)``: what the tool cost the run it watched (`own_time`)."""
+    own = actual.get("own_time") or {}
+    if own.get("share") is None:
+        return ""
+    seconds = own["total_s"]
+    took = f"{seconds:.2f} s" if seconds < 10 else format_duration(seconds)
+    return f"; PreNeT's own time {took} ({own['share']:.1%})"
+
+
 def end_line(report: Any, *, unit: str | None = None) -> str | None:
     """One line for the log when a run ends, e.g. ``took 78.5 s; predicted 82.0 s at step 26 (+4.5%)``.
 
@@ -70,7 +80,7 @@ def end_line(report: Any, *, unit: str | None = None) -> str | None:
             error = actual.get("first_prediction_error")
             line += (f"; predicted {format_duration(first['predicted_total_s'])} at step {first['at_step']}"
                      + (f" ({error:+.1%})" if error is not None else ""))
-        return line
+        return line + _own_time_words(actual)
     total = (report.plan or {}).get("total_steps")
     of_total = f" of {total:,}" if total else ""
     line = f"PreNeT: the {unit} {_END_WORDS.get(reason, reason)}{detail} after {took}, at step {actual.get('steps')}{of_total}"

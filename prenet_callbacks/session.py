@@ -30,6 +30,7 @@ from prenet_callbacks.eta import Prediction, RunMeasurements, predict_fit
 from prenet_callbacks.heap_faults import HeapWatch, glibc_trim
 from prenet_callbacks.lifecycle import check_reason, check_start
 from prenet_callbacks.measured import close_window, update_measured
+from prenet_callbacks.own_time import OwnTime
 from prenet_callbacks.plan import RunLimits, RunPlan
 from prenet_callbacks.profiling_window import ProfilingWindow, WindowProfiler
 from prenet_callbacks.report import Report
@@ -95,6 +96,7 @@ class PredictionSession:
         self.compile_clock = CompileClock()   # torch.compile's compilations: one-off time, never a rate
         self.subnormal_watch: SubnormalWatch | None = None
         self.heap_trim: Callable[[], object] | None = glibc_trim()  # resolved, called only by an opted-in probe
+        self.own_time = OwnTime()   # what PreNeT's own calls cost this fit (`guarded` counts them)
         self._reset_fit_state()
 
     def _reset_fit_state(self) -> None:
@@ -109,6 +111,7 @@ class PredictionSession:
         self.predictions.new_fit()
         self.heap_watch: HeapWatch | None = None  # a host-timed fit's (`fit_start`)
         self.ended = False
+        self.own_time.new_fit()
 
     # -- failure containment (`session_guard`) -----------------------------------------------------
     def fail(self, error: BaseException, where: str = "") -> None:
@@ -268,6 +271,10 @@ class PredictionSession:
         return step - self.predictions.last_logged_step >= self.config.log_every_n_steps
 
     def _finish_profile_window(self) -> None:
+        with self.own_time.part("profiling"):
+            self._close_window()
+
+    def _close_window(self) -> None:
         forwards = close_window(self.report, self.measurements, self.window, device_phases=self.steps.device_timed,
                                 measure_host=not self._on_cuda() and self.config.projects)
         self.steps.stand_in_forwards(forwards or [])
@@ -284,6 +291,10 @@ class PredictionSession:
         return self.now() - (self.fit_start_time if self.fit_start_time is not None else self.now())
 
     def _predict(self, *, first: bool, fit_done: bool = False) -> Prediction | None:
+        with self.own_time.part("predictions"):
+            return self._add_prediction(first=first, fit_done=fit_done)
+
+    def _add_prediction(self, *, first: bool, fit_done: bool) -> Prediction | None:
         prediction = self.predictions.add(self.report, lambda: self._prediction(fit_done), at_step=self.done_steps,
                                           first=first, update_measured=self._update_measured)
         if prediction is not None and first:
@@ -328,9 +339,11 @@ class PredictionSession:
                        done_steps=self.done_steps, done_batches=self.done_batches, first=self.predictions.first_entry,
                        breakdown=self.steps.spent_breakdown(elapsed, train_batches),
                        first_prediction_step=None if self.first_prediction_made else self.schedule.first_prediction_step)
-        self._update_measured()
-        if self.first_prediction_made and self.config.projects and self.report.targets:
-            self.predictions.project(self.report, self.done_steps)  # the final table rests on the final measurements
+        with self.own_time.part("end"):
+            self._update_measured()
+            if self.first_prediction_made and self.config.projects and self.report.targets:
+                self.predictions.project(self.report, self.done_steps)  # the final table rests on the final measurements
+        self.report.actual["own_time"] = self.own_time.summary(elapsed, train_batches)
         self.outputs.end(self.report, unit=run_word(self.report))
         self.guard.run_cleanups()
 

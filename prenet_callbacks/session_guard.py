@@ -32,11 +32,16 @@ def guarded(method: F) -> F:
     def wrapper(self: Guardable, *args: Any, **kwargs: Any) -> Any:
         if self.disabled:
             return None
+        own = getattr(self, "own_time", None)   # PreNeT's own time in the run (`own_time`)
+        start = own.enter() if own is not None else None
         try:
             return method(self, *args, **kwargs)
         except Exception as error:  # noqa: BLE001 - by design: never let monitoring break training
             self.fail(error, where=method.__name__)
             return None
+        finally:
+            if own is not None:
+                own.leave(start)
 
     return wrapper  # type: ignore[return-value]
 
