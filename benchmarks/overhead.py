@@ -3,7 +3,8 @@
     python benchmarks/overhead.py [--workload NAME] [--pairs 3] [--json benchmarks/results/overhead.json]
 
 Reports the whole-fit wall-time ratio (with / without) and the per-step ratio after the profiling
-window (median training-batch interval, measured by the same independent clock in both runs).
+window (median training-batch interval, measured by the same independent clock in both runs), and
+PreNeT's own time in each fit with it, as its report gives it (``actual.own_time``).
 All fits run in one process, alternating (without, with, without, with, ...) after one discarded
 warm-up fit: separate processes differ by a few percent from one another (memory layout, CPU
 placement), which would hide a sub-percent effect. What the first fit of a process pays once for
@@ -60,16 +61,19 @@ def run_one(name: str, with_callback: bool, out_dir: str) -> dict[str, Any]:
     module, train, val, settings = WORKLOADS[name]()
     clock = BatchIntervals()
     callbacks: list[Any] = [clock]
+    prenet = None
     if with_callback:
         # the callback's defaults (default targets, the HTML page): what a user pays
-        callbacks.append(PreNeTCallback(report_path=f"{out_dir}/{name}/prenet_report.json", print_report=False))
+        prenet = PreNeTCallback(report_path=f"{out_dir}/{name}/prenet_report.json", print_report=False)
+        callbacks.append(prenet)
     trainer = build_trainer(f"{out_dir}/{name}-{int(with_callback)}", callbacks, settings)
     start = time.perf_counter()
     trainer.fit(module, train, val)
     fit_s = time.perf_counter() - start
     steady = clock.intervals[_SKIP_BATCHES:]
+    own = (prenet.report.actual or {}).get("own_time") if prenet is not None else None
     return {"with_callback": with_callback, "fit_s": fit_s, "median_step_s": statistics.median(steady),
-            "mean_step_s": statistics.fmean(steady), "steps": len(steady)}
+            "mean_step_s": statistics.fmean(steady), "steps": len(steady), "own_time": own}
 
 
 def run_sequence(name: str, pairs: int, out_dir: str) -> dict[str, Any]:
@@ -127,6 +131,10 @@ def main() -> None:
         "step_ratio_after_window_median": round(statistics.median(step_ratios), 4),
         "step_ratio_per_pair": [round(r, 4) for r in step_ratios],
         "fit_s_without_median": round(fit_without, 3),
+        # PreNeT's own time in each fit with it, from its report (`prenet_callbacks.own_time`)
+        "own_time_share_median": round(statistics.median(r["own_time"]["share"] for r in with_cb), 5),
+        "own_time_share_per_pair": [r["own_time"]["share"] for r in with_cb],
+        "own_per_batch_us_median": round(statistics.median(r["own_time"]["per_batch_us"] for r in with_cb), 1),
         "import_s": round(result["import_s"], 3),
     }
     print(json.dumps(summary, indent=1))

@@ -40,6 +40,18 @@ class RobustDuration:
         self.total = 0.0
 
     @property
+    def recent(self) -> tuple[float, ...]:
+        """The samples kept (the latest ``window``)."""
+        return tuple(self._recent)
+
+    def quantile(self, q: float) -> float | None:
+        """The ``q`` quantile of the recent samples (nearest rank; None before any sample)."""
+        if not self._recent:
+            return None
+        ordered = sorted(self._recent)
+        return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+    @property
     def median(self) -> float | None:
         return statistics.median(self._recent) if self._recent else None
 
@@ -58,7 +70,9 @@ class RobustDuration:
         mean = self.mean
         if n < 2 or not mean:
             return 1.0
-        return statistics.stdev(self._recent) / mean / math.sqrt(n)
+        average = sum(self._recent) / n   # plain floats: statistics.stdev's exact fractions cost ~0.4 ms here
+        spread = math.sqrt(sum((x - average) ** 2 for x in self._recent) / (n - 1))
+        return spread / mean / math.sqrt(n)
 
     def state_dict(self) -> dict[str, Any]:
         return {"recent": list(self._recent), "count": self.count, "total": self.total}
