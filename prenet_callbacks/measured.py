@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
+from prenet_callbacks.contention import contention
 from prenet_callbacks.eta import RunMeasurements
 from prenet_callbacks.profiling_window import ProfilingWindow
 from prenet_callbacks.report import Report
@@ -66,6 +69,9 @@ def update_measured(measured: dict[str, Any], m: RunMeasurements, window: Profil
     found["batch_run_mean_s"] = m.batch.total / m.batch.count if m.batch.count else None
     if window.table is not None:
         found["coverage"] = window.coverage(m.batch.mean)
+    # the clean batches' spread and the machine's load (`contention`): a busy host is named, and other
+    # hardware is projected from the faster steps
+    found["contention"] = contention(m.batch, threads=torch.get_num_threads())
     found["data_wait_s"] = m.data_per_batch.mean
     if compile_s is not None:
         # torch.compile's compilations in this fit: kept out of every step's and validation run's rate

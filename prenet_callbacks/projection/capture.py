@@ -26,6 +26,7 @@ from prenet_callbacks.projection.attention import SdpaShape, fused_spec
 from prenet_callbacks.projection.autocast import CUDA_POLICY, AutocastEmulation, AutocastPolicy
 from prenet_callbacks.projection.fp8 import Fp8LinearMode
 from prenet_callbacks.projection.layout import channels_last_flag
+from prenet_callbacks.projection.meta_values import MetaValues, ValueAnswers, is_mask_name, uniform_host_value
 
 _DATA_DEPENDENT_HINTS = ("data-dependent", "data dependent", "meta tensor", "meta device", "nonzero",
                          "item()", "_local_scalar_dense", "cannot copy out of meta", "not implemented for 'meta'",
@@ -57,6 +58,8 @@ class Capture:
     layer_input_bytes: float = 0.0     # the layers' inputs (what activation checkpointing keeps)
     fp8_linears: int | None = None     # FP8 capture: Linear calls routed through torchao's FP8 ops (`fp8.py`)
     fp8_skipped: list = field(default_factory=list)   # weight shapes of Linears left in bf16
+    # on meta: the tensor values the model read and how they were answered (`meta_values.py`)
+    value_answers: ValueAnswers = field(default_factory=ValueAnswers)
 
 
 class _Recorder(TorchDispatchMode):
@@ -175,6 +178,31 @@ def _to_meta(obj: Any) -> Any:
     return obj
 
 
+def _value_seeds(given: Any, meta: Any, name: str = "") -> tuple[list, list]:
+    """What the ``meta`` inputs' values are taken to be (`MetaValues`): an ``attention_mask`` all ones (declared:
+    a batch without padding) unless it was real and uniform; any other real input whose elements are all equal
+    keeps that value (exact)."""
+    declared: list = []
+    exact: list = []
+    if isinstance(given, torch.Tensor) and isinstance(meta, torch.Tensor):
+        value = None if given.is_meta or given.is_floating_point() else uniform_host_value(given)
+        if value is not None:
+            exact.append((meta, value))
+        elif is_mask_name(name):
+            declared.append((meta, 1))
+    elif isinstance(given, dict) and isinstance(meta, dict):
+        for key in given:
+            more = _value_seeds(given[key], meta.get(key), str(key))
+            declared += more[0]
+            exact += more[1]
+    elif isinstance(given, (list, tuple)) and isinstance(meta, (list, tuple)):
+        for item, item_meta in zip(given, meta):
+            more = _value_seeds(item, item_meta, name)
+            declared += more[0]
+            exact += more[1]
+    return declared, exact
+
+
 def _first_tensor(obj: Any) -> torch.Tensor | None:
     if isinstance(obj, torch.Tensor):
         return obj
@@ -247,7 +275,11 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
     if trainable:
         capture.param_dtype = str(trainable[0].dtype).replace("torch.", "")
     capture.batch_size = batch_size or (int(first.shape[0]) if first is not None and first.dim() > 0 else None)
-    args, kwargs = _split_input(_to_meta(example_input) if on_meta else example_input)
+    meta_input = _to_meta(example_input) if on_meta else example_input
+    args, kwargs = _split_input(meta_input)
+    values = MetaValues(*_value_seeds(example_input, meta_input)) if on_meta else None
+    if values is not None:
+        capture.value_answers = values.answers
     if on_meta:
         state = {k: (v if v.is_meta else torch.empty_like(v, device="meta").requires_grad_(v.requires_grad))
                  for k, v in {**params, **buffers}.items()}
@@ -298,7 +330,8 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
     capture.input_bytes = float(_input_bytes(example_input))
     try:
         with recorder, _SdpaMode(recorder), emulation or contextlib.nullcontext(), \
-                fp8_mode or contextlib.nullcontext(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                fp8_mode or contextlib.nullcontext(), values or contextlib.nullcontext(), \
+                torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             if state is not None:
                 output = torch.func.functional_call(model, state, args, kwargs)
             else:
@@ -308,7 +341,7 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
             else:
                 loss, capture.loss_source = _loss(output)
         recorder.phase = "bwd"
-        with recorder:
+        with recorder, values or contextlib.nullcontext():
             loss.backward()
     except CaptureError:
         raise

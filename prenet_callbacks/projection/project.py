@@ -315,6 +315,9 @@ def _host_note(kernels: float, acc) -> str:
     return f"host-bound: eager PyTorch issues the step's {kernels:,.0f} kernels more slowly than the GPU runs them; {fixes}"
 
 
+_FAST = " (its faster steps: the machine was busy)"
+
+
 def _assumed(workload: Workload, variant: Variant, acc, zero: ZeroConfig, target, hm: _HostModel) -> dict[str, Any]:
     impl = variant.optimizer_impl or workload.optimizer_ran or "as measured"
     costs = workload.host_costs
@@ -324,7 +327,8 @@ def _assumed(workload: Workload, variant: Variant, acc, zero: ZeroConfig, target
         "compile": workload.options.compile,
         "cuda_graphs": workload.options.graphs,
         "host": ("measured on this run's GPU" if workload.anchor is not None and hm.scale != 1.0
-                 else "this run's own Python time + dispatch and launch" if workload.current_kind == "cpu"
+                 else f"this run's own Python time{_FAST if workload.host_from_fast_steps else ''} + dispatch and launch"
+                 if workload.current_kind == "cpu"
                  else f"eager per-op costs of {costs.source or 'this CPU'}"),
         "sharding": zero.label(),
         "network_gbps_per_gpu": target.network_gbps if target.nodes > 1 else None,

@@ -28,6 +28,7 @@ class Measured(KeyedPart):
     batch_s: Optional[float] = None
     clean_batches: Optional[int] = None
     batch_run_mean_s: Optional[float] = None
+    contention: Optional[dict[str, Any]] = None   # clean batches' quantiles and the machine's load (`contention`)
     data_wait_s: Optional[float] = None
     compile_s: Optional[float] = None
     validation: Optional[dict[str, Any]] = None
