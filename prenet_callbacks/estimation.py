@@ -77,6 +77,7 @@ class Estimate:
         for row in self.rows:
             if row["label"] == parsed.label:
                 return row
+        check_layouts(self.workload, [parsed], self.batch_convention)
         return project_targets(self.workload, [parsed], self._predictor, self.shape,
                                batch_convention=self.batch_convention, sharding=self._sharding,
                                provider=self.provider)[0]
@@ -221,6 +222,7 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
         apply_recompute(capture, policy)
     workload = workload_from_capture(capture, prec, optimizer, zero, options, channels_last=channels_last,
                                      accumulate=accumulate)
+    workload.recompute = policy
     pred, note = resolve_predictor(predictor)
     notes = list(workload.notes) + ([note] if note else []) + fp8_notes_
     if prec.fp8:
@@ -234,10 +236,22 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
     values_note = capture.value_answers.note()    # a meta capture's reads of the mask (meta_values.py)
     if values_note:
         notes.append(values_note)
+    check_layouts(workload, chosen, batch_convention)
     shape = RunShape(float(steps) if steps is not None else None)
     rows = (project_targets(workload, chosen, pred, shape, batch_convention=batch_convention, provider=provider)
             if chosen else [])
     return Estimate(workload, rows, shape, pred, notes, batch_convention, provider=provider)
+
+
+def check_layouts(workload: Workload, targets: Sequence, convention: str) -> None:
+    """Refuse tensor/pipeline layouts this model cannot run (tp not dividing its heads or hidden size, more
+    stages than layers, micro-batches that do not divide the batch): ValueError naming the target and why."""
+    from prenet_callbacks.projection.layout_rows import layout_refusal
+
+    reasons = [reason for target in targets if target.layout is not None
+               for reason in [layout_refusal(workload, target, convention)] if reason]
+    if reasons:
+        raise ValueError("targets: " + "; ".join(reasons) + " (choose degrees the model's shape allows)")
 
 
 _POSITION_LIMITS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length")

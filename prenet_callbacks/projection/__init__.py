@@ -94,7 +94,7 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     else:
         total = current.total_s if current else None
         rows = project_targets(workload, chosen, predictor, shape, current_total_s=total,
-                               batch_convention=batch_convention, sharding=zero, provider=provider)
+                               batch_convention=batch_convention, sharding=zero, provider=provider, notes=notes)
     report.targets = ([current.to_dict()] if current else []) + rows
     report.recommendation = recommend(report.targets)
     report.projection = {

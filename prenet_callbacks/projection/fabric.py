@@ -55,6 +55,15 @@ class Fabric:
             return 0.0
         return calls * self.alpha_s + nbytes * self.seconds_per_byte(kind)
 
+    def p2p_seconds(self, nbytes: float) -> float:
+        """One send of `nbytes` between two ranks (a pipeline stage boundary): over the network when the
+        fabric spans nodes, else over the node's link at its two-rank bus bandwidth."""
+        if nbytes <= 0:
+            return 0.0
+        if self.nodes > 1:
+            return self.alpha_s + nbytes / self.net_bytes_per_s
+        return self.intra.alpha_s + nbytes / self.intra.bus_bytes_per_s
+
     def seconds_per_byte(self, kind: str = "all_reduce") -> float:
         """Bandwidth term of one collective per byte of the full tensor (large-message limit)."""
         share = _SHARE[kind]

@@ -67,7 +67,7 @@ def check_batch_convention(value: Any) -> str:
     return value
 
 
-def _python(workload: Workload) -> np.ndarray | None:
+def python_seconds(workload: Workload) -> np.ndarray | None:
     """Measured Python time per unit (NaN where the generic per-op costs apply); a forward or backward
     unit's runs once per micro-batch (`Workload.micro_batches`)."""
     if all(u.python_s is None for u in workload.units):
@@ -78,15 +78,15 @@ def _python(workload: Workload) -> np.ndarray | None:
 
 
 @dataclass(frozen=True)
-class _HostModel:
+class HostModel:
     scale: float          # factor on the per-kernel host costs (calibrated on a GPU run)
     extra_fixed_s: float  # measured host time per step the issue model does not explain
 
 
-def host_model(workload: Workload) -> _HostModel:
+def host_model(workload: Workload) -> HostModel:
     """Calibrate the host side on the run itself when it ran on a catalog GPU (see `host.py`)."""
     if workload.anchor is None or workload.measured_step_s is None:
-        return _HostModel(1.0, 0.0)
+        return HostModel(1.0, 0.0)
     phases = workload.phase_index()
     kernels = workload.measured_kernels()
     host = unit_host_seconds(kernels, phases, workload.host_costs, workload.options_ran())
@@ -97,16 +97,36 @@ def host_model(workload: Workload) -> _HostModel:
     else:
         scale = calibrate_host_scale(host, device, kernels, target)
     simulated = float(simulate(host * scale, device, kernels)[0])
-    return _HostModel(scale, max(0.0, target - simulated))
+    return HostModel(scale, max(0.0, target - simulated))
 
 
 def project_targets(workload: Workload, targets: Sequence, predictor, shape: RunShape,
                     *, current_total_s: float | None = None, batch_convention: str = "per_device",
-                    sharding: ZeroConfig | None = None, provider: str | None = None) -> list[dict[str, Any]]:
+                    sharding: ZeroConfig | None = None, provider: str | None = None,
+                    notes: list[str] | None = None) -> list[dict[str, Any]]:
     """One row per target (see `docs/projection.md` for the keys). ``provider``: price the rows with that
-    provider's listings only (see `cost.run_cost`)."""
+    provider's listings only (see `cost.run_cost`). Targets with a tensor/pipeline layout are projected by
+    `layout_rows`; one that cannot run this model has no row, and `notes` (when given) gets why."""
     check_batch_convention(batch_convention)
     targets = [as_projection_target(t) for t in targets]
+    zero = sharding if sharding is not None else workload.zero
+    plain = [t for t in targets if t.layout is None]
+    rows: dict[int, dict[str, Any] | None] = dict(zip(map(id, plain), plain_rows(
+        workload, plain, predictor, shape, current_total_s=current_total_s, batch_convention=batch_convention,
+        zero=zero, provider=provider)))
+    layered = [t for t in targets if t.layout is not None]
+    if layered:
+        from prenet_callbacks.projection.layout_rows import layout_rows   # it builds on this module
+
+        rows.update(zip(map(id, layered), layout_rows(
+            workload, layered, predictor, shape, current_total_s=current_total_s, batch_convention=batch_convention,
+            zero=zero, provider=provider, notes=notes)))
+    return [row for row in (rows[id(t)] for t in targets) if row is not None]
+
+
+def plain_rows(workload: Workload, targets: list, predictor, shape: RunShape, *, current_total_s: float | None,
+               batch_convention: str, zero: ZeroConfig, provider: str | None) -> list[dict[str, Any]]:
+    """Rows of targets whose every GPU holds a replica (or a ZeRO/FSDP shard) of the whole model."""
     if not targets:
         return []
     accs = [t.accelerator for t in targets]
@@ -116,13 +136,12 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
     times = device_times(workload, accs, variants, predictor)
     hm = host_model(workload)
     phases = times.phase_of
-    current_fwd = _current_forward(workload, hm)
-    zero = sharding if sharding is not None else workload.zero
+    current_fwd = current_forward_s(workload, hm)
     has_conv = any(spec.op_class == "conv" for spec in workload.flat().specs)
-    one_off = _one_off_s(workload, shape, current_total_s)
+    one_off = one_off_seconds(workload, shape, current_total_s)
     # every target at once: (units, targets) host and device seconds, simulated in one pass
     kernels = times.kernels
-    host = unit_host_seconds(kernels, phases, workload.host_costs, workload.options, _python(workload)) * hm.scale
+    host = unit_host_seconds(kernels, phases, workload.host_costs, workload.options, python_seconds(workload)) * hm.scale
     device = times.per_unit.copy()
     fwd_s, bwd_s, opt_s = (device[phases == i].sum(axis=0) for i in range(3))
     if zero.stage >= 1:   # each GPU updates its shard of the optimizer state
@@ -182,20 +201,7 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
         cost = run_cost(acc, n, total, provider=provider, gpus_per_node=target.gpus_per_node)
         batch_t = _target_batch(workload, r)
         memory = _memory(workload, acc, n, zero, variant, r, batch_t)
-        note = precision_note(workload.precision, acc, has_conv=has_conv)
-        if workload.reprojected_from:
-            first = reprojection_note(workload.reprojected_from, workload.precision)
-            note = f"{first}; {note}" if note else first
-        notes = ([note] if note else []) + workload.whatif_notes   # a re-projection's options say so first
-        if target.note:
-            notes.append(target.note)
-        if cost.note:
-            notes.append(cost.note)
-        if host_bound:
-            notes.append(_host_note(kernels[:, t].sum(), acc))
-        if memory is not None and not memory.fits:
-            notes.append(f"does not fit at batch {batch_t or '?'} per device"
-                         + (f"; largest that fits: {memory.max_batch}" if memory.max_batch is not None else ""))
+        note, notes = row_notes(workload, target, cost, host_bound, kernels[:, t].sum(), memory, batch_t, has_conv)
         factor = (steps_t / shape.steps) if (steps_t is not None and shape.steps) else _work_factor(
             workload.world, n, batch_convention)
         work = step * factor
@@ -218,7 +224,7 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
                       "host": max(0.0, step - device_total - comm_exposed)},
             comm_s=comm_total, comm_exposed_s=comm_exposed, communication=comm_note, host_bound=host_bound,
             unmodelled_share=times.unmodelled_share[t], precision=workload.precision.name, precision_note=note,
-            assumed=_assumed(workload, variant, acc, zero, target, hm), notes=notes,
+            assumed=assumed_for(workload, variant, acc, zero, target, hm), notes=notes,
         ).to_dict())
     return rows
 
@@ -254,7 +260,7 @@ def _target_steps(steps: float | None, world: int, n: int, convention: str) -> f
     return steps * _work_factor(world, n, convention)
 
 
-def _one_off_s(workload: Workload, shape: RunShape, current_total_s: float | None) -> float:
+def one_off_seconds(workload: Workload, shape: RunShape, current_total_s: float | None) -> float:
     """What the measured run spends once beyond its steady parts (warm-up steps, the profiling window,
     compilation, this tool's own work): its predicted total minus steps x clean step + fixed +
     validation. A target run pays about as much once, so every target's total carries it; without it a
@@ -269,7 +275,7 @@ def _work_factor(world: int, n: int, convention: str) -> float:
     return 1.0 if convention == "global" else world / n
 
 
-def _current_forward(workload: Workload, hm: _HostModel) -> float | None:
+def current_forward_s(workload: Workload, hm: HostModel) -> float | None:
     """Forward time per step on the measured device (what validation time is relative to)."""
     if workload.validation_forward_s:
         return workload.validation_forward_s
@@ -307,6 +313,28 @@ def _memory(workload: Workload, acc, n: int, zero: ZeroConfig, variant: Variant,
                        activations_measured=workload.activations_measured)
 
 
+def row_notes(workload: Workload, target, cost, host_bound: bool, kernels: float, memory, batch: int | None,
+              has_conv: bool) -> tuple[str | None, list[str]]:
+    """A projected row's precision note and its notes: precision, the re-projection's options, how the target
+    was read, the price, host-bound, a misfit."""
+    acc = target.accelerator
+    note = precision_note(workload.precision, acc, has_conv=has_conv)
+    if workload.reprojected_from:
+        first = reprojection_note(workload.reprojected_from, workload.precision)
+        note = f"{first}; {note}" if note else first
+    notes = ([note] if note else []) + workload.whatif_notes   # a re-projection's options say so first
+    if target.note:
+        notes.append(target.note)
+    if cost.note:
+        notes.append(cost.note)
+    if host_bound:
+        notes.append(_host_note(kernels, acc))
+    if memory is not None and not memory.fits:
+        notes.append(f"does not fit at batch {batch or '?'} per device"
+                     + (f"; largest that fits: {memory.max_batch}" if memory.max_batch is not None else ""))
+    return note, notes
+
+
 def _host_note(kernels: float, acc) -> str:
     """One sentence for every host-bound row (the renderer shows it once, with the rows it applies to):
     the figures are in the row itself (``phases_s.host``), the advice only where it applies."""
@@ -318,7 +346,7 @@ def _host_note(kernels: float, acc) -> str:
 _FAST = " (its faster steps: the machine was busy)"
 
 
-def _assumed(workload: Workload, variant: Variant, acc, zero: ZeroConfig, target, hm: _HostModel) -> dict[str, Any]:
+def assumed_for(workload: Workload, variant: Variant, acc, zero: ZeroConfig, target, hm: HostModel) -> dict[str, Any]:
     impl = variant.optimizer_impl or workload.optimizer_ran or "as measured"
     costs = workload.host_costs
     return {

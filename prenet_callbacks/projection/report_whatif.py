@@ -71,7 +71,7 @@ def reproject_whatif(workload: Workload, report: Any, *, accumulate: int | None 
         notes.append(_accumulation_note(accumulate, run_accumulate, factor))
     changed = workload.rebuilt(units=units, measured_units=recorded, accumulate=accumulate or run_accumulate,
                                micro_batches=factor, activation_bytes=activation, whatif_notes=notes,
-                               notes=list(workload.notes))
+                               notes=list(workload.notes), recompute=policy or workload.recompute)
     return changed, settings
 
 

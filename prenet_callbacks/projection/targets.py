@@ -5,6 +5,8 @@ A target is one GPU (``"H100"``), one node of several (``"8x H100"``) or several
 larger than the biggest node of that GPU (`Accelerator.max_gpus_per_node`) is read as whole nodes
 (``2x8``) and the row says so. ``"2x8 H100 @ 200G"`` names the network per GPU (Gb/s each way, or an
 InfiniBand generation such as ``ib-hdr``) where the node differs from the catalog's reference node.
+A layout may follow the hardware (``"4x8 H100 tp=8 pp=4"``, ``"8x H100 tp=8 sp"``): tensor, pipeline and data
+parallel degrees, micro-batches and the schedule (`model_layout.py`).
 
 The default set is a handful of popular cloud GPUs and nodes, cheap to top end, each with a
 listed on-demand price in the catalog; the current device is always added as the first row.
@@ -12,10 +14,12 @@ listed on-demand price in the catalog; the current device is always added as the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from predictor_models.hardware import Target, UnknownHardwareError, lookup_hardware
+
+from prenet_callbacks.projection.model_layout import ModelLayout, parse_layout, split_layout
 
 DEFAULT_TARGETS: tuple[str, ...] = (
     "T4",                  # cheapest common cloud GPU (16 GB)
@@ -38,17 +42,19 @@ _NETWORK = re.compile(r"^(\d+(?:\.\d+)?)\s*g(?:b(?:ps|/s|it/s)?)?$", re.IGNORECA
 
 @dataclass(frozen=True)
 class ProjectionTarget:
-    """`nodes` nodes of `gpus_per_node` accelerators, data-parallel; `network_gbps` per GPU between nodes."""
+    """`nodes` nodes of `gpus_per_node` accelerators, data-parallel unless `layout` splits the model;
+    `network_gbps` per GPU between nodes."""
 
     accelerator: object
     nodes: int = 1
     gpus_per_node: int = 1
     network_gbps: float | None = None
     note: str | None = None          # how a flat count was read, e.g. "16x read as 2 nodes of 8"
+    layout: ModelLayout | None = None   # tensor / pipeline parallel layout (None: every GPU a replica)
 
     @property
     def count(self) -> int:
-        """All GPUs of the target (the data-parallel world size)."""
+        """All GPUs of the target (the data-parallel world size unless `layout` splits the model)."""
         return self.nodes * self.gpus_per_node
 
     @property
@@ -59,7 +65,8 @@ class ProjectionTarget:
         else:
             text = f"{self.gpus_per_node}x {name}" if self.gpus_per_node > 1 else name
         explicit = self.network_gbps is not None and self.network_gbps != self.accelerator.network_gbps_per_gpu
-        return text + (f" @ {self.network_gbps:g}G" if explicit and self.nodes > 1 else "")
+        text += f" @ {self.network_gbps:g}G" if explicit and self.nodes > 1 else ""
+        return f"{text} {self.layout.text()}" if self.layout is not None else text
 
     def __str__(self) -> str:
         return self.label
@@ -71,14 +78,32 @@ def max_node_gpus(accelerator) -> int:
 
 
 def parse_projection_target(text: str) -> ProjectionTarget:
-    """'H100', '8x H100', '4x8 H100', '16x H100' (= 2x8), '2x8 H100 @ 200G' -> `ProjectionTarget`.
+    """'H100', '8x H100', '4x8 H100', '16x H100' (= 2x8), '2x8 H100 @ 200G', '4x8 H100 tp=8 pp=4' ->
+    `ProjectionTarget`.
 
-    Raises `UnknownHardwareError` for unknown names and ValueError for counts or networks that make no
-    sense, each naming the value and the form to use.
+    Raises `UnknownHardwareError` for unknown names and ValueError for counts, networks or layouts that make
+    no sense, each naming the value and the form to use.
     """
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"targets must be hardware names such as 'H100', '8x H100' or '4x8 H100', got {text!r}")
-    body, _, network_text = text.partition("@")
+    hardware, tokens = split_layout(text)
+    target = _hardware_target(hardware, text)
+    layout = parse_layout(tokens, target.count, text)
+    if layout is None:
+        return target
+    if not layout.model_parallel:
+        if layout.microbatches or layout.global_batch:
+            raise ValueError(f"{text!r}: microbatches= and global_batch= go with tp= or pp=; for data parallelism "
+                             "alone use accumulation (estimate(accumulate=N), --accumulate N)")
+        return target   # dp alone: every GPU a replica, as without a layout
+    return replace(target, layout=layout)
+
+
+def _hardware_target(hardware: str, text: str) -> ProjectionTarget:
+    """The hardware part of a target name (no layout words) -> `ProjectionTarget`."""
+    if not hardware.strip():
+        raise ValueError(f"{text!r} names no hardware; write e.g. '8x H100 tp=8'")
+    body, _, network_text = hardware.partition("@")
     network = _parse_network(network_text, text) if network_text.strip() else None
     match = _NODES.match(body)
     if match:
@@ -197,7 +222,7 @@ def resolve_targets(names: Sequence[str] | None) -> list[ProjectionTarget]:
     seen: set[tuple] = set()
     for name in chosen:
         target = parse_projection_target(name)
-        key = (target.nodes, target.gpus_per_node, target.accelerator.name, target.network_gbps)
+        key = (target.nodes, target.gpus_per_node, target.accelerator.name, target.network_gbps, target.layout)
         if key not in seen:
             seen.add(key)
             out.append(target)

@@ -91,6 +91,7 @@ class Workload:
     # accumulate): the measured per-pass host costs (python_s, data wait, loop, batch copy) follow it
     micro_batches: float = 1.0
     whatif_notes: list[str] = field(default_factory=list)   # what every projected row says about such options
+    recompute: str | None = None       # activation checkpointing in the ops: None, "full" or "selective"
     notes: list[str] = field(default_factory=list)
     _variants: dict = field(default_factory=dict, repr=False)
 
@@ -200,7 +201,7 @@ class Workload:
             out = []
             for new, mult in parts:
                 if scale != 1.0:
-                    new = _scaled(new, scale)   # equal results are merged into one row by the flat view
+                    new = batch_scaled(new, scale)   # equal results are merged into one row by the flat view
                 out.append(fuse_for_compile(new, mult) if variant.compiled else (new, mult))
             return out
 
@@ -247,7 +248,7 @@ _BATCH_DIMS = {"gemm": ("m",), "conv": ("n",), "attention": ("b",), "norm": ("ro
                "recurrent": ("batch",)}
 
 
-def _scaled(spec: OpSpec, scale: float) -> OpSpec:
+def batch_scaled(spec: OpSpec, scale: float) -> OpSpec:
     """An op at `scale` times the batch: FLOPs and bytes scale linearly (weights' reads included, which is
     optimistic for weight-heavy ops at small batches), and so does its batch-like shape feature."""
     dims = dict(spec.dims or {})

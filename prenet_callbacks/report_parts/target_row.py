@@ -73,6 +73,7 @@ class TargetRow(KeyedPart):
     precision: Optional[str] = None
     precision_note: Optional[str] = None
     assumed: dict[str, Any] = field(default_factory=dict)
+    layout: Optional[dict[str, Any]] = None     # tensor/pipeline layout (model-parallel rows only)
     notes: tuple[str, ...] = ()
     absent: frozenset[str] = frozenset()
     extra: dict[str, Any] = field(default_factory=dict)
@@ -93,7 +94,7 @@ class TargetRow(KeyedPart):
                        cost: Any, memory_gib: float | None, capacity_gib: float | None,
                        batch_per_device: int | None, accumulate: int, batch_convention: str,
                        phases_s: dict[str, float | None], host_bound: bool, precision: str,
-                       assumed: dict[str, Any]) -> "TargetRow":
+                       assumed: dict[str, Any], layout: dict[str, Any] | None = None) -> "TargetRow":
         """The measured device's row: its step as measured, its run as the latest prediction says."""
         return cls(
             name=name, label=label_for(name, devices), devices=devices, nodes=1, gpus_per_node=devices,
@@ -106,8 +107,8 @@ class TargetRow(KeyedPart):
             global_batch=batch_per_device * devices * accumulate if batch_per_device else None,
             batch_convention=batch_convention, method="measured", phases_s=phases_s,
             comm_s=None, comm_exposed_s=None, communication=None, host_bound=host_bound,
-            unmodelled_share=0.0, precision=precision, precision_note=None, assumed=assumed,
-            notes=(cost.note,) if cost is not None and cost.note else (), absent=_NOT_MEASURED)
+            unmodelled_share=0.0, precision=precision, precision_note=None, assumed=assumed, layout=layout,
+            notes=(cost.note,) if cost is not None and cost.note else (), absent=_absent(_NOT_MEASURED, layout))
 
     @classmethod
     def projected(cls, *, name: str, label: str, devices: int, nodes: int, gpus_per_node: int,
@@ -118,7 +119,7 @@ class TargetRow(KeyedPart):
                   accumulate: int, batch_convention: str, method: str, phases_s: dict[str, float | None],
                   comm_s: float, comm_exposed_s: float, communication: str | None, host_bound: bool,
                   unmodelled_share: float, precision: str, precision_note: str | None,
-                  assumed: dict[str, Any], notes: list[str]) -> "TargetRow":
+                  assumed: dict[str, Any], notes: list[str], layout: dict[str, Any] | None = None) -> "TargetRow":
         """A projected target's row, rounded as the report writes it. ``memory``: the memory fit
         (``fits``, ``total_bytes``, ``max_batch``) or None where it was not checked."""
         return cls(
@@ -137,7 +138,13 @@ class TargetRow(KeyedPart):
             phases_s={k: _round(v, 6) for k, v in phases_s.items()},
             comm_s=_round(comm_s, 6), comm_exposed_s=_round(comm_exposed_s, 6), communication=communication or None,
             host_bound=bool(host_bound), unmodelled_share=round(float(unmodelled_share), 3), precision=precision,
-            precision_note=precision_note, assumed=assumed, notes=tuple(notes))
+            precision_note=precision_note, assumed=assumed, layout=layout, notes=tuple(notes),
+            absent=_absent(frozenset(), layout))
+
+
+def _absent(keys: frozenset[str], layout: dict[str, Any] | None) -> frozenset[str]:
+    """Rows without a model-parallel layout leave the key out (as every row did before prenet-report/2.1)."""
+    return keys if layout is not None else keys | {"layout"}
 
 
 def _prices(cost: Any, *, usd_per_hour_digits: int | None, total_usd_digits: int) -> dict[str, Any]:
