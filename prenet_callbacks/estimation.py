@@ -340,6 +340,7 @@ def workload_from_capture(capture: Capture, precision: Precision, optimizer: str
         items = capture.sequence[phase] or [c for c, n in capture.ops[phase].items() for _ in range(n)]
         for start in range(0, len(items), UNIT_OPS):
             merged: dict = {}
+            order: list[int] = []   # the merged entries as they ran (`Unit.sequence`)
             for item in items[start:start + UNIT_OPS]:
                 # OpSpec equality ignores dims: look-alikes merge, except FP8 GEMMs, whose dims say which
                 # operand is e5m2 (grad_output), a rate of its own (fp8_rates.py)
@@ -349,12 +350,13 @@ def workload_from_capture(capture: Capture, precision: Precision, optimizer: str
                     found = specs[item.key if fp8_gemm else item] = _spec_of(item, capture, precision, phase,
                                                                             channels_last)
                 spec, extra = found
-                merge_key = spec.key if fp8_gemm else spec
-                merged[merge_key] = (spec, merged.get(merge_key, (spec, 0.0))[1] + 1.0)
-                for op in extra:
-                    merged[op] = (op, merged.get(op, (op, 0.0))[1] + 1.0)
+                for key, op in [(spec.key if fp8_gemm else spec, spec)] + [(op, op) for op in extra]:
+                    position, op, count = merged.get(key, (len(merged), op, 0.0))
+                    merged[key] = (position, op, count + 1.0)
+                    order.append(position)
             units.append(Unit(f"model.{phase}.{start // UNIT_OPS}", phase,
-                              [(spec, count * accumulate) for spec, count in merged.values()]))
+                              [(spec, count * accumulate) for _, spec, count in merged.values()],
+                              sequence=tuple(order)))
     if accumulate > 1:
         units.append(Unit("gradient accumulation", "bwd", accumulation_ops(capture.param_tensors, precision, accumulate)))
     units.append(Unit("optimizer", "opt", optimizer_ops(optimizer, capture.param_tensors, precision.state_dtype,

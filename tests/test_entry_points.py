@@ -18,8 +18,10 @@ from prenet_callbacks import estimate
 from prenet_callbacks.cli import main
 from tests.projection_fixtures import importable_models, make_report
 
-ACCEPTED = ["H100", "8x H100", "4x8 H100", "2x8 H100 @ 200G", "16x H100", "A100, 8x H100", "default", "2x8 A100"]
-REFUSED = ["H1000", "13x H100", "9x H100", "16x RTX 4090", "2x8 RTX 4090", "0x H100", "H100 @ 100G", " "]
+ACCEPTED = ["H100", "8x H100", "4x8 H100", "2x8 H100 @ 200G", "16x H100", "A100, 8x H100", "default", "2x8 A100",
+            "8x H100 tp=8", "4x8 H100 tp=8 pp=4 microbatches=8", "2x8 A100 tp=4 pp=2 dp=2 sp interleaved"]
+REFUSED = ["H1000", "13x H100", "9x H100", "16x RTX 4090", "2x8 RTX 4090", "0x H100", "H100 @ 100G", " ",
+           "8x H100 tp=3", "8x H100 tp=4 dp=4", "8x H100 sp", "8x H100 tp=8 interleaved"]
 
 
 def _lightning(target: str, tmp_path) -> None:

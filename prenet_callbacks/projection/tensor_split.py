@@ -243,11 +243,11 @@ class _Walk:
             if n == h and (k != h or self.compute_since_switch):
                 self._switch(False)     # leaves the pair: split on its input
                 return "gemm_k"
-            return "gemm_n" if n != h else "gemm_k"
+            return "gemm_n"             # another GEMM entering the same pair (k and v after q, up after gate)
         if k == h and (n != h or self.compute_since_switch):
             self._switch(True)          # enters a pair: split on its output
             return "gemm_n"
-        return "gemm_k" if k != h else "gemm_n"
+        return "gemm_k"                 # another GEMM leaving it (backward: the k, v input gradients after q's)
 
 
 def _category(spec: OpSpec, shape: TransformerShape) -> int:
@@ -264,6 +264,16 @@ def _category(spec: OpSpec, shape: TransformerShape) -> int:
     return 1
 
 
+def _in_order(unit: Unit) -> list[tuple[int, float]]:
+    """(op index, calls) of a unit as its ops ran: each recorded occurrence (`Unit.sequence`, a capture's) with
+    its share of the op's calls, else the ops in the order listed."""
+    sequence = unit.sequence
+    if not sequence or set(sequence) != set(range(len(unit.ops))):
+        return [(i, count) for i, (_, count) in enumerate(unit.ops)]
+    seen = Counter(sequence)
+    return [(i, unit.ops[i][1] / seen[i]) for i in sequence]
+
+
 def split_units(units: Sequence[Unit], shape: TransformerShape, tp: int, sp: bool) -> SplitResult:
     """Each unit's ops as one tensor-parallel rank runs them, cut into one unit per pipeline category
     present (``category``). Optimizer units are left to the caller (their share is the rank's parameters)."""
@@ -272,14 +282,17 @@ def split_units(units: Sequence[Unit], shape: TransformerShape, tp: int, sp: boo
     walks = {phase: _Walk(shape, sp) for phase in ("fwd", "bwd")}
     for index, unit in enumerate(units):
         walk = walks.get(unit.phase)
-        parts: dict[int, list[tuple[OpSpec, float]]] = {}
-        for spec, count in unit.ops:
+        parts: dict[int, dict[tuple[int, str], float]] = {}
+        for i, count in _in_order(unit):
+            spec = unit.ops[i][0]
             how = walk.how(spec, count) if walk is not None else "whole"
             if spec.op_class == "gemm":
                 out.gemm_flops += spec.flops * count
-            parts.setdefault(_category(spec, shape), []).append((splitter.apply(spec, how), count))
+            entries = parts.setdefault(_category(spec, shape), {})
+            entries[(i, how)] = entries.get((i, how), 0.0) + count
         for category in sorted(parts):
-            out.units.append(replace(unit, ops=parts[category]))
+            ops = [(splitter.apply(unit.ops[i][0], how), count) for (i, how), count in parts[category].items()]
+            out.units.append(replace(unit, ops=ops, sequence=None))
             out.category.append(category)
             out.source.append(index)
     out.unsplit_flops = sum(w.unsplit for w in walks.values())

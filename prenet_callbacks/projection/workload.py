@@ -38,6 +38,7 @@ class Unit:
     ops: list[tuple[OpSpec, float]]
     measured_s: float | None = None
     python_s: float | None = None
+    sequence: tuple[int, ...] | None = None   # indices into `ops` in the order they ran (a capture's units)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,154 @@
+"""Rows of tensor/pipeline-parallel targets: what they carry, memory per rank, refusals and fall-backs."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from layout_models import ids, tiny_lm
+from prenet_callbacks import estimate
+from prenet_callbacks.projection import project_report
+from prenet_callbacks.projection.memory import FRAGMENTATION
+from prenet_callbacks.projection.pipeline import layer_activation_bytes
+from tests.projection_fixtures import ScaledBound, make_report
+
+PREDICTOR = ScaledBound()
+
+
+def _estimate(targets, **kw):
+    return estimate(tiny_lm(layers=4, heads=8), ids(4, 16), targets=targets, predictor=PREDICTOR,
+                    precision="bf16-mixed", **kw)
+
+
+def test_rows_carry_their_layout_and_the_pipeline_pays_its_bubble():
+    est = _estimate(["8x H100", "8x H100 tp=8", "8x H100 pp=4 tp=2", "8x H100 pp=4 tp=2 microbatches=8"])
+    plain, tp, pp1, pp8 = (est.row(t) for t in ("8x H100", "8x H100 tp=8", "8x H100 pp=4 tp=2",
+                                                "8x H100 pp=4 tp=2 microbatches=8"))
+    assert "layout" not in plain
+    assert tp["label"] == "8x H100-SXM5 tp=8" and tp["devices"] == 8
+    assert {k: tp["layout"][k] for k in ("tp", "pp", "dp", "applied", "source")} == \
+        {"tp": 8, "pp": 1, "dp": 1, "applied": True, "source": "target"}
+    assert tp["layout"]["bubble_share"] == 0.0 and tp["layout"]["tp_comm_s"] > 0
+    assert tp["global_batch"] == 4                # one replica of 8 GPUs takes the captured batch
+    assert pp1["layout"]["stage_layers"] == [1, 1, 1, 1]
+    assert pp1["layout"]["bubble_share"] == pytest.approx(3 / 4, abs=0.05)   # one micro-batch: (p-1)/(m+p-1)
+    assert any("1 micro-batch(es) for 4 pipeline stages" in n for n in pp1["notes"])
+    assert pp8["layout"]["bubble_share"] == pytest.approx(3 / 11, abs=0.05)
+    assert pp8["global_batch"] == 4 * 8 and pp8["steps"] is None
+    assert tp["method"].endswith("tensor/pipeline model + collective model")
+
+
+def test_memory_per_rank_follows_the_published_formula():
+    est = _estimate(["8x H100 tp=8"])
+    row = est.row("8x H100 tp=8")
+    layout = row["layout"]
+    # SDPA runs flash on an H100 in bf16: no score matrix; 4 layers, b=4, s=16, h=64, 8 heads, MLP 4h
+    per_layer = layer_activation_bytes(seq=16, batch=4, hidden=64, heads=8, tp=8, score_matrix=False)
+    assert layout["memory"]["per_layer_mib"] == pytest.approx(per_layer / 2**20, abs=0.01)
+    head = 4 * 16 * 128 / 8 * (2 + 4)                     # logits + fp32 log-probabilities, vocabulary / tp
+    activations = 4 * per_layer + head
+    assert layout["memory"]["activations_gib"] == pytest.approx(activations / 2**30, abs=1e-3)
+    params = est.workload.params * layout["param_share"]
+    state = params * (4 + 4 + 8)                          # bf16-mixed: fp32 weights, grads, Adam's two states
+    assert row["memory_gib"] == pytest.approx((state + activations) * FRAGMENTATION / 2**30, abs=0.01)
+    assert layout["param_share"] == pytest.approx(1 / 8, rel=0.01)
+
+
+def test_sequence_parallelism_shrinks_memory_and_changes_the_collectives():
+    est = _estimate(["8x H100 tp=8", "8x H100 tp=8 sp"])
+    plain, sp = est.row("8x H100 tp=8"), est.row("8x H100 tp=8 sp")
+    assert sp["layout"]["memory"]["per_layer_mib"] < plain["layout"]["memory"]["per_layer_mib"]
+    assert "reduce-scatter + all-gather" in sp["communication"] and "all-reduce per layer" in plain["communication"]
+
+
+def test_a_layout_the_model_cannot_run_is_refused_by_estimate_with_the_reason():
+    with pytest.raises(ValueError, match="tp=16 is more than the model's 8 attention heads"):
+        _estimate(["2x8 H100 tp=16"])
+    with pytest.raises(ValueError, match="pp=8 is more stages than the model's 4 layers"):
+        _estimate(["8x H100 pp=8"])
+    with pytest.raises(ValueError, match="global_batch=6 is not a multiple"):
+        _estimate(["8x H100 tp=8 global_batch=6"])
+
+
+def test_a_model_that_is_no_transformer_falls_back_to_data_parallel_with_a_note():
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 64))
+    est = estimate(model, torch.empty(32, 64, device="meta"), targets=["8x H100", "8x H100 tp=8"], predictor=PREDICTOR)
+    plain, fallback = est.row("8x H100"), est.row("8x H100 tp=8")
+    assert fallback["label"] == "8x H100-SXM5 tp=8"
+    assert fallback["layout"]["applied"] is False and "no attention" in fallback["layout"]["reason"]
+    assert "projected as data parallel over 8 GPUs" in fallback["notes"][0]
+    assert fallback["step_s"] == plain["step_s"]
+
+
+def test_a_report_projects_layouts_too_and_notes_the_ones_it_cannot_run():
+    report = make_report()       # four linear layers measured on an A100: no transformer
+    rows = project_report(report, ["8x H100", "8x H100 tp=8", "8x H100 tp=8 global_batch=100"])
+    labels = [row["label"] for row in rows]
+    assert labels == ["A100-SXM4-80GB", "8x H100-SXM5", "8x H100-SXM5 tp=8"]
+    assert rows[-1]["layout"]["applied"] is False
+    assert any("not projected: 8x H100-SXM5 tp=8 global_batch=100: global_batch=100 is not a multiple of "
+               "micro-batch 32" in note for note in report.projection["notes"])
+
+
+class _RecordedProfiler:
+    """A profiler that hands the session a layer table measured beforehand (a real CPU step of a tiny GPT)."""
+
+    def __init__(self, table) -> None:
+        self.table = table
+        self.limitations: list[str] = []
+
+    def __getattr__(self, name):
+        if name in ("start", "resume", "suspend", "end_step", "begin_phase"):
+            return lambda *a: None
+        raise AttributeError(name)
+
+    def stop(self):
+        return self.table
+
+
+def _profiled_tiny_gpt():
+    from layout_models import TinyLM
+    from prenet_callbacks.profiling import ModuleProfiler
+
+    torch.manual_seed(0)
+    model = TinyLM(layers=2, heads=4)
+    batch = torch.randint(0, 128, (2, 16))
+    optimizer = torch.optim.AdamW(model.parameters())
+    profiler = ModuleProfiler(model)
+    profiler.start()
+    for _ in range(2):
+        profiler.begin_phase("forward")
+        loss = model(batch).float().logsumexp(-1).mean()
+        profiler.begin_phase("backward")
+        loss.backward()
+        profiler.begin_phase("optimizer")
+        optimizer.step()
+        optimizer.zero_grad()
+        profiler.end_step()
+    return profiler.stop()
+
+
+def test_a_fake_clock_callback_run_carries_the_layout_into_its_rows():
+    from test_session import FakeClock, _train, plan
+
+    from prenet_callbacks.session import PredictionSession, SessionConfig
+
+    clock = FakeClock()
+    config = SessionConfig(warmup_steps=1, profile_steps=2, timing_steps=3, predictor=PREDICTOR,
+                           targets=["2x H100", "2x H100 tp=2", "4x H100 tp=2 pp=2 microbatches=4"])
+    session = PredictionSession(config, clock=clock)
+    session.fit_start({"device": "cpu"})
+    session.set_plan(plan(checkpoints=[]))
+    session.attach_profiler(_RecordedProfiler(_profiled_tiny_gpt()))
+    session.train_epoch_start()
+    _train(session, clock, steps=12, forward_s=lambda profiled: 0.2)
+    rows = {row["label"]: row for row in session.report.targets}
+    assert set(rows) >= {"2x H100-SXM5", "2x H100-SXM5 tp=2", "4x H100-SXM5 tp=2 pp=2 microbatches=4"}
+    assert "layout" not in rows["2x H100-SXM5"]
+    tp = rows["2x H100-SXM5 tp=2"]["layout"]
+    assert (tp["tp"], tp["pp"], tp["applied"], tp["layers"]) == (2, 1, True, 2)
+    pp = rows["4x H100-SXM5 tp=2 pp=2 microbatches=4"]["layout"]
+    assert (pp["pp"], pp["microbatches"], pp["stage_layers"]) == (2, 4, [1, 1])
+    assert pp["bubble_share"] > 0
+    assert all(row["step_s"] > 0 for row in rows.values())

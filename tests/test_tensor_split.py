@@ -1,0 +1,123 @@
+"""What one tensor-parallel rank runs of a captured transformer step, against a hand count."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+from torch import nn
+
+from layout_models import LlamaBlock, ids, tiny_lm
+from prenet_callbacks import estimate
+from prenet_callbacks.projection.layout_workload import model_shape
+from prenet_callbacks.projection.tensor_split import CATEGORIES, recognise, split_units
+
+# TinyLM defaults: vocab 128, hidden 64, 2 layers, 4 heads, MLP 256, sequence 16; batch 2 -> 32 tokens
+T, H, V, FFN, L = 32, 64, 128, 256, 2
+
+
+def _workload(**model):
+    return estimate(tiny_lm(**model), ids(), targets=[], optimizer="adamw").workload
+
+
+def _split(workload, tp, sp=False):
+    shape, reason = model_shape(workload)
+    assert reason is None
+    units = [u for u in workload.units if u.phase != "opt"]
+    return shape, split_units(units, shape, tp, sp)
+
+
+def _ops(split, phase, op_class):
+    return [(s, c) for u in split.units if u.phase == phase for s, c in u.ops if s.op_class == op_class]
+
+
+def _gemms(split, phase):
+    out = Counter()
+    for s, c in _ops(split, phase, "gemm"):
+        if s.dims.get("b", 1) == 1:
+            out[(s.dims["m"], s.dims["n"], s.dims["k"])] += c
+    return out
+
+
+def test_the_captured_gpt_is_recognised():
+    shape, _ = model_shape(_workload())
+    assert (shape.tokens, shape.hidden, shape.heads, shape.layers, shape.seq, shape.vocab, shape.ffn) == \
+        (T, H, 4, L, 16, V, FFN)
+    assert shape.fused_attention
+
+
+def test_each_rank_runs_half_of_every_gemm_as_megatron_splits_them():
+    _, split = _split(_workload(), tp=2)
+    # forward, by hand: per layer QKV by columns (n 3h/2), out projection by rows (k h/2), MLP up by columns
+    # (n ffn/2), MLP down by rows (k ffn/2); the LM head by vocabulary columns (n V/2)
+    by_hand = Counter({(T, 3 * H // 2, H): L, (T, H, H // 2): L, (T, FFN // 2, H): L, (T, H, FFN // 2): L,
+                       (T, V // 2, H): 1})
+    assert _gemms(split, "fwd") == by_hand
+    whole = _split(_workload(), tp=1)[1]
+    for phase in ("fwd", "bwd"):
+        total = sum(s.flops * c for s, c in _ops(whole, phase, "gemm"))
+        assert sum(s.flops * c for s, c in _ops(split, phase, "gemm")) == pytest.approx(total / 2)
+    assert split.unsplit_flops == 0.0
+
+
+def test_backward_gemms_split_on_the_same_sides():
+    _, split = _split(_workload(), tp=2)
+    bwd = _gemms(split, "bwd")
+    # input gradients: the column layers' by their (split) output k, the row layers' by their (split) output n
+    assert bwd[(T, H, 3 * H // 2)] == L and bwd[(T, H // 2, H)] == L and bwd[(T, FFN // 2, H)] == L
+    # weight gradients over the tokens: the split side of each weight
+    assert bwd[(3 * H // 2, H, T)] + bwd[(H, 3 * H // 2, T)] == L
+
+
+def test_heads_split_and_the_residual_stream_stays_whole_without_sequence_parallelism():
+    _, split = _split(_workload(), tp=2)
+    attention = _ops(split, "fwd", "attention")
+    assert attention and all(s.dims["heads"] == 2 for s, _ in attention)
+    norms = [(s, c) for s, c in _ops(split, "fwd", "norm") if s.dims.get("cols") == H]
+    assert sum(c for _, c in norms) == 2 * L + 1 and all(s.dims["rows"] == T for s, _ in norms)   # ln1, ln2, ln_f
+    adds = [s for s, c in _ops(split, "fwd", "elementwise") if s.name == "aten::add" and s.dims["numel"] in (T * H, T * H / 2)]
+    assert adds and all(s.dims["numel"] == T * H for s in adds)                     # residual adds: whole
+
+
+def test_sequence_parallelism_splits_the_norms_and_the_residual_stream():
+    _, split = _split(_workload(), tp=2, sp=True)
+    norms = [s for s, _ in _ops(split, "fwd", "norm") if s.dims.get("cols") == H]
+    assert norms and all(s.dims["rows"] == T / 2 for s in norms)
+    adds = [s for s, c in _ops(split, "fwd", "elementwise") if s.name == "aten::add"]
+    assert adds and all(s.dims["numel"] <= T * H / 2 for s in adds)
+
+
+def test_vocabulary_parallel_embedding_and_the_pipeline_categories():
+    _, split = _split(_workload(), tp=4)
+    embedding = [(s, cat) for u, cat in zip(split.units, split.category) for s, _ in u.ops
+                 if s.op_class == "embedding"]
+    assert embedding and all(CATEGORIES[cat] == "pre" for _, cat in embedding)
+    token_grad = [s for s, _ in embedding if s.dims.get("backward") and s.dims.get("vocab") == V / 4]
+    assert token_grad, "the token embedding's gradient is a vocabulary shard"
+    head_shapes = {(T, V / 4, H), (T, H, V / 4), (V / 4, H, T), (H, V / 4, T)}   # forward, its two gradients
+    head = [cat for u, cat in zip(split.units, split.category) for s, _ in u.ops
+            if s.op_class == "gemm" and (s.dims["m"], s.dims["n"], s.dims["k"]) in head_shapes]
+    assert len(head) == 3 and all(CATEGORIES[cat] == "post" for cat in head)
+
+
+def test_square_projections_enter_and_leave_the_pair_by_what_ran_between():
+    """q (h -> h) enters a column split, o (h -> h) leaves by rows; the pointwise work on q and k is inside the
+    pair (split), the residual adds outside (whole)."""
+    workload = _workload(block=LlamaBlock, ffn=96)
+    _, split = _split(workload, tp=2)
+    fwd = _gemms(split, "fwd")
+    assert fwd[(T, H // 2, H)] == 3 * L          # q, k, v by columns
+    assert fwd[(T, H, H // 2)] == L              # o by rows
+    assert fwd[(T, 48, H)] == 2 * L and fwd[(T, H, 48)] == L   # gate, up by columns (96 / 2), down by rows
+    rotary = [s for s, _ in _ops(split, "fwd", "elementwise") if s.name == "aten::mul" and s.dims["numel"] < T * H]
+    assert rotary, "the pointwise work on q and k is split with the heads"
+    residual = [s for s, _ in _ops(split, "fwd", "elementwise") if s.name == "aten::add" and s.dims["numel"] == T * H]
+    assert len(residual) >= 1
+
+
+def test_a_model_without_attention_is_not_a_transformer():
+    with torch.device("meta"):
+        mlp = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 64))
+    workload = estimate(mlp, torch.empty(32, 64, device="meta"), targets=[]).workload
+    shape, reason = recognise(workload.units)
+    assert shape is None and "no attention" in reason
