@@ -1,4 +1,4 @@
-"""The JSON report of a run (schema ``prenet-report/2``), readable without the model.
+"""The JSON report of a run (schema ``prenet-report/2.1``), readable without the model.
 
 ``prenet report REPORT.json`` re-renders it, for other targets too. Reports written as
 ``prenet-report/1`` are upgraded on load (`report_upgrade`), so every reader sees one shape; the
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA = "prenet-report/2"
-READABLE_SCHEMAS = ("prenet-report/1", SCHEMA)
+SCHEMA = "prenet-report/2.1"   # /2.1 adds optional keys to /2 (a target row's ``layout``): /2 files read as they are
+READABLE_SCHEMAS = ("prenet-report/1", "prenet-report/2", SCHEMA)
 # History is thinned beyond this many entries: the first predictions and the latest ones are
 # what people compare; memory must stay bounded over very long runs.
 MAX_HISTORY = 200
@@ -154,7 +154,7 @@ class Report:
             raise ReportError(f"report schema {schema!r} is not supported by this version (reads "
                               f"{', '.join(READABLE_SCHEMAS)}); upgrade prenet-callbacks to read it")
         _check_shapes(data)
-        if schema != SCHEMA:
+        if schema == "prenet-report/1":
             from prenet_callbacks.report_upgrade import upgrade_v1
 
             data = upgrade_v1(data)

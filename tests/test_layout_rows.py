@@ -1,6 +1,10 @@
 """Rows of tensor/pipeline-parallel targets: what they carry, memory per rank, refusals and fall-backs."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import jsonschema
 import pytest
 import torch
 from torch import nn
@@ -10,9 +14,11 @@ from prenet_callbacks import estimate
 from prenet_callbacks.projection import project_report
 from prenet_callbacks.projection.memory import FRAGMENTATION
 from prenet_callbacks.projection.pipeline import layer_activation_bytes
+from prenet_callbacks.report import Report
 from tests.projection_fixtures import ScaledBound, make_report
 
 PREDICTOR = ScaledBound()
+SCHEMA = json.loads((Path(__file__).parents[1] / "prenet_callbacks/schemas/prenet-report-2.schema.json").read_text())
 
 
 def _estimate(targets, **kw):
@@ -138,7 +144,7 @@ def test_a_fake_clock_callback_run_carries_the_layout_into_its_rows():
     config = SessionConfig(warmup_steps=1, profile_steps=2, timing_steps=3, predictor=PREDICTOR,
                            targets=["2x H100", "2x H100 tp=2", "4x H100 tp=2 pp=2 microbatches=4"])
     session = PredictionSession(config, clock=clock)
-    session.fit_start({"device": "cpu"})
+    session.fit_start({"device": "cpu", "name": "Some CPU", "devices": 1, "precision": "32-true"})
     session.set_plan(plan(checkpoints=[]))
     session.attach_profiler(_RecordedProfiler(_profiled_tiny_gpt()))
     session.train_epoch_start()
@@ -152,3 +158,7 @@ def test_a_fake_clock_callback_run_carries_the_layout_into_its_rows():
     assert (pp["pp"], pp["microbatches"], pp["stage_layers"]) == (2, 4, [1, 1])
     assert pp["bubble_share"] > 0
     assert all(row["step_s"] > 0 for row in rows.values())
+    data = session.report.to_dict()
+    assert data["schema"] == "prenet-report/2.1"
+    jsonschema.validate(data, SCHEMA)
+    assert Report.from_dict(data).to_dict()["targets"] == data["targets"]

@@ -31,7 +31,7 @@ def test_predicts_and_writes_the_report(tmp_path):
     callback = PreNeTCallback(report_path=tmp_path / "r.json", profile_layers=False, **FAST)
     fit(tmp_path, callback)
     data = json.loads((tmp_path / "r.json").read_text())
-    assert data["schema"] == "prenet-report/2"
+    assert data["schema"] == "prenet-report/2.1"
     first = data["predictions"][0]
     assert first["at_step"] == 4 and first["predicted_total_s"] > first["elapsed_s"] > 0
     assert data["actual"]["steps"] == 40 and data["actual"]["fit_s"] > 0

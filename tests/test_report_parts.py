@@ -41,7 +41,9 @@ def _projected(**kwargs) -> Report:
 
 def _sources(fitted: dict) -> list[dict]:
     """Reports of every kind the readers meet: a real fit's, projected fixtures, hand-made pages, a /1 file."""
-    reports = [fitted, _projected().to_dict(), _projected(device="cpu", devices=4).to_dict()]
+    with_layout = make_report()
+    project_report(with_layout, ["8x H100 tp=8"], predictor=ScaledBound())
+    reports = [fitted, _projected().to_dict(), _projected(device="cpu", devices=4).to_dict(), with_layout.to_dict()]
     reports += [getattr(html_fixtures, name)() for name in ("finished", "unknown_length", "resumed", "deepspeed")]
     reports.append(Report.from_dict(json.loads(V1_REPORT.read_text())).to_dict())
     return reports
@@ -111,7 +113,10 @@ def test_the_current_row_leaves_out_what_only_projections_have():
     current, *projected = report.targets
     assert "band_width" not in current and "memory_usable_gib" not in current
     assert all("band_width" in row and "memory_usable_gib" in row for row in projected)
-    assert set(projected[0]) == set(TargetRow.keys())
+    assert set(projected[0]) == set(TargetRow.keys()) - {"layout"}     # a row without a tp/pp layout
+    report = make_report()
+    project_report(report, ["8x H100 tp=8"], predictor=ScaledBound())
+    assert set(report.targets[-1]) == set(TargetRow.keys())
 
 
 @pytest.mark.parametrize("framework, word", [(None, "fit"), ("lightning", "fit"), ("transformers", "run"),
