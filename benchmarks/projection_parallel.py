@@ -19,6 +19,9 @@ Two sets, every row kept, nothing fitted to them:
   1, 2, 4, 8 dividing the replica's batch and virtual stages 2-4 dividing the layers per stage (1 without pp),
   the combination the projection predicts fastest among those it says fit in 80 GB.
 
+It also writes the worked example of docs/projection.md (Llama-2-13B's shape on 8, 16 and 32 H100, three layouts
+each): predictions only, no measurement.
+
 Both are Megatron-LM's GPT (`MegatronGPT`): pre-norm blocks in its [s, b, h] layout (strided batched QK^T with the
 scale folded in, one fused scale-mask-softmax kernel, no transposing copies but the context's), GELU (tanh)
 MLP of 4h, dropout 0.1, learned positions, the LM head tied to the embedding, vocabulary padded to 128 x tp,
@@ -199,6 +202,40 @@ def megatron_rows(predictor) -> list[dict]:
     return out
 
 
+# ------------------------------------------------------------------------------------------------ worked example
+LLAMA_13B = dict(hidden_size=5120, intermediate_size=13824, num_hidden_layers=40, num_attention_heads=40,
+                 num_key_value_heads=40, vocab_size=32000, max_position_embeddings=4096)
+EXAMPLE_SEQ, EXAMPLE_BATCH = 4096, 128
+EXAMPLE_LAYOUTS = {"8x H100": ("tp=8", "tp=4 pp=2", "tp=2 pp=4"), "2x8 H100": ("tp=8", "tp=8 pp=2", "tp=4 pp=2"),
+                   "4x8 H100": ("tp=8", "tp=8 pp=4", "tp=4 pp=2")}
+
+
+def worked_example(predictor) -> list[dict]:
+    """Llama-2-13B's shape (Hugging Face LlamaForCausalLM, SDPA, random weights on meta), sequences of 4,096 tokens,
+    one per micro-batch, 128 per optimizer step, bf16-mixed, AdamW: 8, 16 and 32 H100 in three layouts each."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(**LLAMA_13B)
+    config._attn_implementation = "sdpa"
+    with torch.device("meta"):
+        model = LlamaForCausalLM(config)
+    targets = [f"{gpus} {layout} global_batch={EXAMPLE_BATCH}" for gpus, layouts in EXAMPLE_LAYOUTS.items()
+               for layout in layouts]
+    est = estimate(model, torch.empty(1, EXAMPLE_SEQ, dtype=torch.long, device="meta"), targets=targets,
+                   precision="bf16-mixed", optimizer="adamw", predictor=predictor)
+    tokens = EXAMPLE_SEQ * EXAMPLE_BATCH
+    out = []
+    for row in est.rows:
+        layout = row["layout"]
+        per_million = (row["usd_per_hour"] * row["step_s"] / 3600 / tokens * 1e6) if row["usd_per_hour"] else None
+        out.append({"target": row["label"], "gpus": row["devices"], "step_s": round(row["step_s"], 2),
+                    "tokens_per_s": round(tokens / row["step_s"]), "memory_gib": row["memory_gib"],
+                    "fits_memory": row["fits_memory"], "bubble_share": layout["bubble_share"],
+                    "tp_comm_s": layout["tp_comm_s"], "pp_comm_s": layout["pp_comm_s"], "dp_comm_s": layout["dp_comm_s"],
+                    "usd_per_million_tokens": None if per_million is None else round(per_million, 3)})
+    return out
+
+
 def _brief(row: dict) -> dict | None:
     layout = row.get("layout")
     if not layout:
@@ -228,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     predictor, note = default_predictor()
     neusight = neusight_rows(data, predictor)
     megatron = megatron_rows(predictor)
+    example = worked_example(predictor)
     result = {
         "date": _dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "predictor": (getattr(predictor, "metadata", {}) or {}).get("version"), "predictor_note": note,
@@ -236,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                      "by_mode": {m: _summary([r["ape"] for r in neusight if r["mode"] == m]) for m in NEUSIGHT_MODES},
                      "rows": neusight},
         "megatron": {"summary": _summary([r["ape"] for r in megatron]), "rows": megatron},
+        "worked_example": {"model": "Llama-2-13B shape", "seq": EXAMPLE_SEQ, "global_batch": EXAMPLE_BATCH,
+                           "precision": "bf16-mixed", "rows": example},
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
@@ -246,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['params_b']:>7}B tp={row['tp']} pp={row['pp']:<3} {row['gpus']:>5} GPUs  b={row['micro_batch']} "
               f"v={row['virtual_stages']}  {row['measured_tflops']:>4} TFLOP/s  predicted {row['predicted_tflops']:6.1f}"
               f"  {row['ape']:.1%}")
+    for row in example:
+        print(f"{row['target']:<45} {row['step_s']:7.2f} s  {row['memory_gib']:6.1f} GiB  bubble {row['bubble_share']:.0%}")
     print(json.dumps({"neusight": result["neusight"]["summary"], "megatron": result["megatron"]["summary"]}))
     return 0
 

@@ -22,6 +22,7 @@ from integrations.startup import startup_seconds
 from prenet_callbacks.clocks import clock_for
 from prenet_callbacks.config import validate_session_config
 from prenet_callbacks.memory_account import state_sizes
+from prenet_callbacks.model_parallel_run import run_layout
 from prenet_callbacks.render import print_report
 from prenet_callbacks.run_info import batch_size_of, describe_run
 from prenet_callbacks.session import PredictionSession, SessionConfig
@@ -337,6 +338,9 @@ def _current_run(trainer: Any, pl_module: Any) -> dict[str, Any]:
         from integrations.deepspeed_config import describe_engine
 
         extra["deepspeed"] = describe_engine(engine)
+    own = run_layout(pl_module)   # ModelParallelStrategy: DTensor parameters split over its tensor-parallel mesh
+    if own is not None:
+        extra["model_parallel"] = own
     return describe_run(_root_device(trainer, pl_module), devices=trainer.world_size, precision=str(trainer.precision),
                         strategy=type(trainer.strategy).__name__, framework="lightning", **extra)
 

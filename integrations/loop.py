@@ -41,6 +41,7 @@ from integrations.plumbing import note_once
 from prenet_callbacks.loader_epochs import watch_loader_epochs
 from prenet_callbacks.projection.precision import PRECISIONS, parse_precision
 from prenet_callbacks.report import Report
+from prenet_callbacks.model_parallel_run import run_layout
 from prenet_callbacks.run_info import batch_size_of, describe_run
 
 # accelerate's mixed_precision -> Lightning's spelling (what the report and the projection read)
@@ -146,8 +147,9 @@ class Tracker:
         device, self._devices, strategy = _where(model, accelerator)
         session = self.run.session
         try:
+            own = run_layout(model) if model is not None else None   # parallelize_module: DTensor tensor parallel
             self.run.start(describe_run(device, devices=self._devices, precision=precision, strategy=strategy,
-                                        framework="loop"),
+                                        framework="loop", **({"model_parallel": own} if own else {})),
                            framework="loop", device=device, sinks=_accelerate_sinks(accelerator),
                            make_profiler=(lambda: module_profiler(model, clock=session.device_clock, device=device,
                                                                   precision=precision)) if model is not None else None,

@@ -7,6 +7,7 @@ See ``docs/projection.md`` for the method, the assumptions and the measured accu
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Sequence
 
 from predictor_models.hardware.providers import check_provider
@@ -17,6 +18,7 @@ from prenet_callbacks.projection.fp8 import fp8_targets
 from prenet_callbacks.projection.from_report import run_shape_from_report, workload_from_report
 from prenet_callbacks.projection.host import ExecutionOptions, measure_host_costs
 from prenet_callbacks.projection.memory import GIB, capacity_bytes
+from prenet_callbacks.projection.model_layout import ModelLayout
 from prenet_callbacks.projection.optimizer_ops import optimizer_settings
 from prenet_callbacks.projection.parallel import ZeroConfig
 from prenet_callbacks.projection.precision import Precision, parse_precision
@@ -88,7 +90,13 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     notes = list(workload.notes) + fp8_note
     if predictor_note:
         notes.append(predictor_note)
-    if not workload.units or not any(u.ops for u in workload.units):
+    own = run_model_parallel(report)
+    if own is not None:
+        rows = []
+        notes.append(f"the run splits its model itself ({own['text']}, {own['source']}): its recorded ops are one "
+                     "rank's shards, whose unsharded shapes the per-layer table does not hold, so other hardware "
+                     "and layouts are not projected from it; estimate() on the unsplit model projects them")
+    elif not workload.units or not any(u.ops for u in workload.units):
         rows = []
         notes.append("no per-layer profile in this report (profile_layers=False?): other hardware not projected")
     else:
@@ -152,7 +160,8 @@ def _current_row(report, workload: Workload, shape: RunShape, convention: str,
     memory = (report.measured or {}).get("memory") or {}
     peak = memory.get("peak_allocated_bytes")
     device_s = sum(u.measured_s or 0.0 for u in workload.units) if anchor is not None else None
-    return TargetRow.current_device(
+    own = run_model_parallel(report)
+    row = TargetRow.current_device(
         name=name, devices=devices, step_s=step, steps=None if shape.steps is None else int(round(shape.steps)),
         total_s=total, total_low_s=prediction.get("low_s") and prediction["low_s"] + done_s,
         total_high_s=prediction.get("high_s") and prediction["high_s"] + done_s, cost=cost,
@@ -168,4 +177,19 @@ def _current_row(report, workload: Workload, shape: RunShape, convention: str,
         assumed={"attention": None, "optimizer": f"{workload.optimizer} ({workload.optimizer_ran or 'as measured'})",
                  "compile": "default" if workload.ran_compiled else "none", "cuda_graphs": False,
                  "host": "measured", "sharding": workload.zero.label(), "network_gbps_per_gpu": None},
+        layout=None if own is None else own["layout"],
     )
+    return row if own is None else replace(row, label=f"{row.label} {own['text']}")
+
+
+def run_model_parallel(report) -> dict[str, Any] | None:
+    """The run's own tensor/pipeline layout (``current.model_parallel``, `model_parallel_run.run_layout`): its
+    layout block, its text and where it was read, or None for a run that does not split its model."""
+    own = (report.current or {}).get("model_parallel") or {}
+    tp, pp = int(own.get("tp") or 1), int(own.get("pp") or 1)
+    if tp <= 1 and pp <= 1:
+        return None
+    devices = int((report.current or {}).get("devices") or tp * pp)
+    layout = ModelLayout(tp, pp, max(1, devices // (tp * pp)))
+    return {"text": layout.text(), "source": own.get("source") or "the run",
+            "layout": {**layout.to_dict(), "applied": True, "source": "run"}}
