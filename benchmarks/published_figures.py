@@ -1338,6 +1338,61 @@ QUOTES += [
 ]
 
 
+# -- docs/model-parallel.md -----------------------------------------------------------------------------------
+
+MODEL_PARALLEL, PARALLEL = "docs/model-parallel.md", RESULTS + "projection_parallel.json"
+
+
+def signed(gpu: str, pick: Callable) -> Callable[[Any], float]:
+    """``pick`` of NeuSight's rows on `gpu`: predicted / measured - 1 (absolute values when pick is on |.|)."""
+    return lambda d: pick(r["predicted_s"] / r["measured_s"] - 1 for r in d["neusight"]["rows"] if gpu in r["target"])
+
+
+def megatron_tflops(key: str, pp: bool) -> Callable[[Any], list[float]]:
+    return lambda d: [r[key] for r in d["megatron"]["rows"] if (r["pp"] > 1) == pp]
+
+
+QUOTES += [
+    Q(MODEL_PARALLEL, "| NeuSight's distributed labels: GPT-2-large / GPT-3-XL, 4x H100 and 4x A100-SXM4-40GB, dp4 / tp4 "
+                      "/ pp4 (step time) | {} | {} % | {} % |",
+      F(PARALLEL, "neusight.summary.n", INT), F(PARALLEL, "neusight.summary.median"),
+      F(PARALLEL, "neusight.summary.max")),
+    Q(MODEL_PARALLEL, "| Megatron-LM's weak-scaling table, 1.7B-1T on 32-3,072 A100 (achieved TFLOP/s per GPU) | {} | {} % "
+                      "| {} % |",
+      F(PARALLEL, "megatron.summary.n", INT), F(PARALLEL, "megatron.summary.median"),
+      F(PARALLEL, "megatron.summary.max")),
+    Q(MODEL_PARALLEL, "By mode: dp4 {} %, tp4 {} %, pp4 (one micro-batch) {} % median error. The three A100 rows are "
+                      "predicted {}-{} % slow, the eight H100 rows within {}-{} % either side.",
+      *(F(PARALLEL, f"neusight.by_mode.{mode}.median") for mode in ("dp4", "tp4", "pp4_1")),
+      F(PARALLEL, signed("A100", min), PCT0), F(PARALLEL, signed("A100", max), PCT0),
+      F(PARALLEL, lambda d: min(abs(x) for x in signed("H100", list)(d))),
+      F(PARALLEL, lambda d: max(abs(x) for x in signed("H100", list)(d)))),
+    Q(MODEL_PARALLEL, "Predicted {} / {} / {} / {} TFLOP/s for the four models without pipeline ({} / {} / {} / {} "
+                      "measured: {}-{} % low); {}-{} for the six with it ({}-{} measured).",
+      *(F(PARALLEL, lambda d, i=i: megatron_tflops("predicted_tflops", False)(d)[i], INT) for i in range(4)),
+      *(F(PARALLEL, lambda d, i=i: megatron_tflops("measured_tflops", False)(d)[i], INT) for i in range(4)),
+      F(PARALLEL, lambda d: min(r["ape"] for r in d["megatron"]["rows"] if r["pp"] == 1), PCT0),
+      F(PARALLEL, lambda d: max(r["ape"] for r in d["megatron"]["rows"] if r["pp"] == 1), PCT0),
+      F(PARALLEL, lambda d: min(megatron_tflops("predicted_tflops", True)(d)), INT),
+      F(PARALLEL, lambda d: max(megatron_tflops("predicted_tflops", True)(d)), INT),
+      F(PARALLEL, lambda d: min(megatron_tflops("measured_tflops", True)(d)), INT),
+      F(PARALLEL, lambda d: max(megatron_tflops("measured_tflops", True)(d)), INT)),
+    Q(MODEL_PARALLEL, "its all-reduces take {} s of the {} s step on one node",
+      F(PARALLEL, "worked_example.rows.0.tp_comm_s", num(1)), F(PARALLEL, "worked_example.rows.0.step_s", INT)),
+    Q(MODEL_PARALLEL, "GPU ({} GiB with dp, {} GiB with pp=2, {} GiB with pp=4)",
+      *(F(PARALLEL, f"worked_example.rows.{i}.memory_gib", num(2)) for i in (3, 4, 7))),
+]
+EXAMPLE_LABELS = ("8x H100 tp=8", "8x H100 tp=4 pp=2", "8x H100 tp=2 pp=4", "2x8 H100 tp=8 dp=2", "2x8 H100 tp=8 pp=2",
+                  "2x8 H100 tp=4 pp=2 dp=2", "4x8 H100 tp=8 dp=4", "4x8 H100 tp=8 pp=4", "4x8 H100 tp=4 pp=2 dp=4")
+QUOTES += [Q(MODEL_PARALLEL, f"| {label} | {{}} s | {{}} | {{}} GiB | {{}} % | {{}} |",
+             F(PARALLEL, f"worked_example.rows.{i}.step_s", num(2)),
+             F(PARALLEL, f"worked_example.rows.{i}.tokens_per_s", INTC),
+             F(PARALLEL, f"worked_example.rows.{i}.memory_gib", num(2)),
+             F(PARALLEL, f"worked_example.rows.{i}.bubble_share"),
+             F(PARALLEL, f"worked_example.rows.{i}.usd_per_million_tokens", num(3)))
+           for i, label in enumerate(EXAMPLE_LABELS)]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
