@@ -41,7 +41,7 @@ def test_rows_carry_their_layout_and_the_pipeline_pays_its_bubble():
     assert any("1 micro-batch(es) for 4 pipeline stages" in n for n in pp1["notes"])
     assert pp8["layout"]["bubble_share"] == pytest.approx(3 / 11, abs=0.05)
     assert pp8["global_batch"] == 4 * 8 and pp8["steps"] is None
-    assert tp["method"].endswith("tensor/pipeline model + collective model")
+    assert tp["method"] == "absolute + tp/pp + collective model"
 
 
 def test_memory_per_rank_follows_the_published_formula():

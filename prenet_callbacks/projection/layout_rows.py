@@ -85,16 +85,22 @@ def layout_rows(workload: Workload, targets: list, predictor, shape: RunShape, *
                        one_off_seconds(workload, shape, current_total_s), current_forward_s(workload, hm),
                        current_total_s)
     out: list[dict[str, Any] | None] = []
+    splits: dict = {}   # targets with the same tp, sp and micro-batch share one split of the step
     for target in targets:
-        refusal = layout_refusal(workload, target, batch_convention)
+        layout = target.layout
+        mb = micro_batches(workload, layout, batch_convention)
+        rank = mb if isinstance(mb, str) else rank_step(workload, layout, mb, predictor, splits)
+        if isinstance(rank, str) and not isinstance(mb, str):
+            out.append(_fallback_row(context, target, rank))
+            continue
+        refusal = mb if isinstance(mb, str) else check_against_model(
+            layout, heads=rank.shape.heads, hidden=rank.shape.hidden, layers=rank.shape.layers)
         if refusal:
             out.append(None)
             if notes is not None:
-                notes.append(f"not projected: {refusal}")
+                notes.append(f"not projected: {target.label}: {refusal}")
             continue
-        mb = micro_batches(workload, target.layout, batch_convention)
-        rank = rank_step(workload, target.layout, mb, predictor)
-        out.append(_fallback_row(context, target, rank) if isinstance(rank, str) else _row(context, target, mb, rank))
+        out.append(_row(context, target, mb, rank))
     return out
 
 
@@ -325,7 +331,7 @@ def _assemble(ctx: _Context, target, mb: MicroBatches, rank: RankStep, variant, 
         capacity_gib=round(capacity_bytes(acc.memory_gb) / GIB, 2) if acc.memory_gb else None,
         usable_gib=round(usable_gib(acc.memory_gb), 2) if acc.memory_gb else None,
         batch_per_device=mb.size, accumulate=mb.count, batch_convention=ctx.convention,
-        method=f"{times.method} + tensor/pipeline model + collective model", phases_s=phases,
+        method=f"{times.method} + tp/pp + collective model", phases_s=phases,
         comm_s=tp_pp + dp_total, comm_exposed_s=tp_pp + dp_exposed,
         communication="; ".join(x for x in (_tp_text(layout, comm), dp_note) if x),
         host_bound=host_bound, unmodelled_share=float(times.unmodelled_share[0]),

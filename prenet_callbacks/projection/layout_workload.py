@@ -106,30 +106,46 @@ def param_share(workload: Workload, shape: TransformerShape, layout: ModelLayout
     return min(1.0, max(stages) / layout.tp / total)
 
 
-def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predictor) -> RankStep | str:
-    """The rank's step, or why the model cannot be split (not a recognisable transformer)."""
+def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predictor,
+              cache: dict | None = None) -> RankStep | str:
+    """The rank's step, or why the model cannot be split (not a recognisable transformer). ``cache``: a dict
+    shared by the targets of one projection (those with the same tp, sp and micro-batch share their split)."""
+    key = (layout.tp, layout.sp, mb.scale)
+    found = cache.get(key) if cache is not None else None
+    if found is None:
+        found = _split_step(workload, layout, mb, predictor)
+        if cache is not None:
+            cache[key] = found
+    if isinstance(found, str):
+        return found
+    shape, units, measured, category, unsplit = found
+    share = param_share(workload, shape, layout)
+    opt = [u for u in workload.units if u.phase == "opt"]
+    rank_opt = [replace(u, ops=[(_scaled(s, share), c) for s, c in u.ops], measured_s=u.measured_s if measured
+                        else None) for u in opt]
+    rank = workload.rebuilt(units=units + rank_opt, measured_units=measured + opt if measured else None,
+                            params=workload.params * share,
+                            param_tensors=[max(1, round(n * share)) for n in workload.param_tensors],
+                            accumulate=1, micro_batches=1.0, batch_size=mb.size)
+    return RankStep(rank, np.array(category + [3] * len(rank_opt), dtype=int), shape, share, unsplit)
+
+
+def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predictor):
+    """(shape, the rank's forward and backward units, their measured twins or None, categories, unsplit share)."""
     accumulate = float(max(workload.accumulate, 1))
     micro = _per_micro_batch(workload.units, accumulate, mb.scale)
     shape, reason = recognise(micro)
     if shape is None:
         return reason
     split = split_units(micro, shape, layout.tp, layout.sp)
-    share = param_share(workload, shape, layout)
-    opt = [u for u in workload.units if u.phase == "opt"]
-    rank_opt = [replace(u, ops=[(_scaled(s, share), c) for s, c in u.ops]) for u in opt]
-    units = split.units + rank_opt
-    category = np.array(split.category + [3] * len(rank_opt), dtype=int)
     anchored = workload.anchor is not None and any(u.measured_s is not None for u in workload.units)
-    measured = _measured_units(workload, split, shape, accumulate, predictor) + opt if anchored else None
+    measured = _measured_units(workload, split, shape, accumulate, predictor) if anchored else None
     if measured is not None:
-        units = [replace(u, measured_s=m.measured_s, python_s=m.python_s) for u, m in zip(units, measured)]
+        units = [replace(u, measured_s=m.measured_s, python_s=m.python_s) for u, m in zip(split.units, measured)]
     else:
-        units = _python_shared(units, split.source, len(split.units))
-    rank = workload.rebuilt(units=units, measured_units=measured, params=workload.params * share,
-                            param_tensors=[max(1, round(n * share)) for n in workload.param_tensors],
-                            accumulate=1, micro_batches=1.0, batch_size=mb.size)
+        units = _python_shared(split.units, split.source, len(split.units))
     unsplit = split.unsplit_flops / split.gemm_flops if split.gemm_flops else 0.0
-    return RankStep(rank, category, shape, share, unsplit)
+    return shape, units, measured, split.category, unsplit
 
 
 def _python_shared(units: list[Unit], source: list[int], n_split: int) -> list[Unit]:
