@@ -162,3 +162,18 @@ def test_a_fake_clock_callback_run_carries_the_layout_into_its_rows():
     assert data["schema"] == "prenet-report/2.1"
     jsonschema.validate(data, SCHEMA)
     assert Report.from_dict(data).to_dict()["targets"] == data["targets"]
+
+
+def test_interleaving_shrinks_the_bubble_and_zero_shards_the_optimizer_over_dp():
+    def rows(**kw):
+        est = estimate(tiny_lm(layers=8, heads=8), ids(4, 16), predictor=PREDICTOR, precision="bf16-mixed",
+                       targets=["2x8 H100 tp=2 pp=4 microbatches=8", "2x8 H100 tp=2 pp=4 microbatches=8 interleaved=2"],
+                       **kw)
+        return est.rows
+
+    plain, interleaved = rows()
+    assert interleaved["layout"]["bubble_share"] < plain["layout"]["bubble_share"]
+    assert interleaved["layout"]["pp_comm_s"] == pytest.approx(2 * plain["layout"]["pp_comm_s"], rel=1e-3)   # 2x the sends
+    zero1, _ = rows(sharding="zero1")
+    assert zero1["memory_gib"] < plain["memory_gib"] and "ZeRO-1" in zero1["communication"]
+    assert zero1["layout"]["dp"] == 2 and zero1["layout"]["dp_comm_s"] > 0
