@@ -166,7 +166,8 @@ def test_a_fake_clock_callback_run_carries_the_layout_into_its_rows():
 
 def test_interleaving_shrinks_the_bubble_and_zero_shards_the_optimizer_over_dp():
     def rows(**kw):
-        est = estimate(tiny_lm(layers=8, heads=8), ids(4, 16), predictor=PREDICTOR, precision="bf16-mixed",
+        est = estimate(tiny_lm(layers=8, heads=8, hidden=1024, ffn=4096), ids(4, 16), predictor=PREDICTOR,
+                       precision="bf16-mixed",
                        targets=["2x8 H100 tp=2 pp=4 microbatches=8", "2x8 H100 tp=2 pp=4 microbatches=8 interleaved=2"],
                        **kw)
         return est.rows
