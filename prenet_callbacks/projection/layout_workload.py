@@ -19,7 +19,7 @@ import numpy as np
 
 from prenet_callbacks.projection.model_layout import ModelLayout
 from prenet_callbacks.projection.pipeline import stage_layers
-from prenet_callbacks.projection.tensor_split import TransformerShape, _scaled, recognise, split_units
+from prenet_callbacks.projection.tensor_split import TransformerShape, recognise, shard_scaled, split_units
 from prenet_callbacks.projection.workload import Unit, Workload, batch_scaled
 
 ACCUMULATION_UNIT = "gradient accumulation"   # estimate's and report_whatif's unit of gradient adds
@@ -121,7 +121,7 @@ def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predict
     shape, units, measured, category, unsplit = found
     share = param_share(workload, shape, layout)
     opt = [u for u in workload.units if u.phase == "opt"]
-    rank_opt = [replace(u, ops=[(_scaled(s, share), c) for s, c in u.ops], measured_s=u.measured_s if measured
+    rank_opt = [replace(u, ops=[(shard_scaled(s, share), c) for s, c in u.ops], measured_s=u.measured_s if measured
                         else None) for u in opt]
     rank = workload.rebuilt(units=units + rank_opt, measured_units=measured + opt if measured else None,
                             params=workload.params * share,

@@ -140,7 +140,7 @@ class _Splitter:
         found = self.cache.get(key)
         if found is None:
             found = self.cache[key] = _gemm_split(spec, how, self.f) if how.startswith("gemm_") else \
-                _scaled(spec, self.f)
+                shard_scaled(spec, self.f)
         return found
 
 
@@ -161,9 +161,9 @@ _SPLIT_DIMS = {"elementwise": ("numel",), "data_movement": ("numel",), "norm": (
                "attention": ("heads", "kv_heads", "mask_bytes"), "embedding": ("vocab",), "other": ("numel",)}
 
 
-def _scaled(spec: OpSpec, f: float) -> OpSpec:
-    """The op on 1/f... of its elements: FLOPs and bytes times f, the split dimension with them. An embedding's
-    backward writes its vocabulary shard (every rank still reads all the indices)."""
+def shard_scaled(spec: OpSpec, f: float) -> OpSpec:
+    """The op on a share `f` of its elements (one rank's shard): FLOPs and bytes times f, the split dimension with
+    them. An embedding's backward writes its vocabulary shard (every rank still reads all the indices)."""
     dims = dict(spec.dims or {})
     for key in _SPLIT_DIMS.get(spec.op_class, ()):
         if key in dims:
