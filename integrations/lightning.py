@@ -46,8 +46,8 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
             so that it comes within the first few percent of the run).
         report_path: where rank 0 writes the JSON report; default ``<trainer.log_dir>/prenet_report.json``.
         log_every_n_steps: refine the prediction and log ``prenet/*`` metrics this often (optimizer steps).
-        targets: other hardware to project onto (``["A100", "8x H100"]``); ``None`` for the default set,
-            ``[]`` for none.
+        targets: other hardware to project onto (``["A100", "8x H100"]``, tensor/pipeline layouts such as
+            ``"4x8 H100 tp=8 pp=4"``: docs/model-parallel.md); ``None`` for the default set, ``[]`` for none.
         print_report: print the table on rank 0 after the first prediction.
         profile_layers: set False to skip the per-module profile and keep only step timing.
         predictor: the op-time predictor for the projection: None for the shipped one, or the path

@@ -153,8 +153,10 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
         model: an ``nn.Module``, ideally built on ``meta`` (``with torch.device("meta"): ...``).
         example_input: one batch per device: a tensor, a tuple of positional tensors or a dict of
             keyword tensors; ``meta`` tensors need no memory. Its first dimension is the batch.
-        targets: hardware names ("A100", "8x H100 SXM5", "4x8 H100" for 4 nodes of 8, "2x8 H100 @ 200G");
-            None: the default set. Unknown names raise `UnknownHardwareError` listing the closest names.
+        targets: hardware names ("A100", "8x H100 SXM5", "4x8 H100" for 4 nodes of 8, "2x8 H100 @ 200G"), with a
+            tensor/pipeline layout where wanted ("4x8 H100 tp=8 pp=4 microbatches=16": `example_input` is one
+            micro-batch; docs/model-parallel.md); None: the default set. Unknown names raise `UnknownHardwareError`
+            listing the closest names; a layout the model cannot run raises ValueError saying why.
         precision: "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", or "fp8": FP8 training as
             torchao's float8 tensorwise recipe runs it (each ``nn.Linear`` with sides divisible by 16 in FP8,
             the rest bf16-mixed; docs/projection.md). Named targets without FP8 (A100, V100, T4, ...) raise

@@ -9,7 +9,6 @@ import copy
 from typing import Any
 
 from prenet_callbacks.plan import integer_counts
-from prenet_callbacks.report import SCHEMA
 from prenet_callbacks.report_parts import label_for
 
 # /1 target keys -> /2 keys
@@ -92,7 +91,7 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
         projection.setdefault("batch_convention", "per_device")
         projection.setdefault("work", {"steps": total_steps, "done_steps": plan.get("start_step") or 0})
     data.update({
-        "schema": SCHEMA,
+        "schema": "prenet-report/2",   # the shape it has now (`Report.from_dict` stamps the current schema)
         "updated": data.get("created"),
         "run": run,
         "plan": plan,

@@ -33,7 +33,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--input", "-i", dest="inputs", action="append", required=True, metavar="[NAME=]SHAPE[:DTYPE]",
                         help="one model input per device, e.g. 64,3,224,224 or input_ids=8x512:int64 (repeatable)")
     parser.add_argument("--targets", "-t", nargs="+", metavar="TARGET",
-                        help="hardware such as A100 '8x H100 SXM5' '4x8 H100' (4 nodes of 8) '2x8 H100 @ 200G' "
+                        help="hardware such as A100 '8x H100 SXM5' '4x8 H100' (4 nodes of 8) '2x8 H100 @ 200G', "
+                             "with a layout '4x8 H100 tp=8 pp=4 microbatches=16' (docs/model-parallel.md) "
                              "(default: the documented default set)")
     parser.add_argument("--precision", default="32-true",
                         help="32-true, 16-mixed, bf16-mixed, 16-true, bf16-true, or fp8 (torchao float8 training: "

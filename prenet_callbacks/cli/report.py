@@ -25,7 +25,8 @@ def register(subparsers: Any) -> None:
         description="Print a saved PreNeT report; --targets projects the measured run onto other hardware.")
     parser.add_argument("path", metavar="REPORT.json", help="a report written by PreNeTCallback")
     parser.add_argument("--targets", "-t", nargs="+", metavar="TARGET",
-                        help="hardware such as A100 '8x H100' ('default' = the default set; 'none' = no table)")
+                        help="hardware such as A100 '8x H100' '4x8 H100 tp=8 pp=4' ('default' = the default set; "
+                             "'none' = no table)")
     parser.add_argument("--predictor", metavar="PATH",
                         help="with --targets: predictor.json (or its folder) from `prenet train` instead of the shipped one")
     add_projection_options(parser)

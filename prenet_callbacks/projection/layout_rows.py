@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -28,14 +28,13 @@ from prenet_callbacks.projection.model_layout import check_against_model
 from prenet_callbacks.projection.optimizer_ops import default_implementation
 from prenet_callbacks.projection.parallel import ZeroConfig
 from prenet_callbacks.projection.pipeline import PipelineTime, in_flight, layer_activation_bytes, pipeline_time, stage_layers
-from prenet_callbacks.projection.project import (
+from prenet_callbacks.projection.row_parts import (
     COMM_ERROR,
     RunShape,
     assumed_for,
     current_forward_s,
     host_model,
     one_off_seconds,
-    plain_rows,
     python_seconds,
     row_notes,
 )
@@ -62,8 +61,9 @@ def layout_refusal(workload: Workload, target, convention: str) -> str | None:
 
 def layout_rows(workload: Workload, targets: list, predictor, shape: RunShape, *, current_total_s: float | None,
                 batch_convention: str, zero: ZeroConfig, provider: str | None,
-                notes: list[str] | None = None) -> list[dict[str, Any] | None]:
-    """One row per layout target (None where the layout cannot run the model; `notes` gets why)."""
+                plain_row: Callable[[Any], dict[str, Any]], notes: list[str] | None = None) -> list[dict[str, Any] | None]:
+    """One row per layout target (None where the layout cannot run the model; `notes` gets why). `plain_row`:
+    the row of a target without its layout (every GPU a replica), for a model that is no transformer."""
     hm = host_model(workload)
     context = _Context(workload, shape, predictor, batch_convention, zero, provider, hm,
                        one_off_seconds(workload, shape, current_total_s), current_forward_s(workload, hm),
@@ -74,7 +74,7 @@ def layout_rows(workload: Workload, targets: list, predictor, shape: RunShape, *
         mb = micro_batches(workload, target.layout, batch_convention)
         rank = mb if isinstance(mb, str) else rank_step(workload, target.layout, mb, predictor, splits)
         if isinstance(rank, str) and not isinstance(mb, str):
-            out.append(_fallback_row(context, target, rank))
+            out.append(_fallback_row(plain_row, target, rank))
             continue
         refusal = _refusal(target, mb, None if isinstance(rank, str) else rank.shape)
         if refusal:
@@ -120,11 +120,9 @@ class _Priced:
         return max(range(len(self.stages)), key=lambda i: self.stages[i][0])
 
 
-def _fallback_row(ctx: _Context, target, reason: str) -> dict[str, Any]:
+def _fallback_row(plain_row: Callable[[Any], dict[str, Any]], target, reason: str) -> dict[str, Any]:
     """A model that is no recognisable transformer: every GPU a data-parallel replica, and the row says so."""
-    plain = replace(target, layout=None)
-    row = plain_rows(ctx.workload, [plain], ctx.predictor, ctx.shape, current_total_s=ctx.current_total_s,
-                     batch_convention=ctx.convention, zero=ctx.zero, provider=ctx.provider)[0]
+    row = plain_row(replace(target, layout=None))
     row["label"] = target.label
     row["layout"] = {**target.layout.to_dict(), "applied": False, "reason": reason}
     row["notes"] = [f"{target.layout.text()} not applied: the model is not a recognisable transformer ({reason}); "
