@@ -34,6 +34,7 @@ from prenet_callbacks.projection.capture import Capture, CaptureError, capture_s
 from prenet_callbacks.projection.fp8 import check_fp8_targets, fp8_notes, fp8_targets
 from prenet_callbacks.projection.host import ExecutionOptions
 from prenet_callbacks.projection.layout import layout_ops
+from prenet_callbacks.projection.layout_rows import check_layouts
 from prenet_callbacks.projection.optimizer_ops import (
     memory_optimizer_name,
     normalise_optimizer,
@@ -243,17 +244,6 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
     rows = (project_targets(workload, chosen, pred, shape, batch_convention=batch_convention, provider=provider)
             if chosen else [])
     return Estimate(workload, rows, shape, pred, notes, batch_convention, provider=provider)
-
-
-def check_layouts(workload: Workload, targets: Sequence, convention: str) -> None:
-    """Refuse tensor/pipeline layouts this model cannot run (tp not dividing its heads or hidden size, more
-    stages than layers, micro-batches that do not divide the batch): ValueError naming the target and why."""
-    from prenet_callbacks.projection.layout_rows import layout_refusal
-
-    reasons = [reason for target in targets if target.layout is not None
-               for reason in [layout_refusal(workload, target, convention)] if reason]
-    if reasons:
-        raise ValueError("targets: " + "; ".join(reasons) + " (choose degrees the model's shape allows)")
 
 
 _POSITION_LIMITS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length")

@@ -135,22 +135,29 @@ def _profiled_tiny_gpt():
     return profiler.stop()
 
 
-def test_a_fake_clock_callback_run_carries_the_layout_into_its_rows():
+@pytest.fixture(scope="module")
+def session_report():
+    """A fake-clock session whose layer table is a real CPU step of a tiny GPT (2 layers, 4 heads)."""
     from test_session import FakeClock, _train, plan
 
     from prenet_callbacks.session import PredictionSession, SessionConfig
 
     clock = FakeClock()
     config = SessionConfig(warmup_steps=1, profile_steps=2, timing_steps=3, predictor=PREDICTOR,
-                           targets=["2x H100", "2x H100 tp=2", "4x H100 tp=2 pp=2 microbatches=4"])
+                           targets=["2x H100", "2x H100 tp=2", "4x H100 tp=2 pp=2 microbatches=4", "8x H100 tp=8"])
     session = PredictionSession(config, clock=clock)
     session.fit_start({"device": "cpu", "name": "Some CPU", "devices": 1, "precision": "32-true"})
     session.set_plan(plan(checkpoints=[]))
     session.attach_profiler(_RecordedProfiler(_profiled_tiny_gpt()))
     session.train_epoch_start()
     _train(session, clock, steps=12, forward_s=lambda profiled: 0.2)
-    rows = {row["label"]: row for row in session.report.targets}
-    assert set(rows) >= {"2x H100-SXM5", "2x H100-SXM5 tp=2", "4x H100-SXM5 tp=2 pp=2 microbatches=4"}
+    assert not session.disabled
+    return session.report
+
+
+def test_a_fake_clock_callback_run_carries_the_layout_into_its_rows(session_report):
+    rows = {row["label"]: row for row in session_report.targets}
+    assert set(rows) == {"Some CPU", "2x H100-SXM5", "2x H100-SXM5 tp=2", "4x H100-SXM5 tp=2 pp=2 microbatches=4"}
     assert "layout" not in rows["2x H100-SXM5"]
     tp = rows["2x H100-SXM5 tp=2"]["layout"]
     assert (tp["tp"], tp["pp"], tp["applied"], tp["layers"]) == (2, 1, True, 2)
@@ -158,10 +165,23 @@ def test_a_fake_clock_callback_run_carries_the_layout_into_its_rows():
     assert (pp["pp"], pp["microbatches"], pp["stage_layers"]) == (2, 4, [1, 1])
     assert pp["bubble_share"] > 0
     assert all(row["step_s"] > 0 for row in rows.values())
-    data = session.report.to_dict()
+    # the run never breaks: a layout its model cannot run is left out, and the notes say why
+    assert any("not projected: 8x H100-SXM5 tp=8: tp=8 is more than the model's 4 attention heads" in note
+               for note in session_report.projection["notes"])
+    data = session_report.to_dict()
     assert data["schema"] == "prenet-report/2.1"
     jsonschema.validate(data, SCHEMA)
     assert Report.from_dict(data).to_dict()["targets"] == data["targets"]
+
+
+def test_prenet_report_refuses_a_layout_the_run_cannot_run(session_report, tmp_path, capsys):
+    from prenet_callbacks.cli import main
+
+    path = session_report.save(tmp_path / "run.json")
+    assert main(["report", str(path), "--targets", "8x H100 tp=8"]) == 2
+    assert "tp=8 is more than the model's 4 attention heads" in capsys.readouterr().err
+    assert main(["report", str(path), "--targets", "2x8 H100 tp=4 pp=2 microbatches=8"]) == 0
+    assert "2x8 H100-SXM5 tp=4" in capsys.readouterr().out
 
 
 def test_interleaving_shrinks_the_bubble_and_zero_shards_the_optimizer_over_dp():

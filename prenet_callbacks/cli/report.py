@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if args.targets is not None:
         project_report(report, targets, predictor=predictor, precision=args.precision, accumulate=args.accumulate,
                        activation_checkpointing=args.activation_checkpointing, channels_last=args.channels_last,
-                       **options)
+                       refuse_layouts=True, **options)
     if args.html is not None:
         from prenet_callbacks.html import ReportPageError, write_report_page
 

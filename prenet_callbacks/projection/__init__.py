@@ -17,6 +17,7 @@ from prenet_callbacks.projection.cost import run_cost
 from prenet_callbacks.projection.fp8 import fp8_targets
 from prenet_callbacks.projection.from_report import run_shape_from_report, workload_from_report
 from prenet_callbacks.projection.host import ExecutionOptions, measure_host_costs
+from prenet_callbacks.projection.layout_rows import check_layouts
 from prenet_callbacks.projection.memory import GIB, capacity_bytes
 from prenet_callbacks.projection.model_layout import ModelLayout
 from prenet_callbacks.projection.optimizer_ops import optimizer_settings
@@ -38,7 +39,8 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
                    batch_convention: str = "per_device", sharding: str | None = None, compile: str = "none",
                    cuda_graphs: bool = False, optimizer_impl: str | None = None,
                    provider: str | None = None, precision: str | None = None, accumulate: int | None = None,
-                   activation_checkpointing: str | None = None, channels_last: bool = False) -> list[dict[str, Any]]:
+                   activation_checkpointing: str | None = None, channels_last: bool = False,
+                   refuse_layouts: bool = False) -> list[dict[str, Any]]:
     """Fill ``report.targets`` (current device first), the recommendation and ``projection``.
 
     ``targets=None`` projects onto `DEFAULT_TARGETS`, ``[]`` onto nothing (the table is cleared).
@@ -59,6 +61,9 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     With either, the rows' notes say so and the measured GPU is projected too (`report_whatif.py`).
     ``channels_last``: with a half ``precision``, the run's convolutions take channels-last tensors (default
     False: NCHW, PyTorch's default, whose half convolutions pay cuDNN's layout transforms).
+    ``refuse_layouts``: a tensor/pipeline layout the run's model cannot run raises ValueError with the reason
+    (an explicit request: ``prenet report --targets``); False (a training run's callback) leaves its row out and
+    says why in ``projection.notes``.
     Unknown names raise `UnknownHardwareError` (a ValueError naming the closest catalog entries); other
     bad values raise ValueError naming the value and the fix. Returns the rows.
     """
@@ -81,6 +86,8 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     fp8_note: list[str] = []
     if workload.precision.fp8:
         chosen, fp8_note = fp8_targets(chosen, explicit=targets is not None)
+    if refuse_layouts and run_model_parallel(report) is None:
+        check_layouts(workload, chosen, batch_convention)
     shape = run_shape_from_report(report, workload)
     predictor, predictor_note = resolve_predictor(predictor)
     current = _current_row(report, recorded, shape, batch_convention, provider)   # the run as it ran

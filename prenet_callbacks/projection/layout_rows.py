@@ -59,6 +59,15 @@ def layout_refusal(workload: Workload, target, convention: str) -> str | None:
     return _refusal(target, mb, None if isinstance(mb, str) else model_shape(workload, mb.scale)[0])
 
 
+def check_layouts(workload: Workload, targets, convention: str) -> None:
+    """Refuse tensor/pipeline layouts this model cannot run (tp not dividing its heads or hidden size, more
+    stages than layers, micro-batches that do not divide the batch): ValueError naming each target and why."""
+    reasons = [reason for target in targets if target.layout is not None
+               for reason in [layout_refusal(workload, target, convention)] if reason]
+    if reasons:
+        raise ValueError("targets: " + "; ".join(reasons) + " (choose degrees the model's shape allows)")
+
+
 def layout_rows(workload: Workload, targets: list, predictor, shape: RunShape, *, current_total_s: float | None,
                 batch_convention: str, zero: ZeroConfig, provider: str | None,
                 plain_row: Callable[[Any], dict[str, Any]], notes: list[str] | None = None) -> list[dict[str, Any] | None]:
