@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-SCHEDULES = ("1f1b", "interleaved")
 DEFAULT_VIRTUAL_STAGES = 2
 _NUMBER = re.compile(r"^(tp|pp|dp|microbatches|global_batch|interleaved)=(\d+)$")
 _FLAGS = ("sp", "1f1b", "interleaved")
@@ -45,10 +44,6 @@ class ModelLayout:
     def model_parallel(self) -> bool:
         """Whether the model itself is split (tp or pp above 1); dp alone is plain data parallelism."""
         return self.tp > 1 or self.pp > 1
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
 
     def text(self) -> str:
         """The layout as it is written in a target name (canonical order; dp only where it says more)."""
