@@ -25,6 +25,7 @@ from prenet_callbacks.memory_account import state_sizes
 from prenet_callbacks.render import print_report
 from prenet_callbacks.run_info import batch_size_of, describe_run
 from prenet_callbacks.session import PredictionSession, SessionConfig
+from prenet_callbacks.terminal import print_line
 
 
 def _callback_bases() -> tuple[type, ...]:
@@ -143,8 +144,8 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
             note_once(session, f"fast_dev_run: Lightning runs {int(trainer.fast_dev_run)} batch(es) as a check, too "
                                 "few to predict from; remove fast_dev_run for a prediction")
             if session.is_rank_zero and session.config.print_report:
-                print("PreNeT: fast_dev_run runs a few batches as a check: no prediction (remove fast_dev_run "
-                      "to get one)")
+                print_line("PreNeT: fast_dev_run runs a few batches as a check: no prediction (remove "
+                           "fast_dev_run to get one)")
         if startup is None and trainer.world_size > 1:
             note_once(session, "process start-up before on_fit_start (launching ranks, init_process_group) "
                                 "could not be measured and is not included")

@@ -16,6 +16,7 @@ from prenet_callbacks.lifecycle import end_line
 from prenet_callbacks.report import Report
 from prenet_callbacks.session_config import SessionConfig
 from prenet_callbacks.session_guard import PreNeTWarning
+from prenet_callbacks.terminal import print_line
 
 # Reports are rewritten at most this often during the run (and always at the end).
 REPORT_WRITE_INTERVAL_S = 30.0
@@ -54,7 +55,7 @@ class SessionOutputs:
         self.now = now
         self.logger_sinks: list[MetricSink] = []
         self.printer: Printer | None = None
-        self.line_printer: Callable[[str], None] = print
+        self.line_printer: Callable[[str], None] = print_line  # on a line of its own beside progress bars
         self.publishers: list[Publisher] = []
         self.last_report_write = -math.inf
 
