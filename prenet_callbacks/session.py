@@ -253,6 +253,9 @@ class PredictionSession:
                 self._predict(first=True)
         elif self._refinement_due(self.done_steps):
             self._predict(first=False)
+        every = self.config.metrics_every_n_steps
+        if every is not None and self.done_steps % every == 0:
+            self.log_metrics(self.done_steps)
         self._watch_subnormals()
 
     def _watch_subnormals(self) -> None:
@@ -268,8 +271,16 @@ class PredictionSession:
             self._break_run()  # sampling is not part of the next step
 
     def _refinement_due(self, step: int) -> bool:
-        """Whether a refinement is due at optimizer ``step`` (one every ``log_every_n_steps``)."""
-        return step - self.predictions.last_logged_step >= self.config.log_every_n_steps
+        """Whether a refinement is due at optimizer ``step`` (one every ``refine_every_n_steps``)."""
+        return step - self.predictions.last_step >= self.config.refine_every_n_steps
+
+    @guarded
+    def log_metrics(self, step: int | None = None) -> None:
+        """``prenet/*`` metrics of the latest prediction to the logger sinks, now (at optimizer ``step``, default
+        the run's): every ``metrics_every_n_steps`` by the session itself, else by the integration whenever its
+        Trainer logs. Nothing before the first prediction."""
+        if self.predictions.latest is not None:
+            self.outputs.log(self.predictions.latest, self.done_steps if step is None else step, self._elapsed())
 
     def _finish_profile_window(self) -> None:
         with self.own_time.part("profiling"):

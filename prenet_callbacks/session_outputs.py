@@ -73,9 +73,8 @@ class SessionOutputs:
                 and not any(isinstance(p, PagePublisher) for p in self.publishers)):
             self.publishers.append(PagePublisher(Path(path).with_suffix(".html")))
 
-    def prediction(self, report: Report, prediction: Prediction, step: int, *, first: bool) -> None:
-        """A prediction was made at ``step``: log it, save the report (the first at once), show the first."""
-        self.log(prediction, step)
+    def prediction(self, report: Report, *, first: bool) -> None:
+        """A prediction was made: save the report (the first at once), show the first."""
         # the report first: a location that cannot be written is one failure, not one per output
         self.write_report(report, force=first)
         if first:
@@ -87,13 +86,14 @@ class SessionOutputs:
         self.write_report(report, force=True)
         self.publish(report, "end")
 
-    def log(self, prediction: Prediction, step: int) -> None:
-        """The prediction's step time and ETA to every logger sink (rank 0)."""
+    def log(self, prediction: Prediction, step: int, elapsed_s: float) -> None:
+        """The prediction's step time, total and the time left ``elapsed_s`` into the run to every logger sink
+        (rank 0): between two predictions the time left counts down from the latest one's total."""
         if not self.is_rank_zero or not self.logger_sinks:
             return
         metrics = {"prenet/step_s": prediction.step_s}
         if prediction.predicted_total_s is not None:
-            metrics["prenet/eta_s"] = prediction.eta_s
+            metrics["prenet/eta_s"] = max(0.0, prediction.predicted_total_s - elapsed_s)
             metrics["prenet/predicted_total_s"] = prediction.predicted_total_s
         for sink in self.logger_sinks:
             sink({k: float(v) for k, v in metrics.items() if v is not None}, step)

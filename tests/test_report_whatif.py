@@ -71,7 +71,7 @@ def report_path(tmp_path_factory):
     pl.seed_everything(0, verbose=False)
     ids = torch.randint(0, VOCAB, (BATCH * 8, TOKENS), generator=torch.Generator().manual_seed(0))
     callback = PreNeTCallback(report_path=tmp / "run.json", warmup_steps=1, profile_steps=1, timing_steps=3,
-                              log_every_n_steps=5, targets=["H100"], print_report=False, html=False)
+                              metrics_every_n_steps=5, targets=["H100"], print_report=False, html=False)
     trainer(tmp, [callback], max_steps=8).fit(TinyLM(), DataLoader(TensorDataset(ids), batch_size=BATCH))
     return tmp / "run.json"
 
