@@ -232,7 +232,7 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
 
     @guarded_hook
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
-        self.session.epoch_end()
+        self.session.epoch_end(whole=not trainer.should_stop)   # a stop (callback, max_time) cuts the epoch short
 
     # -- validation -------------------------------------------------------------------------------
     @guarded_hook

@@ -77,8 +77,8 @@ def _headline(report: Report, live: bool) -> Text:
             text.append("\n" + _written_line(report, prediction, eta))
         text.append(f"; {format_step_time(prediction.step_s)} per optimizer step")
     _plan_line(text, report, prediction)
-    for note in filter(None, [prediction.note if not report.actual else None]):
-        text.append(f"\nNote: {note}", style="yellow")
+    if prediction.note and prediction.predicted_total_s is not None and not report.actual:
+        text.append(f"\nNote: {prediction.note}", style="yellow")   # without a total the note is its reason
     return text
 
 

@@ -125,7 +125,12 @@ class SessionOutputs:
         if not self.is_rank_zero:
             return
         line = end_line(report, unit=unit)
-        if line and self.config.print_report:
+        if line:
+            self.print_line(line)
+
+    def print_line(self, line: str) -> None:
+        """One line for the user (rank 0, when the user prints the report), on a line of its own."""
+        if self.is_rank_zero and self.config.print_report:
             self.line_printer(line)
 
     def _note_failure(self, report: Report, error: BaseException) -> None:
