@@ -250,6 +250,7 @@ def _target_notes(report: Report, rows: list[TargetRow]) -> list[str]:
         for note in target.notes or ():
             by_note.setdefault(note, []).append(target.display_label)
     notes = [f"{', '.join(labels)}: {note}" for note, labels in by_note.items()]
+    notes += _one_off_note(report, rows)
     work = (report.projection or {}).get("work") or {}
     if work.get("done_steps"):
         notes.append(f"every row is the whole run of {work.get('steps') or '?':,} steps, of which "
@@ -262,6 +263,18 @@ def _target_notes(report: Report, rows: list[TargetRow]) -> list[str]:
     if instances:
         notes.append("priced by: " + "; ".join(instances) + " (on-demand list prices of that date)")
     return notes
+
+
+def _one_off_note(report: Report, rows: list[TargetRow]) -> list[str]:
+    """Where the rows' one-off time comes from, when the measured run's (a CPU's) is not carried to them."""
+    measured = ((report.projection or {}).get("one_off") or {}).get("measured_s")
+    own = [t.assumed["one_off_s"] for t in rows if not t.current and t.assumed.get("one_off_s")]
+    if measured is None or not own:
+        return []
+    spread = dict.fromkeys((format_duration(min(own)), format_duration(max(own))))   # "0.4 s" or "0.4 s to 1.2 s"
+    where = "this CPU's" if report.current.get("device") == "cpu" else "the measured device's"
+    instead = f", not {where} {format_duration(measured)} of warm-up and profiling" if measured >= 0.05 else ""
+    return [f"other rows: their own warm-up, estimated ({' to '.join(spread)}){instead}"]
 
 
 def _band_text(target: TargetRow) -> str:

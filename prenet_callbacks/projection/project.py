@@ -31,6 +31,7 @@ from prenet_callbacks.projection.host import (
 )
 from prenet_callbacks.projection.links import host_link_bytes_per_s
 from prenet_callbacks.projection.memory import GIB, capacity_bytes, derived_account, fit_account, usable_gib
+from prenet_callbacks.projection.one_off import measured_one_off_s, target_one_off_s
 from prenet_callbacks.projection.optimizer_ops import default_implementation
 from prenet_callbacks.projection.parallel import DDP_BUCKET_BYTES, ZeroConfig, ddp_exposed_seconds, zero_comm_seconds
 from prenet_callbacks.projection.precision import precision_note
@@ -52,12 +53,16 @@ class RunShape:
     fixed_s: setup, checkpoints, epoch boundaries -- host and disk work that no GPU changes.
     validation_s: all validation of the run on the measured device (scales like the forward pass).
     done_steps: steps already run when this was measured (reported, not subtracted: rows cover the run).
+    fits, profiled_steps, compile_s: what a target's own one-off time is made of (`one_off.py`).
     """
 
     steps: float | None = None
     fixed_s: float = 0.0
     validation_s: float = 0.0
     done_steps: int = 0
+    fits: int = 1              # fit calls the run takes (a resumed run pays each one's start-up again)
+    profiled_steps: int = 0    # the measured run's profiling window (each target row's own one costs it too)
+    compile_s: float = 0.0     # torch.compile's time in the measured run (host work: carried as measured)
 
 
 def check_batch_convention(value: Any) -> str:
@@ -119,7 +124,8 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
     current_fwd = _current_forward(workload, hm)
     zero = sharding if sharding is not None else workload.zero
     has_conv = any(spec.op_class == "conv" for spec in workload.flat().specs)
-    one_off = _one_off_s(workload, shape, current_total_s)
+    measured_once = measured_one_off_s(shape.steps, workload.measured_step_s, shape.fixed_s + shape.validation_s,
+                                       current_total_s)
     # every target at once: (units, targets) host and device seconds, simulated in one pass
     kernels = times.kernels
     host = unit_host_seconds(kernels, phases, workload.host_costs, workload.options, _python(workload)) * hm.scale
@@ -174,6 +180,7 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
         low, high = widen(step, low, high, width)
         steps_t = _target_steps(shape.steps, workload.world, n, batch_convention)
         total = total_low = total_high = None
+        one_off = _row_one_off(workload, shape, measured_once, step, current_total_s)
         if steps_t is not None:
             validation = _validation(workload, shape, float(target_fwd[t]), current_fwd, r, n)
             total = one_off + shape.fixed_s + validation + steps_t * step
@@ -218,7 +225,8 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
                       "host": max(0.0, step - device_total - comm_exposed)},
             comm_s=comm_total, comm_exposed_s=comm_exposed, communication=comm_note, host_bound=host_bound,
             unmodelled_share=times.unmodelled_share[t], precision=workload.precision.name, precision_note=note,
-            assumed=_assumed(workload, variant, acc, zero, target, hm), notes=notes,
+            assumed={**_assumed(workload, variant, acc, zero, target, hm), "one_off_s": round(one_off, 4)},
+            notes=notes,
         ).to_dict())
     return rows
 
@@ -254,15 +262,15 @@ def _target_steps(steps: float | None, world: int, n: int, convention: str) -> f
     return steps * _work_factor(world, n, convention)
 
 
-def _one_off_s(workload: Workload, shape: RunShape, current_total_s: float | None) -> float:
-    """What the measured run spends once beyond its steady parts (warm-up steps, the profiling window,
-    compilation, this tool's own work): its predicted total minus steps x clean step + fixed +
-    validation. A target run pays about as much once, so every target's total carries it; without it a
-    host-bound run would look faster anywhere else by exactly that amount."""
-    if not current_total_s or shape.steps is None or not workload.measured_step_s:
+def _row_one_off(workload: Workload, shape: RunShape, measured_once: float, step: float,
+                 current_total_s: float | None) -> float:
+    """A row's one-off time: the measured run's where it ran on a catalog GPU, else the target's own estimate
+    (`one_off.py`: a CPU's warm-up and profiling at its own pace are not a GPU's); none without a measured run."""
+    if not current_total_s:
         return 0.0
-    steady = shape.fixed_s + shape.validation_s + shape.steps * workload.measured_step_s
-    return max(0.0, current_total_s - steady)
+    if workload.anchor is not None:
+        return measured_once
+    return target_one_off_s(step, profiled_steps=shape.profiled_steps, fits=shape.fits, compile_s=shape.compile_s)
 
 
 def _work_factor(world: int, n: int, convention: str) -> float:
