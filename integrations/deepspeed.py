@@ -151,7 +151,7 @@ def attach(
     config = loop_config(
         warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
         metrics_every_n_steps=metrics_interval(metrics_every_n_steps, log_every_n_steps, "attach", default=50),
-            report_path=report_path, targets=targets,
+        report_path=report_path, targets=targets,
         print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
         batch_convention=batch_convention, provider=provider, allocator_probe=allocator_probe,
     )

@@ -156,7 +156,7 @@ class FittedTable:
             yield Text(self.caption)
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        kept, widths = self.layout(options.max_width)
+        _, widths = self.layout(options.max_width)
         table_width = sum(widths) + _GAP * (len(widths) - 1)
         text_width = max([_longest_line(self.title), *(_longest_line(line) for line in self.caption.split("\n"))])
         return Measurement(min(table_width, options.max_width),

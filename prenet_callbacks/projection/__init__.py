@@ -14,10 +14,10 @@ from predictor_models.hardware.providers import check_provider
 from prenet_callbacks.projection.advice import recommend
 from prenet_callbacks.projection.cost import run_cost
 from prenet_callbacks.projection.fp8 import fp8_targets
-from prenet_callbacks.projection.one_off import measured_one_off_s
 from prenet_callbacks.projection.from_report import run_shape_from_report, workload_from_report
 from prenet_callbacks.projection.host import ExecutionOptions, measure_host_costs
 from prenet_callbacks.projection.memory import GIB, capacity_bytes
+from prenet_callbacks.projection.one_off import measured_one_off_s
 from prenet_callbacks.projection.optimizer_ops import optimizer_settings
 from prenet_callbacks.projection.parallel import ZeroConfig
 from prenet_callbacks.projection.precision import Precision, parse_precision
@@ -111,7 +111,7 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
         report.projection["one_off"] = {
             "measured_s": round(measured_one_off_s(shape.steps, workload.measured_step_s,
                                                    shape.fixed_s + shape.validation_s, current.total_s), 4),
-            "targets": "own estimate", "fits": shape.fits}
+            "fits": shape.fits}
     if workload.reprojected_from:
         report.projection["reprojected_from"] = workload.reprojected_from   # the run's own precision
     if whatif:
