@@ -8,7 +8,7 @@ least useful first: method, price, FLOP/B); last, a ``keep_tail`` column (layer 
 cells from the left ("…encoder.layers.3.mlp"). Numbers, bands and hardware names are never cut.
 
 Title and notes are lines of their own above and below the table, so that they wrap at the full
-width rather than at the (possibly narrow) table's.
+width rather than at the (possibly narrow) table's. A column empty in every row is left out.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from rich.text import Text
 
 _GAP = 3            # between two columns: a space, the rule, a space (no outer edge or padding)
 _SHORTEST_TAIL = 8  # a keep_tail cell is never shortened below this many cells ("…" included)
+_EMPTY = ("", "—")
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,11 @@ class FittedTable:
 
     def __init__(self, columns: Sequence[Column], rows: Iterable[Sequence[str]], *, title: str = "",
                  caption: str = "") -> None:
-        self.columns = list(columns)
-        self.rows = [list(row) for row in rows]
+        rows = [list(row) for row in rows]
+        # a column with nothing in any row ("—" throughout: no speed-up without a measured row) is left out
+        kept = [i for i in range(len(columns)) if not rows or any(_plain(row[i]) not in _EMPTY for row in rows)]
+        self.columns = [columns[i] for i in kept]
+        self.rows = [[row[i] for i in kept] for row in rows]
         self.title = title
         self.caption = caption
 

@@ -273,8 +273,8 @@ def _one_off_note(report: Report, rows: list[TargetRow]) -> list[str]:
         return []
     spread = dict.fromkeys((format_duration(min(own)), format_duration(max(own))))   # "0.4 s" or "0.4 s to 1.2 s"
     where = "this CPU's" if report.current.get("device") == "cpu" else "the measured device's"
-    instead = f", not {where} {format_duration(measured)} of warm-up and profiling" if measured >= 0.05 else ""
-    return [f"other rows: their own warm-up, estimated ({' to '.join(spread)}){instead}"]
+    instead = f", not {where} {format_duration(measured)}" if measured >= 0.05 else ""
+    return [f"other rows: their own warm-up ({' to '.join(spread)}, estimated){instead}"]
 
 
 def _band_text(target: TargetRow) -> str:

@@ -76,7 +76,7 @@ def test_gpu_rows_of_a_resumed_cpu_run_carry_their_own_warm_up(tmp_path):
         if row["usd_per_hour"]:
             assert row["total_usd"] == pytest.approx(row["usd_per_hour"] * row["total_s"] / 3600, rel=0.02, abs=1e-4)
     text = render_text(report, width=100)
-    assert text.count("other rows: their own warm-up, estimated") == 1 and "of warm-up and profiling" in text
+    assert text.count("other rows: their own warm-up (") == 1 and "estimated), not this CPU's" in text
 
 
 def test_the_warm_up_figures_are_the_committed_gpu_runs():
