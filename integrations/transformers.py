@@ -73,9 +73,8 @@ class PreNeTTrainerCallback(TrainerCallback):
         profile_steps: optimizer steps profiled per module (forward/backward time, ops, features).
         report_path: where the main process writes the JSON report; default
             ``<args.output_dir>/prenet_report.json``.
-        metrics_every_n_steps: log ``prenet/*`` metrics every this many optimizer steps; None (the default): when
-            the Trainer logs (``logging_strategy``, ``logging_steps``). (``log_every_n_steps``, the old name, still
-            works with a DeprecationWarning.)
+        metrics_every_n_steps: log ``prenet/*`` metrics every this many optimizer steps; None: when the Trainer
+            logs (``logging_steps``). ``log_every_n_steps``, the old name, warns.
         targets: other hardware to project onto (``["A100", "8x H100"]``); ``None`` for the default set,
             ``[]`` for none.
         timing_steps: clean optimizer steps timed before the first prediction (fewer in short runs).
@@ -126,11 +125,10 @@ class PreNeTTrainerCallback(TrainerCallback):
         allocator_probe: bool = False,
         log_every_n_steps: int | None = None,
     ) -> None:
+        every = metrics_interval(metrics_every_n_steps, log_every_n_steps, "PreNeTTrainerCallback", default=None)
         self.config: SessionConfig = validate_session_config(
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
-            metrics_every_n_steps=metrics_interval(metrics_every_n_steps, log_every_n_steps, "PreNeTTrainerCallback",
-                                                   default=None),
-            report_path=report_path, targets=targets,
+            metrics_every_n_steps=every, report_path=report_path, targets=targets,
             print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
             batch_convention=batch_convention, provider=provider, allocator_probe=allocator_probe,
         )
@@ -319,8 +317,7 @@ class PreNeTTrainerCallback(TrainerCallback):
             self._before_log_save_evaluate(control)
 
     def _before_log_save_evaluate(self, control: Any) -> None:
-        """What the Trainer does next, as its flow callback decided: log (``prenet/*`` with its logs, unless the
-        user set ``metrics_every_n_steps``), evaluate, then save."""
+        """What the Trainer does next, as its flow callback decided: log (``prenet/*`` too), evaluate, save."""
         if control.should_log and self.session.config.metrics_every_n_steps is None:
             self.session.log_metrics()
         if control.should_evaluate:
