@@ -804,6 +804,16 @@ REGIMES = (("fp32, absolute, tensor-core GPUs (Volta and later, CDNA, TPU)", "fp
            ("a regime with no measured steps: every measured step", "all"))
 QUOTES += [Q(PROJECTION, f"| {name} | {{}} | +-{{}} % |", F(BANDS, f"cells.{cell}.n", INT), F(BANDS, band(cell), PCT0))
            for name, cell in REGIMES]
+ONE_OFF = "benchmarks/results/gpu_one_off.json"   # issue 40: a target's own warm-up, from the H200 reports
+QUOTES += [
+    Q(PROJECTION, "{} s start-up + the profiled steps at {}x the target's step",
+      F(ONE_OFF, "summary.start_s", num(2)), F(ONE_OFF, "summary.profiled_slowdown", num(1))),
+    Q(PROJECTION, "{} s and {} s of start-up at the first prediction, profiled steps {}-{}x a clean one",
+      F(ONE_OFF, lambda d: min(r["start_s"] for r in d["runs"]), num(2)),
+      F(ONE_OFF, lambda d: max(r["start_s"] for r in d["runs"]), num(2)),
+      F(ONE_OFF, lambda d: min(r["profiled_slowdown"] for r in d["runs"]), num(1)),
+      F(ONE_OFF, lambda d: max(r["profiled_slowdown"] for r in d["runs"]), num(1))),
+]
 QUOTES += [
     Q(PROJECTION, "forward op from Python {} us, backward op from the autograd engine {} us, aten dispatch {} us, "
                   "foreach AdamW step's Python {} us; AMD EPYC, torch 2.13, measured on a shared 2-core machine on {}",

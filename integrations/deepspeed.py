@@ -31,6 +31,7 @@ import torch
 from integrations.deepspeed_config import describe_engine, precision_of
 from integrations.deepspeed_hooks import EngineEvents
 from integrations.loop_run import LoopRun, check_schedule, loop_config, module_profiler
+from prenet_callbacks.config import metrics_interval
 from prenet_callbacks.report import Report
 from prenet_callbacks.run_info import describe_run
 from prenet_callbacks.session import PredictionSession
@@ -107,7 +108,7 @@ def attach(
     warmup_steps: int = 3,
     profile_steps: int = 3,
     timing_steps: int = 20,
-    log_every_n_steps: int = 50,
+    metrics_every_n_steps: int = 50,
     print_report: bool = True,
     profile_layers: bool = True,
     predictor: Any = None,
@@ -115,6 +116,7 @@ def attach(
     batch_convention: str = "per_device",
     provider: str | None = None,
     allocator_probe: bool = False,
+    log_every_n_steps: int | None = None,
 ) -> DeepSpeedHandle:
     """Start predicting the run of a `deepspeed.DeepSpeedEngine`; call it just before the training loop.
 
@@ -130,9 +132,10 @@ def attach(
         report_path: where rank 0 writes the JSON report; default ``./prenet_report.json``.
         targets: other hardware to project onto (``["A100", "8x H100"]``); ``None`` for the default
             set, ``[]`` for none.
-        warmup_steps, profile_steps, timing_steps, log_every_n_steps, print_report, profile_layers,
-        predictor, html, batch_convention, provider, allocator_probe: as for `PreNeTCallback` (steps are
-        optimizer steps).
+        metrics_every_n_steps: write ``prenet/*`` events to the engine's monitor every this many optimizer steps
+            (``log_every_n_steps``, the old name, still works with a DeprecationWarning).
+        warmup_steps, profile_steps, timing_steps, print_report, profile_layers, predictor, html,
+        batch_convention, provider, allocator_probe: as for `PreNeTCallback` (steps are optimizer steps).
 
     Returns:
         A `DeepSpeedHandle` with ``.report``, ``.validation()``, ``.checkpoint()``, ``.finish()`` and ``.detach()``.
@@ -147,7 +150,8 @@ def attach(
                               checkpoint_every=checkpoint_every, step_name="the engine's global_steps")
     config = loop_config(
         warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
-        log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
+        metrics_every_n_steps=metrics_interval(metrics_every_n_steps, log_every_n_steps, "attach", default=50),
+        report_path=report_path, targets=targets,
         print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
         batch_convention=batch_convention, provider=provider, allocator_probe=allocator_probe,
     )

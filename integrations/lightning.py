@@ -20,12 +20,13 @@ from integrations.lightning_plan import limits_from_trainer, plan_from_trainer
 from integrations.plumbing import default_report_path, guarded_hook, note_once, wrap_method
 from integrations.startup import startup_seconds
 from prenet_callbacks.clocks import clock_for
-from prenet_callbacks.config import validate_session_config
+from prenet_callbacks.config import metrics_interval, validate_session_config
 from prenet_callbacks.memory_account import state_sizes
 from prenet_callbacks.model_parallel_run import run_layout
 from prenet_callbacks.render import print_report
 from prenet_callbacks.run_info import batch_size_of, describe_run
 from prenet_callbacks.session import PredictionSession, SessionConfig
+from prenet_callbacks.terminal import print_line
 
 
 def _callback_bases() -> tuple[type, ...]:
@@ -45,7 +46,9 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         timing_steps: clean optimizer steps timed before the first prediction (fewer in short runs,
             so that it comes within the first few percent of the run).
         report_path: where rank 0 writes the JSON report; default ``<trainer.log_dir>/prenet_report.json``.
-        log_every_n_steps: refine the prediction and log ``prenet/*`` metrics this often (optimizer steps).
+        metrics_every_n_steps: log ``prenet/*`` metrics every this many optimizer steps, in rows of their own;
+            None (the default): with the Trainer's own metrics, in its rows, on its ``log_every_n_steps``.
+            (``log_every_n_steps``, the old name, still works with a DeprecationWarning.)
         targets: other hardware to project onto (``["A100", "8x H100"]``, tensor/pipeline layouts such as
             ``"4x8 H100 tp=8 pp=4"``: docs/model-parallel.md); ``None`` for the default set, ``[]`` for none.
         print_report: print the table on rank 0 after the first prediction.
@@ -87,7 +90,7 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         warmup_steps: int = 3,
         profile_steps: int = 3,
         report_path: str | os.PathLike[str] | None = None,
-        log_every_n_steps: int = 50,
+        metrics_every_n_steps: int | None = None,
         targets: Sequence[str] | None = None,
         *,
         timing_steps: int = 20,
@@ -98,11 +101,14 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         batch_convention: str = "per_device",
         provider: str | None = None,
         allocator_probe: bool = False,
+        log_every_n_steps: int | None = None,
     ) -> None:
         super().__init__()
         self.config: SessionConfig = validate_session_config(
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
-            log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
+            metrics_every_n_steps=metrics_interval(metrics_every_n_steps, log_every_n_steps, "PreNeTCallback",
+                                                   default=None),
+            report_path=report_path, targets=targets,
             print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
             batch_convention=batch_convention, provider=provider, allocator_probe=allocator_probe,
         )
@@ -131,7 +137,7 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
         session.config.report_path = self._user_report_path or default_report_path(trainer.log_dir or
                                                                                      trainer.default_root_dir)
         session.printer = print_report
-        session.logger_sinks = [_logger_sink(logger, trainer) for logger in trainer.loggers]
+        session.logger_sinks = _logger_sinks(trainer, pl_module, own_rows=session.config.metrics_every_n_steps is not None)
         session.publishers = [p for p in session.publishers if not getattr(p, "tensorboard", False)]
         session.publishers[:0] = [_tensorboard_publisher(logger, trainer) for logger in trainer.loggers
                                   if compat.is_tensorboard_logger(logger)]
@@ -144,8 +150,8 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
             note_once(session, f"fast_dev_run: Lightning runs {int(trainer.fast_dev_run)} batch(es) as a check, too "
                                 "few to predict from; remove fast_dev_run for a prediction")
             if session.is_rank_zero and session.config.print_report:
-                print("PreNeT: fast_dev_run runs a few batches as a check: no prediction (remove fast_dev_run "
-                      "to get one)")
+                print_line("PreNeT: fast_dev_run runs a few batches as a check: no prediction (remove "
+                           "fast_dev_run to get one)")
         if startup is None and trainer.world_size > 1:
             note_once(session, "process start-up before on_fit_start (launching ranks, init_process_group) "
                                 "could not be measured and is not included")
@@ -222,10 +228,12 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
             # after the first step: optimizers create their state lazily
             session.set_memory_account(state_sizes(pl_module, trainer.optimizers, world=trainer.world_size))
         session.batch_end(stepped=stepped, global_step=global_step)
+        if stepped and session.config.metrics_every_n_steps is None and _trainer_logs(trainer):
+            session.log_metrics(global_step)
 
     @guarded_hook
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
-        self.session.epoch_end()
+        self.session.epoch_end(whole=not trainer.should_stop)   # a stop (callback, max_time) cuts the epoch short
 
     # -- validation -------------------------------------------------------------------------------
     @guarded_hook
@@ -283,12 +291,30 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
 
 
 # ------------------------------------------------------------------------------------------------
-def _logger_sink(logger: Any, trainer: Any) -> Callable[[dict[str, float], int], None]:
-    def sink(metrics: dict[str, float], step: int) -> None:
-        # Lightning's own rows carry the epoch: without it, CSV rows of prenet/* metrics show a blank one
-        logger.log_metrics({**metrics, "epoch": float(trainer.current_epoch)}, step=step)
+def _logger_sinks(trainer: Any, pl_module: Any, *, own_rows: bool) -> list[Callable[[dict[str, float], int], None]]:
+    """Where ``prenet/*`` metrics go: by default ``pl_module.log`` (Lightning writes them with the step's other
+    metrics, in the same rows of every logger); with ``metrics_every_n_steps`` each logger directly, in rows of
+    their own at that interval (nothing added to them, the epoch neither)."""
+    if not trainer.loggers:
+        return []
+    if own_rows:
+        return [_own_rows(logger) for logger in trainer.loggers]
 
-    return sink
+    def sink(metrics: dict[str, float], step: int) -> None:
+        pl_module.log_dict(metrics, on_step=True, on_epoch=False, prog_bar=False, logger=True, rank_zero_only=True)
+
+    return [sink]
+
+
+def _own_rows(logger: Any) -> Callable[[dict[str, float], int], None]:
+    return lambda metrics, step: logger.log_metrics(metrics, step=step)
+
+
+def _trainer_logs(trainer: Any) -> bool:
+    """Whether Lightning writes this step's metrics to its loggers (its ``should_update_logs`` rule, read from
+    ``on_train_batch_end`` of a batch that stepped: ``global_step`` already counts it)."""
+    every = trainer.log_every_n_steps
+    return bool(every) and (trainer.global_step % every == 0 or trainer.should_stop)
 
 
 def _tensorboard_publisher(logger: Any, trainer: Any) -> Callable[[Any, str], None]:

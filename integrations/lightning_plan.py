@@ -36,6 +36,9 @@ def _total_batches(trainer: Any, batches_per_epoch: float, accumulate: int, step
         if max_steps > 0:
             per_step = 1 / steps_per_batch if steps_per_batch else accumulate
             return max_steps * per_step, None, None
+        if max_epochs > 0:
+            return INF, None, (f"the training dataloader has no length (iterable dataset): the total comes when the "
+                               f"first epoch ends (max_epochs={max_epochs})")
         return INF, None, ("the training dataloader has no length (iterable dataset) and Trainer(max_steps) is not set, "
                            "so only a rate can be given")
     bpe = int(batches_per_epoch)

@@ -38,6 +38,7 @@ from torch import nn
 
 from integrations.loop_run import LoopRun, check_schedule, loop_config, memory_account, module_profiler, torch_optimizer
 from integrations.plumbing import note_once
+from prenet_callbacks.config import metrics_interval
 from prenet_callbacks.loader_epochs import watch_loader_epochs
 from prenet_callbacks.projection.precision import PRECISIONS, parse_precision
 from prenet_callbacks.report import Report
@@ -80,9 +81,10 @@ class Tracker:
         precision: Lightning's spelling ("32-true", "bf16-mixed", ...); default from the
             accelerator, else "32-true". The projection to other hardware reads it.
         report_path: where the main process writes the JSON report; default ``./prenet_report.json``.
-        targets, warmup_steps, profile_steps, timing_steps, log_every_n_steps, print_report,
-        profile_layers, predictor, html, batch_convention, provider, allocator_probe: as for
-            `PreNeTCallback` (steps are optimizer steps).
+        metrics_every_n_steps: log ``prenet/*`` metrics (``accelerator.log``) every this many optimizer steps
+            (``log_every_n_steps``, the old name, still works with a DeprecationWarning).
+        targets, warmup_steps, profile_steps, timing_steps, print_report, profile_layers, predictor, html,
+            batch_convention, provider, allocator_probe: as for `PreNeTCallback` (steps are optimizer steps).
 
     Raises:
         ValueError: a bad argument (named in the message, with the fix).
@@ -114,7 +116,7 @@ class Tracker:
         warmup_steps: int = 3,
         profile_steps: int = 3,
         timing_steps: int = 20,
-        log_every_n_steps: int = 50,
+        metrics_every_n_steps: int = 50,
         print_report: bool = True,
         profile_layers: bool = True,
         predictor: Any = None,
@@ -122,6 +124,7 @@ class Tracker:
         batch_convention: str = "per_device",
         provider: str | None = None,
         allocator_probe: bool = False,
+        log_every_n_steps: int | None = None,
     ) -> None:
         _check_objects(model, optimizer, accelerator)
         if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
@@ -132,7 +135,8 @@ class Tracker:
         precision = _check_precision(precision, accelerator)
         config = loop_config(
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
-            log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
+            metrics_every_n_steps=metrics_interval(metrics_every_n_steps, log_every_n_steps, "Tracker", default=50),
+            report_path=report_path, targets=targets,
             print_report=print_report, profile_layers=profile_layers and model is not None, predictor=predictor,
             html=html, batch_convention=batch_convention, provider=provider, allocator_probe=allocator_probe,
         )

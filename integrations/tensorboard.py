@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from prenet_callbacks.render import render_text
+from prenet_callbacks.terminal import LOG_WIDTH
 from prenet_callbacks.report import Report
 
 STAGES = {"first": "first prediction", "end": "end of the run"}
@@ -31,7 +32,7 @@ def publish(report: Report, experiment: Any, *, step: int, stage: str) -> None:
     if not callable(getattr(experiment, "add_text", None)):
         raise ValueError(f"experiment={type(experiment).__name__} has no add_text; pass a TensorBoard SummaryWriter "
                          "(e.g. TensorBoardLogger.experiment)")
-    panel = render_text(report, width=110, live=stage == "first")
+    panel = render_text(report, width=LOG_WIDTH, live=stage == "first")
     # TensorBoard renders text as Markdown: indenting every line keeps the panel a monospace block.
     body = "\n".join("    " + line for line in panel.rstrip("\n").splitlines())
     experiment.add_text(TEXT_TAG, f"**PreNeT, {STAGES[stage]}** (optimizer step {step:,})\n\n{body}", global_step=step)

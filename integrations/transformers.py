@@ -42,7 +42,7 @@ from integrations.plumbing import default_report_path, guarded_hook, note_once, 
 from integrations.transformers_plan import TrainerPlan, plan_from_trainer
 from integrations.transformers_run import describe_trainer_run, end_reason, run_limits
 from prenet_callbacks.clocks import clock_for
-from prenet_callbacks.config import validate_session_config
+from prenet_callbacks.config import metrics_interval, validate_session_config
 from prenet_callbacks.render import print_report
 from prenet_callbacks.session import PredictionSession, SessionConfig
 
@@ -73,7 +73,8 @@ class PreNeTTrainerCallback(TrainerCallback):
         profile_steps: optimizer steps profiled per module (forward/backward time, ops, features).
         report_path: where the main process writes the JSON report; default
             ``<args.output_dir>/prenet_report.json``.
-        log_every_n_steps: refine the prediction and log ``prenet/*`` metrics this often (optimizer steps).
+        metrics_every_n_steps: log ``prenet/*`` metrics every this many optimizer steps; None: when the Trainer
+            logs (``logging_steps``). ``log_every_n_steps``, the old name, warns.
         targets: other hardware to project onto (``["A100", "8x H100"]``); ``None`` for the default set,
             ``[]`` for none.
         timing_steps: clean optimizer steps timed before the first prediction (fewer in short runs).
@@ -111,7 +112,7 @@ class PreNeTTrainerCallback(TrainerCallback):
         warmup_steps: int = 3,
         profile_steps: int = 3,
         report_path: str | os.PathLike[str] | None = None,
-        log_every_n_steps: int = 50,
+        metrics_every_n_steps: int | None = None,
         targets: Sequence[str] | None = None,
         *,
         timing_steps: int = 20,
@@ -122,10 +123,12 @@ class PreNeTTrainerCallback(TrainerCallback):
         batch_convention: str = "per_device",
         provider: str | None = None,
         allocator_probe: bool = False,
+        log_every_n_steps: int | None = None,
     ) -> None:
+        every = metrics_interval(metrics_every_n_steps, log_every_n_steps, "PreNeTTrainerCallback", default=None)
         self.config: SessionConfig = validate_session_config(
             warmup_steps=warmup_steps, profile_steps=profile_steps, timing_steps=timing_steps,
-            log_every_n_steps=log_every_n_steps, report_path=report_path, targets=targets,
+            metrics_every_n_steps=every, report_path=report_path, targets=targets,
             print_report=print_report, profile_layers=profile_layers, predictor=predictor, html=html,
             batch_convention=batch_convention, provider=provider, allocator_probe=allocator_probe,
         )
@@ -314,7 +317,9 @@ class PreNeTTrainerCallback(TrainerCallback):
             self._before_log_save_evaluate(control)
 
     def _before_log_save_evaluate(self, control: Any) -> None:
-        """What the Trainer does next, as its flow callback decided: evaluate, then save."""
+        """What the Trainer does next, as its flow callback decided: log (``prenet/*`` too), evaluate, save."""
+        if control.should_log and self.session.config.metrics_every_n_steps is None:
+            self.session.log_metrics()
         if control.should_evaluate:
             self._evaluations_left = self._eval_datasets
             self.session.validation_start()

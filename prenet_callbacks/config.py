@@ -5,6 +5,7 @@ Every error is a `ValueError` naming the argument, the value and the fix.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -19,6 +20,22 @@ def _positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}; pass e.g. {name}={max(minimum, 3)}")
     return value
+
+
+def metrics_interval(metrics_every_n_steps: Any, log_every_n_steps: Any, owner: str, *,
+                     default: int | None) -> int | None:
+    """The ``metrics_every_n_steps`` a user chose, from its old spelling too (``log_every_n_steps``, renamed: that
+    is the Lightning Trainer's own setting), which warns (DeprecationWarning) and means the same. ``None`` is
+    the default of the callbacks (a Trainer's own logging rhythm); a loop's default is a number."""
+    if log_every_n_steps is not None:
+        if metrics_every_n_steps not in (None, default):
+            raise ValueError(f"{owner}: pass metrics_every_n_steps only (log_every_n_steps is its old name), got both")
+        warnings.warn(f"{owner}(log_every_n_steps=...) is renamed metrics_every_n_steps (log_every_n_steps is the "
+                      "Trainer's own setting); the old name still works for now", DeprecationWarning, stacklevel=3)
+        metrics_every_n_steps = log_every_n_steps
+    if metrics_every_n_steps is None and default is None:
+        return None
+    return _positive_int("metrics_every_n_steps", metrics_every_n_steps)
 
 
 def _flag(name: str, value: Any) -> bool:
@@ -55,7 +72,7 @@ def validate_session_config(
     warmup_steps: int,
     profile_steps: int,
     timing_steps: int,
-    log_every_n_steps: int,
+    metrics_every_n_steps: int | None,
     report_path: Any,
     targets: Sequence[str] | None,
     print_report: bool,
@@ -71,7 +88,8 @@ def validate_session_config(
         warmup_steps=_positive_int("warmup_steps", warmup_steps, minimum=0),
         profile_steps=_positive_int("profile_steps", profile_steps),
         timing_steps=_positive_int("timing_steps", timing_steps),
-        log_every_n_steps=_positive_int("log_every_n_steps", log_every_n_steps),
+        metrics_every_n_steps=None if metrics_every_n_steps is None else _positive_int("metrics_every_n_steps",
+                                                                                       metrics_every_n_steps),
         report_path=validate_report_path(report_path),
         targets=validate_targets(targets),
         print_report=_flag("print_report", print_report),

@@ -111,17 +111,19 @@ class Estimate:
             "notes": self.notes,
         }
 
-    def table(self, width: int = 120) -> str:
-        """The targets as a plain-text table (the same columns as the training report)."""
+    def table(self, width: int | None = None) -> str:
+        """The targets as a plain-text table (the training report's columns) at ``width`` columns (default:
+        `terminal.output_width`: the terminal's, else ``COLUMNS``, else 100)."""
         from rich.console import Console
 
         from prenet_callbacks.render import targets_table
         from prenet_callbacks.report import Report
         from prenet_callbacks.report_upgrade import upgrade_target
+        from prenet_callbacks.terminal import output_width
 
         report = Report(targets=[upgrade_target(row) for row in self.rows])
         buffer = io.StringIO()
-        console = Console(file=buffer, width=width, force_terminal=False, color_system=None)
+        console = Console(file=buffer, width=width or output_width(), force_terminal=False, color_system=None)
         table = targets_table(report)
         if table is not None:
             console.print(table)

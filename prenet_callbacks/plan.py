@@ -223,6 +223,21 @@ class RunPlan:
                 saves += self.validation_runs_between(lo, hi)
         return saves
 
+    def learn_epoch_length(self, batches: int, max_epochs: int | None) -> int | None:
+        """The first whole epoch of a loader without a length ended after ``batches``: with ``max_epochs`` the
+        run now has a length (every epoch assumed as long). Returns how far the run's position moves (the
+        batches of the epochs a resumed fit had done), or None when nothing was learned."""
+        if (self.known_length or math.isfinite(self.batches_per_epoch) or batches < 1 or not max_epochs
+                or max_epochs < 1 or self.steps_per_batch is not None):
+            return None
+        self.batches_per_epoch = float(batches)
+        self.max_epochs = max_epochs
+        self.total_batches = float(max_epochs * batches)
+        shift = self.start_epoch * batches
+        self.start_batch += shift
+        self.unknown_reason = None
+        return shift
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["total_steps"] = self.total_steps if self.known_length else None

@@ -13,13 +13,14 @@ from typing import Any
 
 from rich.console import Console, Group
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from prenet_callbacks import report_view as view
+from prenet_callbacks.fitted_table import Column, FittedTable
 from prenet_callbacks.projection.cost import listing_label
 from prenet_callbacks.report import Report
 from prenet_callbacks.report_parts import Prediction, TargetRow
+from prenet_callbacks.terminal import output_width, print_block
 from prenet_callbacks.units import (format_count, format_duration, format_percent, format_step_time,
                                     format_usd, plural)
 
@@ -76,8 +77,8 @@ def _headline(report: Report, live: bool) -> Text:
             text.append("\n" + _written_line(report, prediction, eta))
         text.append(f"; {format_step_time(prediction.step_s)} per optimizer step")
     _plan_line(text, report, prediction)
-    for note in filter(None, [prediction.note if not report.actual else None]):
-        text.append(f"\nNote: {note}", style="yellow")
+    if prediction.note and prediction.predicted_total_s is not None and not report.actual:
+        text.append(f"\nNote: {prediction.note}", style="yellow")   # without a total the note is its reason
     return text
 
 
@@ -143,7 +144,7 @@ def _plan_line(text: Text, report: Report, prediction: Prediction) -> None:
     text.append("\nPlan: " + ", ".join(parts))
 
 
-def _breakdown_table(report: Report) -> Table | None:
+def _breakdown_table(report: Report) -> FittedTable | None:
     """Where the time went (finished, measured) or goes (the latest prediction), or None."""
     found = view.breakdown(report)
     if found is None:
@@ -155,46 +156,40 @@ def _breakdown_table(report: Report) -> Table | None:
         # after a resume the breakdown is this fit's (from step N on); "whole run" is the targets' word
         title = f"Where the time goes ({f'from step {start:,}' if start else 'whole ' + view.run_word(report)})"
     lightning = view.is_lightning(report)
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, min_width=len(title))
-    table.add_column("part")
-    table.add_column("time", justify="right")
-    table.add_column("share", justify="right")
+    rows = []
     total = found.total_s
     for key, seconds, _ in found.rows():
         if key != "train_s" and seconds < 0.05:
             continue
         label = _BREAKDOWN_LABELS[key] if lightning else _RUN_WORDING.get(key, _BREAKDOWN_LABELS[key])
-        table.add_row(label, format_duration(seconds), format_percent(seconds / total if total else None))
-    return table
+        rows.append([label, format_duration(seconds), format_percent(seconds / total if total else None)])
+    return FittedTable([Column("part", wrap=True), Column("time", "right"), Column("share", "right")], rows,
+                       title=title)
 
 
-def _layer_table(layers: list[dict[str, Any]]) -> Table | None:
+# the layer table's columns; at 80 columns FLOP/B goes first, then the parameters, the FLOPs and the type
+_LAYER_COLUMNS = (Column("layer", keep_tail=True), Column("type", drop=4), Column("forward", "right"),
+                  Column("backward", "right"), Column("FLOPs fwd (CO)", "right", drop=3),
+                  Column("FLOP/B", "right", drop=1), Column("params", "right", drop=2))
+
+
+def _layer_table(layers: list[dict[str, Any]]) -> FittedTable | None:
     rows = [layer for layer in layers if (layer.get("forward_s") or 0) + (layer.get("backward_s") or 0) > 0]
     if not rows:
         return None
     rows.sort(key=lambda layer: -((layer.get("forward_s") or 0) + (layer.get("backward_s") or 0)))
-    table = Table(title="Layers (measured, per optimizer step)", title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("layer", overflow="fold", ratio=3)
-    table.add_column("type", overflow="ellipsis", ratio=2)
-    for column in ("forward", "backward", "FLOPs fwd (CO)", "FLOP/B", "params"):
-        table.add_column(column, justify="right", no_wrap=True)
+    cells = []
     for layer in rows[:_MAX_LAYER_ROWS]:
         features = layer.get("features") or {}
         name = str(layer.get("name", "?"))
         if name == "(root)":
             name = "(root: ops outside submodules)"
-        table.add_row(
-            name,
-            str(layer.get("module_type", "")),
-            format_step_time(layer.get("forward_s")),
-            format_step_time(layer.get("backward_s")),
-            format_count(features.get("co_flops")),
-            _format_intensity(features.get("arithmetic_intensity")),
-            format_count(layer.get("params")),
-        )
-    if len(rows) > _MAX_LAYER_ROWS:
-        table.caption = f"{len(rows) - _MAX_LAYER_ROWS} more layers in the JSON report"
-    return table
+        cells.append([name, str(layer.get("module_type", "")), format_step_time(layer.get("forward_s")),
+                      format_step_time(layer.get("backward_s")), format_count(features.get("co_flops")),
+                      _format_intensity(features.get("arithmetic_intensity")), format_count(layer.get("params"))])
+    more = len(rows) - _MAX_LAYER_ROWS
+    return FittedTable(_LAYER_COLUMNS, cells, title="Layers (measured, per optimizer step)",
+                       caption=f"{more} more layers in the JSON report" if more > 0 else "")
 
 
 def _format_intensity(value: float | None) -> str:
@@ -209,7 +204,14 @@ def _price_title(targets: list[TargetRow]) -> str:
     return f", prices as of {dates[0]}" if len(dates) == 1 else f", prices dated {dates[0]} to {dates[-1]}"
 
 
-def targets_table(report: Report) -> Table | None:
+# at 80 columns the method goes first, then the listing, the hourly price and the speed-up (time says it too)
+_TARGET_COLUMNS = (Column("step", "right"), Column("time", "right"), Column("band", "right"),
+                   Column("speed-up", "right", drop=4), Column("fits", "center", wrap=True),
+                   Column("$/h", "right", drop=3), Column("cost", "right", drop=5),
+                   Column("priced by", drop=2), Column("method", drop=1))
+
+
+def targets_table(report: Report) -> FittedTable | None:
     """The other-hardware table of a report (also what ``estimate().table()`` prints)."""
     rows = view.targets(report)
     if not rows:
@@ -219,39 +221,36 @@ def targets_table(report: Report) -> Table | None:
     latest = (view.latest_prediction(report) or Prediction()).at_step
     if at is not None and latest is not None and at != latest and not report.actual:
         title += f", projected at step {at}"
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for column, justify in (("hardware", "left"), ("step", "right"), ("time", "right"), ("band", "right"),
-                            ("speed-up", "right"), ("fits", "center"), ("$/h", "right"), ("cost", "right"),
-                            ("priced by", "left"), ("method", "left")):
-        table.add_column(column, justify=justify)
-    by_note: dict[str, list[str]] = {}   # one line per fact, with the rows it applies to
-    for target in rows:
-        label = target.display_label
-        speedup = target.speedup
-        fits = target.fits_memory
-        if fits is None:
-            fits_text = "—"
-        elif fits:
-            fits_text = "yes"
-        else:
-            max_batch = target.max_batch
-            fits_text = "[red]no[/red]" + (f" (≤{max_batch})" if max_batch is not None else "")
-        band = _band_text(target)
-        for note in target.notes or ():
-            by_note.setdefault(note, []).append(label)
-        table.add_row(
-            label + (" (current)" if target.current else ""),
-            format_step_time(target.step_s),
-            format_duration(target.total_s),
-            band,
-            "—" if speedup is None else f"{speedup:.2f}x",
-            fits_text,
-            format_usd(target.usd_per_hour),
-            format_usd(target.total_usd),
+    cells = [_target_cells(target) for target in rows]
+    # a target's name stays on one line; the current device's may break before "(current)"
+    hardware = Column("hardware", wrap=True, min_width=max((len(t.display_label) for t in rows if not t.current),
+                                                           default=0))
+    return FittedTable((hardware, *_TARGET_COLUMNS), cells, title=title, caption="\n".join(_target_notes(report, rows)))
+
+
+def _target_cells(target: TargetRow) -> list[str]:
+    speedup, fits = target.speedup, target.fits_memory
+    if fits is None:
+        fits_text = "—"
+    elif fits:
+        fits_text = "yes"
+    else:
+        fits_text = "[red]no[/red]" + (f" (≤{target.max_batch})" if target.max_batch is not None else "")
+    return [target.display_label + (" (current)" if target.current else ""), format_step_time(target.step_s),
+            format_duration(target.total_s), _band_text(target), "—" if speedup is None else f"{speedup:.2f}x",
+            fits_text, format_usd(target.usd_per_hour), format_usd(target.total_usd),
             listing_label(target.price_provider, target.price_instance, target.price_date, instance_chars=0),
-            str(target.method),
-        )
+            str(target.method)]
+
+
+def _target_notes(report: Report, rows: list[TargetRow]) -> list[str]:
+    """The table's notes: one line per fact with the rows it applies to, then the run's and the prices'."""
+    by_note: dict[str, list[str]] = {}
+    for target in rows:
+        for note in target.notes or ():
+            by_note.setdefault(note, []).append(target.display_label)
     notes = [f"{', '.join(labels)}: {note}" for note, labels in by_note.items()]
+    notes += _one_off_note(report, rows)
     work = (report.projection or {}).get("work") or {}
     if work.get("done_steps"):
         notes.append(f"every row is the whole run of {work.get('steps') or '?':,} steps, of which "
@@ -263,10 +262,19 @@ def targets_table(report: Report) -> Table | None:
     instances = sorted({f"{t.price_provider} {t.price_instance}" for t in rows if t.price_provider and t.price_instance})
     if instances:
         notes.append("priced by: " + "; ".join(instances) + " (on-demand list prices of that date)")
-    if notes:
-        table.caption = "\n".join(notes)
-        table.caption_justify = "left"
-    return table
+    return notes
+
+
+def _one_off_note(report: Report, rows: list[TargetRow]) -> list[str]:
+    """Where the rows' one-off time comes from, when the measured run's (a CPU's) is not carried to them."""
+    measured = ((report.projection or {}).get("one_off") or {}).get("measured_s")
+    own = [t.assumed["one_off_s"] for t in rows if not t.current and t.assumed.get("one_off_s")]
+    if measured is None or not own:
+        return []
+    spread = dict.fromkeys((format_duration(min(own)), format_duration(max(own))))   # "0.4 s" or "0.4 s to 1.2 s"
+    where = "this CPU's" if report.current.get("device") == "cpu" else "the measured device's"
+    instead = f", not {where} {format_duration(measured)}" if measured >= 0.05 else ""
+    return [f"other rows: their own warm-up ({' to '.join(spread)}, estimated){instead}"]
 
 
 def _band_text(target: TargetRow) -> str:
@@ -298,18 +306,14 @@ def report_renderable(report: Report, *, live: bool = False) -> Panel:
     return Panel(Group(*parts), title="PreNeT", title_align="left", border_style="cyan")
 
 
-def render_text(report: Report, width: int = 110, *, live: bool = False) -> str:
-    """The panel as plain text (for logs, tests and ``prenet report``)."""
+def render_text(report: Report, width: int | None = None, *, live: bool = False) -> str:
+    """The panel as plain text at ``width`` columns (default: `terminal.output_width`, the one width rule)."""
     buffer = io.StringIO()
-    Console(file=buffer, width=width, force_terminal=False, color_system=None).print(
+    Console(file=buffer, width=width or output_width(), force_terminal=False, color_system=None).print(
         report_renderable(report, live=live))
     return buffer.getvalue()
 
 
-def print_report(report: Report, console: Console | None = None) -> None:
-    """Print the live panel; in a log file (no terminal) at 120 columns rather than rich's default 80."""
-    if console is None:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=120)
-    console.print(report_renderable(report, live=True))
+def print_report(report: Report) -> None:
+    """Print the live panel to stdout at the console's width, on a line of its own beside progress bars."""
+    print_block(report_renderable(report, live=True))

@@ -47,6 +47,7 @@ from prenet_callbacks.session_predictions import Predictions
 from prenet_callbacks.session_schedule import Schedule
 from prenet_callbacks.session_steps import StepAccount as Steps
 from prenet_callbacks.subnormals import SubnormalWatch, flushes_subnormals
+from prenet_callbacks.units import format_duration
 
 __all__ = ["PreNeTWarning", "PredictionSession", "SessionConfig", "guarded"]
 
@@ -106,6 +107,8 @@ class PredictionSession:
         self.done_batches = 0          # global batches finished in this run (plus the resume point)
         self.done_steps = 0            # optimizer steps (trainer.global_step)
         self.steps_seen = 0            # optimizer steps seen in this fit call
+        self.epoch_start_batch: int | None = None  # done_batches when this fit's current epoch began
+        self.limits = RunLimits()      # what may end the run (`fit_start`)
         self.steps = Steps(lambda: self.now(), self.measurements, self.compile_clock)
         self.window.new_fit(self.device_clock)
         self.outputs.new_fit()
@@ -135,6 +138,7 @@ class PredictionSession:
         check_start(start)
         self._reset_fit_state()
         self.fit_start_time = self.now() - (startup_s or 0.0)
+        self.limits = limits or RunLimits()
         record_fit_start(self.report, current, framework=framework, start=start, limits=limits, startup_s=startup_s)
         self.outputs.add_page_publisher()
         if self.compile_clock.install():
@@ -202,7 +206,10 @@ class PredictionSession:
     checkpoint_start, checkpoint_end = _to("steps", Steps.checkpoint_start), _to("steps", Steps.checkpoint_end)
 
     # -- training batches ---------------------------------------------------------------------------
-    train_epoch_start = _to("steps", Steps.epoch_start, "train_epoch_start")
+    @guarded
+    def train_epoch_start(self) -> None:
+        self.epoch_start_batch = self.done_batches
+        self.steps.epoch_start()
 
     @guarded
     def batch_start(self) -> None:
@@ -253,6 +260,9 @@ class PredictionSession:
                 self._predict(first=True)
         elif self._refinement_due(self.done_steps):
             self._predict(first=False)
+        every = self.config.metrics_every_n_steps
+        if every is not None and self.done_steps % every == 0:
+            self.log_metrics(self.done_steps)
         self._watch_subnormals()
 
     def _watch_subnormals(self) -> None:
@@ -268,8 +278,16 @@ class PredictionSession:
             self._break_run()  # sampling is not part of the next step
 
     def _refinement_due(self, step: int) -> bool:
-        """Whether a refinement is due at optimizer ``step`` (one every ``log_every_n_steps``)."""
-        return step - self.predictions.last_logged_step >= self.config.log_every_n_steps
+        """Whether a refinement is due at optimizer ``step`` (one every ``refine_every_n_steps``)."""
+        return step - self.predictions.last_step >= self.config.refine_every_n_steps
+
+    @guarded
+    def log_metrics(self, step: int | None = None) -> None:
+        """``prenet/*`` metrics of the latest prediction to the logger sinks, now (at optimizer ``step``, default
+        the run's): every ``metrics_every_n_steps`` by the session itself, else by the integration whenever its
+        Trainer logs. Nothing before the first prediction."""
+        if self.predictions.latest is not None:
+            self.outputs.log(self.predictions.latest, self.done_steps if step is None else step, self._elapsed())
 
     def _finish_profile_window(self) -> None:
         with self.own_time.part("profiling"):
@@ -321,9 +339,30 @@ class PredictionSession:
 
     # -- the end of an epoch and of the run ---------------------------------------------------------
     @guarded
-    def epoch_end(self) -> None:
+    def epoch_end(self, *, whole: bool = True) -> None:
+        """A training epoch ended (``whole``: its loader ran out, rather than a stop cutting it short); the first
+        whole one of a loader without a length gives the run its length."""
+        if whole and self.plan is not None and self.epoch_start_batch is not None:
+            self._learn_epoch_length(self.done_batches - self.epoch_start_batch)
         if self.first_prediction_made:
             self.outputs.write_report(self.report)
+
+    def _learn_epoch_length(self, batches: int) -> None:
+        shift = self.plan.learn_epoch_length(batches, self.limits.max_epochs)
+        if shift is None:
+            return
+        self.done_batches += shift
+        record_plan(self.report, self.plan)
+        self.report.limitations.append(f"the training dataloader has no length: an epoch is taken as long as the "
+                                       f"first one seen ({batches:,} batches)")
+        if not self.first_prediction_made:
+            return
+        prediction = self._predict(first=False)   # the first total, now that the run has a length
+        if prediction is not None and prediction.predicted_total_s is not None:
+            self.outputs.print_line(
+                f"PreNeT: the first epoch ran {batches:,} batches: predicted {run_word(self.report)} time "
+                f"{format_duration(prediction.predicted_total_s)} (band {format_duration(prediction.low_s)} – "
+                f"{format_duration(prediction.high_s)}), {format_duration(prediction.eta_s)} to go")
 
     @guarded
     def fit_end(self, reason: str = "completed", detail: str | None = None) -> None:

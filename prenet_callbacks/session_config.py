@@ -17,7 +17,10 @@ class SessionConfig:
     warmup_steps: int = 3
     profile_steps: int = 3
     timing_steps: int = 20
-    log_every_n_steps: int = 50
+    # prenet/* metrics every this many optimizer steps; None: when the trainer logs (the integration calls
+    # `PredictionSession.log_metrics` on its Trainer's rhythm: Lightning's log_every_n_steps, HF's logging_steps)
+    metrics_every_n_steps: int | None = 50
+    refine_every_n_steps: int = 50   # a new prediction this often (its own schedule, not the logging rhythm)
     report_path: Path | None = None
     targets: list[str] | None = None
     print_report: bool = True

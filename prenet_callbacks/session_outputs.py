@@ -16,6 +16,7 @@ from prenet_callbacks.lifecycle import end_line
 from prenet_callbacks.report import Report
 from prenet_callbacks.session_config import SessionConfig
 from prenet_callbacks.session_guard import PreNeTWarning
+from prenet_callbacks.terminal import print_line
 
 # Reports are rewritten at most this often during the run (and always at the end).
 REPORT_WRITE_INTERVAL_S = 30.0
@@ -54,7 +55,7 @@ class SessionOutputs:
         self.now = now
         self.logger_sinks: list[MetricSink] = []
         self.printer: Printer | None = None
-        self.line_printer: Callable[[str], None] = print
+        self.line_printer: Callable[[str], None] = print_line  # on a line of its own beside progress bars
         self.publishers: list[Publisher] = []
         self.last_report_write = -math.inf
 
@@ -72,9 +73,8 @@ class SessionOutputs:
                 and not any(isinstance(p, PagePublisher) for p in self.publishers)):
             self.publishers.append(PagePublisher(Path(path).with_suffix(".html")))
 
-    def prediction(self, report: Report, prediction: Prediction, step: int, *, first: bool) -> None:
-        """A prediction was made at ``step``: log it, save the report (the first at once), show the first."""
-        self.log(prediction, step)
+    def prediction(self, report: Report, *, first: bool) -> None:
+        """A prediction was made: save the report (the first at once), show the first."""
         # the report first: a location that cannot be written is one failure, not one per output
         self.write_report(report, force=first)
         if first:
@@ -86,13 +86,14 @@ class SessionOutputs:
         self.write_report(report, force=True)
         self.publish(report, "end")
 
-    def log(self, prediction: Prediction, step: int) -> None:
-        """The prediction's step time and ETA to every logger sink (rank 0)."""
+    def log(self, prediction: Prediction, step: int, elapsed_s: float) -> None:
+        """The prediction's step time, total and the time left ``elapsed_s`` into the run to every logger sink
+        (rank 0): between two predictions the time left counts down from the latest one's total."""
         if not self.is_rank_zero or not self.logger_sinks:
             return
         metrics = {"prenet/step_s": prediction.step_s}
         if prediction.predicted_total_s is not None:
-            metrics["prenet/eta_s"] = prediction.eta_s
+            metrics["prenet/eta_s"] = max(0.0, prediction.predicted_total_s - elapsed_s)
             metrics["prenet/predicted_total_s"] = prediction.predicted_total_s
         for sink in self.logger_sinks:
             sink({k: float(v) for k, v in metrics.items() if v is not None}, step)
@@ -124,7 +125,12 @@ class SessionOutputs:
         if not self.is_rank_zero:
             return
         line = end_line(report, unit=unit)
-        if line and self.config.print_report:
+        if line:
+            self.print_line(line)
+
+    def print_line(self, line: str) -> None:
+        """One line for the user (rank 0, when the user prints the report), on a line of its own."""
+        if self.is_rank_zero and self.config.print_report:
             self.line_printer(line)
 
     def _note_failure(self, report: Report, error: BaseException) -> None:

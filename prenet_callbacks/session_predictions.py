@@ -2,7 +2,7 @@
 
 The session decides when to predict (its schedule) and how (`eta.predict_fit`, through the
 ``predict`` callable it passes); `Predictions` records the result, projects the first one and hands
-every one to the outputs.
+every one to the outputs (the report on disk; logger metrics go on their own rhythm, `latest`).
 """
 from __future__ import annotations
 
@@ -28,12 +28,14 @@ class Predictions:
         self.outputs = outputs
         self.first_made = False
         self.first_entry: dict[str, Any] | None = None  # this fit's first prediction (history may thin it)
-        self.last_logged_step = -1
+        self.last_step = -1          # the optimizer step of the latest prediction
+        self.latest: Prediction | None = None
 
     def new_fit(self) -> None:
         self.first_made = False
         self.first_entry = None
-        self.last_logged_step = -1
+        self.last_step = -1
+        self.latest = None
 
     def add(self, report: Report, predict: Callable[[], Prediction | None], *, at_step: int, first: bool,
             update_measured: Callable[[], None]) -> Prediction | None:
@@ -45,7 +47,7 @@ class Predictions:
         if prediction is None:
             return None
         report.add_prediction(self._entry(report, prediction))
-        self.last_logged_step = at_step
+        self.last_step = at_step
         update_measured()
         if first:
             self.first_made = True
@@ -57,7 +59,8 @@ class Predictions:
                 report.predictions[-1] = self._entry(report, prediction)
                 self.project(report, at_step)
             self.first_entry = report.predictions[-1]
-        self.outputs.prediction(report, prediction, at_step, first=first)
+        self.latest = prediction
+        self.outputs.prediction(report, first=first)
         return prediction
 
     def project(self, report: Report, at_step: int) -> None:

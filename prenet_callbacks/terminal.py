@@ -6,8 +6,10 @@ callbacks, the `Tracker` and the ``prenet`` commands all print through it.
 
 A panel or line printed while a training loop draws a progress bar must not start on the bar's line
 (`own_line`): a tqdm bar (Lightning's ``TQDMProgressBar``, the HF Trainer's) is cleared and redrawn
-below the output, as ``tqdm.write`` does; a rich live display (Lightning's ``RichProgressBar``)
-redirects stdout while it runs, so what is printed to stdout goes above it by itself.
+below the output, as ``tqdm.write`` does. A rich live display (Lightning's ``RichProgressBar``) puts a
+proxy in place of stdout while it runs, which prints what it is given above the display; rich consoles
+write past that proxy to the file under it (and so onto the bar's line), so a panel is rendered to text
+first and the text handed to the proxy (`print_block`).
 """
 from __future__ import annotations
 
@@ -66,10 +68,23 @@ def own_line(file: IO[str] | None = None) -> Iterator[None]:
         yield
 
 
+def _live_proxy(stream: Any) -> bool:
+    """Whether `stream` is rich's stand-in for stdout while a live display runs (``rich.file_proxy``)."""
+    return getattr(stream, "rich_proxied_file", None) is not None
+
+
 def print_block(renderable: Any, file: IO[str] | None = None) -> None:
     """Print a rich renderable (the panel) at `output_width`, on its own line beside progress bars."""
+    stream = file if file is not None else sys.stdout
     with own_line(file):
-        output_console(file).print(renderable)
+        console = output_console(file)
+        if not _live_proxy(stream):
+            console.print(renderable)
+            return
+        with console.capture() as captured:   # rendered at the console's width and colours, then handed over
+            console.print(renderable)
+        stream.write(captured.get())
+        stream.flush()
 
 
 def print_line(text: str, file: IO[str] | None = None) -> None:

@@ -68,7 +68,7 @@ def _failing_report_fit(out: Path) -> dict:
     # folder it would go into is replaced by a file
     blocked = out / f"failing-report-folder-{os.getpid()}"   # each rank process builds its own callback
     callback = PreNeTCallback(report_path=blocked / "prenet_report.json", warmup_steps=2,
-                              profile_steps=2, timing_steps=5, log_every_n_steps=20, print_report=False)
+                              profile_steps=2, timing_steps=5, metrics_every_n_steps=20, print_report=False)
     out.mkdir(parents=True, exist_ok=True)
     if not blocked.exists():
         blocked.write_text("a file where the report's folder should be")
@@ -87,7 +87,7 @@ def main() -> None:
     pl.seed_everything(0, verbose=False)
     report_path = out / "report" / "prenet_report.json"
     callback = PreNeTCallback(report_path=report_path, warmup_steps=2, profile_steps=2, timing_steps=5,
-                              log_every_n_steps=20, print_report=True, profile_layers=profile_layers,
+                              metrics_every_n_steps=20, print_report=True, profile_layers=profile_layers,
                               html=False)   # the end page is waited for after the fit's own time: not timed here
     logger = RecordingLogger()
     trainer = _trainer(out, [callback], logger)

@@ -10,13 +10,13 @@ from prenet_callbacks import PreNeTCallback, Tracker
 from prenet_callbacks.config import validate_session_config
 from tests.lightning_helpers import TinyModule, loaders, trainer
 
-_BASE = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=5, report_path=None,
+_BASE = dict(warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=5, report_path=None,
              targets=["H100"], print_report=False, profile_layers=True)
 
 
 def test_a_lightning_fit_prices_its_rows_with_the_provider(tmp_path):
     callback = PreNeTCallback(report_path=tmp_path / "r.json", warmup_steps=1, profile_steps=1, timing_steps=3,
-                              log_every_n_steps=5, targets=["H100"], print_report=False, html=False,
+                              metrics_every_n_steps=5, targets=["H100"], print_report=False, html=False,
                               provider="lambda")
     assert callback.config.provider == "Lambda"   # as the price table spells it
     pl.seed_everything(0, verbose=False)

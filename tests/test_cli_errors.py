@@ -271,8 +271,9 @@ def test_the_installed_command_exits_2_with_one_line(files):
     (dict(warmup_steps="3"), ["warmup_steps"]),
     (dict(profile_steps=-2), ["profile_steps"]),
     (dict(timing_steps=0), ["timing_steps"]),
-    (dict(log_every_n_steps=None), ["log_every_n_steps"]),
-    (dict(log_every_n_steps=math.inf), ["log_every_n_steps"]),
+    (dict(metrics_every_n_steps=0), ["metrics_every_n_steps"]),
+    (dict(metrics_every_n_steps=math.inf), ["metrics_every_n_steps"]),
+    (dict(metrics_every_n_steps=5, log_every_n_steps=10), ["metrics_every_n_steps", "old name"]),
 ])
 def test_callback_constructor(kwargs, words):
     from prenet_callbacks import PreNeTCallback

@@ -33,7 +33,7 @@ pytestmark = [
 _DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 _WRAPPED = ("forward", "backward", "step", "save_checkpoint")
 # few steps everywhere: the first prediction comes after warm-up + profile + 3 timed steps
-_FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=2)
+_FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=2)
 
 
 def make_mlp(seed: int = 0) -> nn.Module:

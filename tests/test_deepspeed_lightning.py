@@ -58,7 +58,7 @@ class ConfigSpy(PreNeTCallback):
 @pytest.mark.parametrize("stage,precision,accumulate", [(0, "32-true", 1), (2, "bf16-mixed", 2), (3, "32-true", 2)])
 def test_callback_predicts_under_deepspeed_strategy(stage, precision, accumulate, tmp_path):
     train, val = loaders(train_batches=24, val_batches=2)
-    callback = ConfigSpy(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=2,
+    callback = ConfigSpy(warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=2,
                          report_path=tmp_path / "report.json", print_report=False)
     strategy = CPUDeepSpeedStrategy(stage=stage, config={
         "zero_optimization": {"stage": stage}, "zero_allow_untested_optimizer": True,

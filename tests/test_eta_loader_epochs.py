@@ -11,7 +11,7 @@ from integrations.loop import Tracker
 from prenet_callbacks.loader_epochs import watch_loader_epochs
 from prenet_callbacks.plan import plan_for_steps
 
-FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=4, targets=[], print_report=False)
+FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=4, targets=[], print_report=False)
 
 
 def _loader(n: int = 24, batch: int = 4) -> DataLoader:

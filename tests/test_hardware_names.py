@@ -89,6 +89,30 @@ def test_unknown_name_lists_closest(text: str, first: str) -> None:
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.parametrize("text, spelled", [("H100x8", "8x H100-SXM5"), ("H100 x 8", "8x H100-SXM5"),
+                                           ("h100*8", "8x H100-SXM5"), ("H100-8x", "8x H100-SXM5"),
+                                           ("x8 H100", "8x H100-SXM5"), ("8 H100", "8x H100-SXM5"),
+                                           ("8H100", "8x H100-SXM5"), ("A100 4x", "4x A100-SXM4-80GB"),
+                                           ("MI300Xx8", "8x MI300X"), ("L4x2", "2x L4")])
+def test_a_count_in_the_wrong_place_suggests_the_multi_gpu_spelling(text: str, spelled: str) -> None:
+    """Issue 40: "H100x8" suggested only single GPUs; now the spelling that works, which the targets accept."""
+    from prenet_callbacks.projection.targets import target_names
+
+    with pytest.raises(UnknownHardwareError) as info:
+        target_names([text])
+    count = spelled.split("x")[0]
+    assert str(info.value) == (f"targets: unknown hardware {text!r}; for {count} GPUs write {spelled!r} "
+                               "(the count comes first)")
+    assert info.value.closest == [spelled]
+    assert target_names([spelled]) == [spelled]
+
+
+def test_a_count_beside_an_unknown_name_still_lists_the_closest() -> None:
+    with pytest.raises(UnknownHardwareError) as info:
+        lookup_hardware("H1000x8")
+    assert "closest: " in str(info.value) and len(info.value.closest) == 3
+
+
 @pytest.mark.parametrize("text, fits", [("A100 PCIe", ["A100-PCIe-80GB", "A100-PCIe-40GB"]),
                                         ("Tesla V100-PCIE", ["V100-PCIe-32GB", "V100-PCIe-16GB"])])
 def test_a_name_fitting_two_entries_is_an_error_listing_both(text: str, fits: list[str]) -> None:

@@ -120,7 +120,7 @@ def _session_run(allocator_probe: bool, watched: bool = True,
     """A fake-clock session over 40 batches (two a step) whose counter fakes the faults (``watched``: under a
     glibc with ``malloc_trim``); the batches it trimmed at."""
     clock, faults = [0.0], Faults()
-    session = PredictionSession(SessionConfig(warmup_steps=3, profile_steps=0, timing_steps=5, log_every_n_steps=1000,
+    session = PredictionSession(SessionConfig(warmup_steps=3, profile_steps=0, timing_steps=5, refine_every_n_steps=1000,
                                               profile_layers=False, print_report=False,
                                               allocator_probe=allocator_probe), clock=lambda: clock[0])
     session.count_faults, session.fault_cost = faults, lambda: 1e-6

@@ -25,7 +25,7 @@ def page_from(report_path: Path, page_path: Path) -> tuple[str, PageParts]:
 
 def test_page_from_a_real_lightning_fit(tmp_path):
     callback = PreNeTCallback(report_path=tmp_path / "r.json", warmup_steps=1, profile_steps=1, timing_steps=3,
-                              log_every_n_steps=5, targets=["T4", "8x A100"], print_report=False)
+                              metrics_every_n_steps=5, targets=["T4", "8x A100"], print_report=False)
     pl.seed_everything(0, verbose=False)
     trainer(tmp_path, [callback], max_epochs=2).fit(TinyModule(), *loaders(train_batches=20))
     text, parts = page_from(tmp_path / "r.json", tmp_path / "r.html")

@@ -6,6 +6,7 @@ import pytest
 from integrations.tensorboard import TEXT_TAG, publish
 from prenet_callbacks.render import render_text
 from prenet_callbacks.report import Report
+from prenet_callbacks.terminal import LOG_WIDTH
 from tests.html_fixtures import variant
 
 
@@ -29,7 +30,7 @@ def test_first_and_end_publish_the_panel_with_its_hardware_table_and_no_image():
     publish(report, writer, step=9, stage="first")
     publish(report, writer, step=192, stage="end")
     assert [(tag, step) for tag, _, step in writer.texts] == [(TEXT_TAG, 9), (TEXT_TAG, 192)]
-    first_line = render_text(report, width=110).splitlines()[1].strip()
+    first_line = render_text(report, width=LOG_WIDTH).splitlines()[1].strip()
     assert "first prediction" in writer.texts[0][1] and "end of the run" in writer.texts[1][1]
     assert first_line in writer.texts[0][1]
     assert all(line.startswith("    ") for line in writer.texts[0][1].splitlines()[2:])  # a Markdown code block

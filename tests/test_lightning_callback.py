@@ -16,7 +16,7 @@ from prenet_callbacks.session import PreNeTWarning
 from tests.lightning_helpers import RecordingLogger, Stream, TinyModule, loaders, trainer
 from torch.utils.data import DataLoader
 
-FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=5, targets=[], print_report=False)
+FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=5, targets=[], print_report=False)
 
 
 def fit(tmp_path, callback=None, seed=0, epochs=2, module=None, **kwargs):
@@ -160,7 +160,7 @@ def test_resume_keeps_the_history(tmp_path):
 @pytest.mark.parametrize("kwargs, message", [
     (dict(warmup_steps=-1), "warmup_steps must be >= 0"),
     (dict(profile_steps=0), "profile_steps must be >= 1"),
-    (dict(log_every_n_steps=2.5), "log_every_n_steps must be an integer"),
+    (dict(metrics_every_n_steps=2.5), "metrics_every_n_steps must be an integer"),
     (dict(timing_steps=True), "timing_steps must be an integer"),
     (dict(targets=[""]), "non-empty strings"),
     (dict(targets=123), "must be a list"),

@@ -17,7 +17,7 @@ from prenet_callbacks.report import Report
 from prenet_callbacks.session import PredictionSession, PreNeTWarning
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "prenet_callbacks" / "schemas" / "prenet-report-2.schema.json").read_text())
-FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=4, targets=[], print_report=False)
+FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=4, targets=[], print_report=False)
 
 
 def make_model(seed: int = 0) -> nn.Module:

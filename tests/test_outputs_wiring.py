@@ -9,7 +9,7 @@ from prenet_callbacks import PreNeTCallback
 from prenet_callbacks.html import PagePublisher
 from tests.lightning_helpers import TinyModule, loaders, trainer
 
-FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=5, targets=["A100"], print_report=False)
+FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=5, targets=["A100"], print_report=False)
 
 
 class RecordingWriter:

@@ -79,7 +79,7 @@ def test_a_tracker_loop_reports_its_own_time_and_the_end_line_says_it(tmp_path):
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
     tracker = Tracker(total_steps=40, model=model, optimizer=optimizer, report_path=tmp_path / "r.json",
-                      print_report=False, warmup_steps=1, profile_steps=2, timing_steps=3, log_every_n_steps=5)
+                      print_report=False, warmup_steps=1, profile_steps=2, timing_steps=3, metrics_every_n_steps=5)
     for _ in range(40):
         model(torch.randn(8, 16)).pow(2).mean().backward()
         optimizer.step()

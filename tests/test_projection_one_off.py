@@ -6,12 +6,19 @@ warm-up, profiling window and this tool's own work, which only the measured row 
 """
 import json
 import lzma
+import time
+import warnings
 from pathlib import Path
 
 import pytest
 
+from lightning.pytorch.callbacks import ModelCheckpoint
+from prenet_callbacks import PreNeTCallback
 from prenet_callbacks.projection import project_report
+from prenet_callbacks.projection.one_off import target_one_off_s
+from prenet_callbacks.render import render_text
 from prenet_callbacks.report import Report
+from tests.lightning_helpers import TinyModule, loaders, trainer
 
 DEMO = Path(__file__).resolve().parents[1] / "benchmarks/results/gpu/h200-2026-11-30-demo.report.json.xz"
 
@@ -26,3 +33,58 @@ def test_a_host_bound_run_is_not_faster_elsewhere_by_its_own_one_off_time():
         assert row["step_s"] == pytest.approx(current["step_s"], rel=0.02)   # host-bound: the same step
         assert row["total_s"] == pytest.approx(current["total_s"], rel=0.02)
         assert row["speedup"] == pytest.approx(1.0, abs=0.02)
+
+
+class _SlowStart(TinyModule):
+    """Each fit's first two steps take 0.4 s more: a CPU's warm-up, which no GPU row should inherit."""
+
+    def training_step(self, batch, batch_idx):
+        if batch_idx < 2 and self.current_epoch == self.trainer.fit_loop.epoch_progress.current.processed:
+            time.sleep(0.4)
+        return super().training_step(batch, batch_idx)
+
+
+def test_gpu_rows_of_a_resumed_cpu_run_carry_their_own_warm_up(tmp_path):
+    """A 60-step run resumed at step 30 on a CPU: each H100 row's total is its steps at its step time, its own
+    warm-up estimate and the run's fixed costs, not the CPU's ~1.6 s of slow warm-up steps and profiling."""
+    options = dict(warmup_steps=2, profile_steps=2, timing_steps=3, targets=["H100", "8x H100"], html=False,
+                   print_report=False)
+    ckpt = tmp_path / "ckpt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = PreNeTCallback(report_path=tmp_path / "r.json", **options)
+        trainer(tmp_path, [first, ModelCheckpoint(dirpath=ckpt, save_last=True)], max_epochs=1,
+                enable_checkpointing=True, limit_val_batches=0).fit(_SlowStart(), loaders(train_batches=30)[0])
+        second = PreNeTCallback(report_path=tmp_path / "r.json", **options)
+        trainer(tmp_path, [second, ModelCheckpoint(dirpath=ckpt, save_last=True)], max_epochs=2,
+                enable_checkpointing=True, limit_val_batches=0).fit(_SlowStart(), loaders(train_batches=30)[0],
+                                                                    ckpt_path=ckpt / "last.ckpt")
+    report = second.report
+    measured_once = report.projection["one_off"]["measured_s"]
+    assert measured_once > 1.2                                    # the CPU's four slow steps and its profiling
+    breakdown = report.latest_prediction["breakdown"]
+    fixed = sum(breakdown.get(k) or 0.0 for k in ("setup_s", "checkpoints_s", "epoch_boundaries_s"))
+    current = next(t for t in report.targets if t["current"])
+    for row in (t for t in report.targets if not t["current"]):
+        own = row["assumed"]["one_off_s"]
+        assert own == pytest.approx(target_one_off_s(row["step_s"], profiled_steps=2, fits=2, compile_s=0.0),
+                                    rel=1e-3)
+        assert row["total_s"] == pytest.approx(row["steps"] * row["step_s"] + own + fixed, rel=0.01, abs=0.005)
+        assert row["total_s"] < measured_once                     # before: every row carried the CPU's 1.6 s
+        # speed-up and cost follow the total, as the step column does
+        assert row["speedup"] == pytest.approx(current["total_s"] / row["total_s"], rel=0.01)   # rounded totals
+        if row["usd_per_hour"]:
+            assert row["total_usd"] == pytest.approx(row["usd_per_hour"] * row["total_s"] / 3600, rel=0.02, abs=1e-4)
+    text = render_text(report, width=100)
+    assert text.count("other rows: their own warm-up (") == 1 and "estimated), not this CPU's" in text
+
+
+def test_the_warm_up_figures_are_the_committed_gpu_runs():
+    """`one_off.py`'s figures are what `benchmarks/gpu_one_off.py` reads from the H200 reports, and that file."""
+    from benchmarks.gpu_one_off import OUT, REPORTS, one_run
+    from prenet_callbacks.projection.one_off import GPU_START_S, PROFILED_SLOWDOWN
+
+    committed = json.loads(OUT.read_text())
+    assert committed["summary"] == {"start_s": GPU_START_S, "profiled_slowdown": PROFILED_SLOWDOWN,
+                                    "runs": len(REPORTS)}
+    assert committed["runs"] == [one_run(path) for path in REPORTS]

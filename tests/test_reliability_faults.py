@@ -42,7 +42,7 @@ from prenet_callbacks.session import PreNeTWarning
 from tests.lightning_helpers import RecordingLogger, TinyModule, loaders, trainer
 
 # warm-up 1 step, profile steps 1-2, clean timing 3-5, first prediction after step 6
-FAST = dict(warmup_steps=1, profile_steps=2, timing_steps=3, log_every_n_steps=5, targets=None, print_report=False)
+FAST = dict(warmup_steps=1, profile_steps=2, timing_steps=3, metrics_every_n_steps=5, targets=None, print_report=False)
 TRAIN_BATCHES = 12
 EPOCHS = 2
 

@@ -84,7 +84,7 @@ class LongRun:
         self.plan = RunPlan(total_batches=STEPS, batches_per_epoch=BATCHES_PER_EPOCH, max_epochs=STEPS // BATCHES_PER_EPOCH,
                             val_batches=10, val_check_batch=VAL_EVERY,
                             checkpoints=[CheckpointRule("validation_end")])
-        config = SessionConfig(warmup_steps=2, profile_steps=3, timing_steps=5, log_every_n_steps=LOG_EVERY,
+        config = SessionConfig(warmup_steps=2, profile_steps=3, timing_steps=5, refine_every_n_steps=LOG_EVERY, metrics_every_n_steps=LOG_EVERY,
                                report_path=report_path, print_report=True, profile_layers=True)
         self.session = PredictionSession(config, clock=self.clock)
         self.logged = 0

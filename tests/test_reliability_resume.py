@@ -18,7 +18,7 @@ from prenet_callbacks import PreNeTCallback
 from benchmarks.pace import total_at_pace
 from tests.lightning_helpers import TinyModule, loaders, trainer
 
-FAST = dict(warmup_steps=1, profile_steps=2, timing_steps=3, log_every_n_steps=5, targets=None, print_report=False)
+FAST = dict(warmup_steps=1, profile_steps=2, timing_steps=3, metrics_every_n_steps=5, targets=None, print_report=False)
 BPE = 25  # batches (= optimizer steps) per epoch
 
 

@@ -28,7 +28,7 @@ def fitted(tmp_path_factory) -> dict:
     """The report a real (small) Lightning fit writes, projected onto a single and a multi-GPU target."""
     tmp_path = tmp_path_factory.mktemp("fit")
     callback = PreNeTCallback(report_path=tmp_path / "r.json", warmup_steps=1, profile_steps=1, timing_steps=3,
-                              log_every_n_steps=5, targets=["A100", "8x H100"], print_report=False)
+                              metrics_every_n_steps=5, targets=["A100", "8x H100"], print_report=False)
     trainer(tmp_path, [callback], max_epochs=2).fit(TinyModule(), *loaders(train_batches=12))
     return json.loads((tmp_path / "r.json").read_text())
 

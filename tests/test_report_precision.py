@@ -52,7 +52,7 @@ def report_path(tmp_path_factory):
     data = TensorDataset(torch.randn(BATCH * 10, FEATURES, generator=g),
                          torch.randint(0, 16, (BATCH * 10,), generator=g))
     callback = PreNeTCallback(report_path=tmp / "run.json", warmup_steps=1, profile_steps=1, timing_steps=3,
-                              log_every_n_steps=5, targets=["H100"], print_report=False, html=False)
+                              metrics_every_n_steps=5, targets=["H100"], print_report=False, html=False)
     trainer(tmp, [callback], max_steps=10).fit(GemmMLP(), DataLoader(data, batch_size=BATCH))
     return tmp / "run.json"
 

@@ -35,7 +35,7 @@ def simulate(plan: RunPlan, *, batch_s=0.1, val_s=None, ckpt_s=0.2, boundary_s=0
         val_s = plan.val_batches * batch_s * 0.4
     clock = FakeClock()
     session = PredictionSession(config or SessionConfig(warmup_steps=2, profile_steps=2, timing_steps=5,
-                                                        log_every_n_steps=10, profile_layers=False), clock=clock)
+                                                        refine_every_n_steps=10, metrics_every_n_steps=10, profile_layers=False), clock=clock)
     logged = []
     session.logger_sinks.append(lambda metrics, step: logged.append((step, metrics)))
     session.fit_start({"device": "cpu"})
@@ -127,13 +127,31 @@ def test_breakdown_parts_add_up_to_the_total_at_every_prediction():
     assert spent["checkpoints_s"] == pytest.approx(4 * 0.2, abs=0.01)
 
 
-def test_refinements_follow_log_every_n_steps_and_reach_loggers():
-    session, _, logged = simulate(plan())
+def test_refinements_follow_their_own_schedule():
+    session, _, _ = simulate(plan(), config=SessionConfig(warmup_steps=2, profile_steps=2, timing_steps=5,
+                                                          refine_every_n_steps=15, metrics_every_n_steps=10,
+                                                          profile_layers=False))
     steps = [p["at_step"] for p in session.report.predictions]
     assert steps[0] == 2 + 5  # warm-up + clean timing (no layer profiling here)
-    assert all(b - a >= 10 for a, b in zip(steps[1:], steps[2:]))
-    assert {"prenet/eta_s", "prenet/predicted_total_s", "prenet/step_s"} <= set(logged[0][1])
-    assert [s for s, _ in logged] == steps
+    assert all(b - a >= 15 for a, b in zip(steps[1:], steps[2:]))
+
+
+def test_metrics_every_n_steps_from_the_latest_prediction_counting_down():
+    """Logged every 10 steps from the first prediction on (not when a prediction is made), each with the
+    latest prediction's total and the time left at that moment."""
+    session, _, logged = simulate(plan(), config=SessionConfig(warmup_steps=2, profile_steps=2, timing_steps=5,
+                                                               refine_every_n_steps=15, metrics_every_n_steps=10,
+                                                               profile_layers=False))
+    assert [s for s, _ in logged] == list(range(10, 401, 10))
+    assert {"prenet/eta_s", "prenet/predicted_total_s", "prenet/step_s"} == set(logged[0][1])
+    latest = {p["at_step"]: p["predicted_total_s"] for p in session.report.predictions}
+    made = [max(s for s in latest if s <= step) for step, _ in logged]
+    for (step, metrics), at in zip(logged, made):
+        assert metrics["prenet/predicted_total_s"] == pytest.approx(latest[at], abs=1e-3)
+    for (_, earlier), (_, later), a, b in zip(logged, logged[1:], made, made[1:]):
+        if a == b:   # the same prediction: the time left goes down as the run goes on
+            assert later["prenet/eta_s"] < earlier["prenet/eta_s"]
+    assert logged[-1][1]["prenet/eta_s"] == pytest.approx(0, abs=2.0)
 
 
 def test_gradient_accumulation_counts_optimizer_steps():
@@ -167,7 +185,7 @@ def test_history_is_bounded_over_a_long_run():
     session, _, _ = simulate(plan(total_batches=30_000, batches_per_epoch=30_000, max_epochs=1,
                                   checkpoints=[]), val_s=0.0, sanity=False,
                              config=SessionConfig(warmup_steps=1, profile_steps=1, timing_steps=3,
-                                                  log_every_n_steps=10, profile_layers=False))
+                                                  refine_every_n_steps=10, metrics_every_n_steps=10, profile_layers=False))
     assert len(session.report.predictions) <= 200
     assert session.report.predictions[0]["at_step"] == 1 + 3
     assert len(session.measurements.batch._recent) <= 256
@@ -405,7 +423,7 @@ def test_the_sanity_checks_page_faults_are_counted_and_the_band_reaches_the_corr
     extra_per_batch = val_s / p.val_batches         # the cold part of each sanity batch
     clock, faults = FakeClock(), [0]
     session = PredictionSession(SessionConfig(warmup_steps=2, profile_steps=2, timing_steps=5,
-                                              log_every_n_steps=10, profile_layers=False), clock=clock)
+                                              refine_every_n_steps=10, metrics_every_n_steps=10, profile_layers=False), clock=clock)
     session.count_faults, session.fault_cost = (lambda: faults[0]), (lambda: extra_per_batch / 1e5)
     session.fit_start({"device": "cpu"})
     session.validation_start(sanity=True)

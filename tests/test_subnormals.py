@@ -133,7 +133,7 @@ def test_a_loop_whose_inputs_go_dark_gets_the_note_in_its_first_prediction_and_n
     handle = register_optimizer_step_pre_hook(
         lambda opt, args, kwargs: None if opt is optimizer else steps_of_other_optimizers.append(opt))
     tracker = Tracker(total_steps=1000, model=model, optimizer=optimizer, report_path=tmp_path / "r.json",
-                      warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=100, targets=[],
+                      warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=100, targets=[],
                       print_report=False)
     with tracker:
         for step in range(1000):

@@ -11,7 +11,7 @@ from prenet_callbacks import PreNeTTrainerCallback
 from tests.hf_helpers import EventCounter, Samples, TinyRegressor, trainer
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
-FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=4, targets=[], print_report=False)
+FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=4, targets=[], print_report=False)
 RUN = dict(num_train_epochs=2, eval_strategy="steps", eval_steps=4)
 
 

@@ -23,7 +23,7 @@ from tests.hf_helpers import EventCounter, Samples, TinyRegressor, trainer, weig
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 SCHEMA = json.loads((Path(__file__).parents[1] / "prenet_callbacks" / "schemas" / "prenet-report-2.schema.json").read_text())
 # warm-up 1, profile 1, 3 timed steps: the first prediction after step 5
-FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, log_every_n_steps=4, targets=[], print_report=False)
+FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=4, targets=[], print_report=False)
 # 44 samples, batches of 4, accumulation 2: 6 optimizer steps per epoch, 18 in 3 epochs
 RUN = dict(num_train_epochs=3, gradient_accumulation_steps=2, eval_strategy="steps", eval_steps=5,
            save_strategy="epoch")
@@ -277,7 +277,7 @@ def test_a_callback_added_after_construction_still_works(tmp_path):
 
 
 # -- bad input ---------------------------------------------------------------------------------------
-BAD = [dict(warmup_steps=-1), dict(profile_steps=0), dict(timing_steps=2.5), dict(log_every_n_steps="10"),
+BAD = [dict(warmup_steps=-1), dict(profile_steps=0), dict(timing_steps=2.5), dict(metrics_every_n_steps="10"),
        dict(report_path="runs/"), dict(targets=["not-a-gpu-xyz"]), dict(targets=[""]), dict(report_path="")]
 
 

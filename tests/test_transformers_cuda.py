@@ -14,7 +14,7 @@ pytestmark = [
     pytest.mark.filterwarnings("error::prenet_callbacks.session.PreNeTWarning"),
 ]
 
-FAST = dict(warmup_steps=2, profile_steps=2, timing_steps=5, log_every_n_steps=5, targets=["A100"], print_report=False)
+FAST = dict(warmup_steps=2, profile_steps=2, timing_steps=5, metrics_every_n_steps=5, targets=["A100"], print_report=False)
 
 
 def test_tracker_on_a_gpu_model(tmp_path):

@@ -28,7 +28,7 @@ from tests.lightning_helpers import trainer
 from tests.model_zoo import ZOO, loss_fn
 
 BATCHES = 14
-OPTIONS = dict(warmup_steps=1, profile_steps=2, timing_steps=3, log_every_n_steps=4, print_report=False)
+OPTIONS = dict(warmup_steps=1, profile_steps=2, timing_steps=3, metrics_every_n_steps=4, print_report=False)
 
 
 # ------------------------------------------------------------------------------------------------

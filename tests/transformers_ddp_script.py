@@ -68,7 +68,7 @@ def main() -> None:
     torch.set_num_threads(1)
     reference, _, _ = train(out / "reference", None)
     callback = PreNeTTrainerCallback(report_path=out / "prenet_report.json", warmup_steps=2, profile_steps=2,
-                                     timing_steps=4, log_every_n_steps=10, targets=[], print_report=True)
+                                     timing_steps=4, metrics_every_n_steps=10, targets=[], print_report=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t, reporter, counter = train(out / "trainer", callback)

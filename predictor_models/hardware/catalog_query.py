@@ -43,10 +43,28 @@ class Catalog:
         if not found:
             if _TARGET.match(name):
                 raise UnknownHardwareError(name, [], " (a node target such as '8x H100' is read by parse_target)")
+            spelled = self._count_spelling(name)
+            if spelled is not None:   # "H100x8", "H100 8x", "x8 H100": a GPU count written elsewhere than first
+                count, target = spelled
+                error = UnknownHardwareError(name, [], f"; for {count} GPUs write '{target}' (the count comes first)")
+                error.closest = [target]
+                raise error
             raise UnknownHardwareError(name, self._index.closest(name))
         if len(found) > 1:
             raise AmbiguousHardwareError(name, [e.name for e in found])
         return found[0]
+
+    def _count_spelling(self, name: str) -> tuple[int, str] | None:
+        """The count and multi-GPU spelling of a name that puts its count after the GPU or without the 'x'
+        ('H100x8', 'H100 x 8', 'H100-8x', 'x8 H100', '8 H100', '8H100' -> 8, '8x H100-SXM5'), when the rest
+        names one catalog entry."""
+        for pattern in _MISPLACED_COUNTS:
+            match = pattern.match(name)
+            if match and int(match.group("n")) >= 1:
+                found = self._index.matches(match.group("gpu").strip())
+                if len(found) == 1:
+                    return int(match.group("n")), f"{int(match.group('n'))}x {found[0].name}"
+        return None
 
     def list(self, vendor: str | None = None, min_memory_gb: float | None = None,
              contains: str | None = None) -> list[Accelerator]:
@@ -95,6 +113,14 @@ def _check_name(name: Any, what: str = "hardware name") -> None:
 
 
 _TARGET = re.compile(r"^\s*([-+]?\d+)\s*[x×*]\s*(\S.*)$", re.IGNORECASE)
+# counts in the wrong place: after the name ("H100x8", "H100 * 8", "H100-8x", "H100 8x"), or "x8 H100", "8 H100",
+# "8H100"
+_MISPLACED_COUNTS = tuple(re.compile(p, re.IGNORECASE) for p in (
+    r"^\s*(?P<gpu>\S.*?)\s*[-_ ]?\s*[x×*]\s*(?P<n>\d+)\s*$",
+    r"^\s*(?P<gpu>\S.*?)\s*[-_ ]\s*(?P<n>\d+)\s*[x×*]\s*$",
+    r"^\s*[x×*]\s*(?P<n>\d+)\s+(?P<gpu>\S.*)$",
+    r"^\s*(?P<n>\d+)\s*(?P<gpu>[^\d\s].*)$",
+))
 
 
 def _squash(text: str) -> str:

@@ -46,7 +46,8 @@ def register(subparsers: Any) -> None:
                              "whose half-precision convolutions pay cuDNN's layout transforms)")
     parser.add_argument("--json", action="store_true", help="print the (re-projected) report as JSON")
     parser.add_argument("--out", metavar="FILE", help="also write the re-projected report to FILE")
-    parser.add_argument("--width", type=int, default=120, help="text width (default 120)")
+    parser.add_argument("--width", type=int, default=None,
+                        help="text width (default: the terminal's; piped, $COLUMNS, else 100)")
     parser.add_argument("--html", metavar="PAGE.html",
                         help="also write the report as one self-contained HTML page with charts")
     parser.set_defaults(func=run)
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise UsageError(f"--precision: {error}") from None
     predictor = load_predictor_option(args.predictor, "--predictor")
-    if args.width < 40:
+    if args.width is not None and args.width < 40:
         raise UsageError("--width must be >= 40")
     if args.html is not None:
         _check_html_option(args.html)

@@ -20,6 +20,7 @@ from prenet_callbacks.projection.host import ExecutionOptions, measure_host_cost
 from prenet_callbacks.projection.layout_rows import check_layouts
 from prenet_callbacks.projection.memory import GIB, capacity_bytes
 from prenet_callbacks.projection.model_layout import ModelLayout
+from prenet_callbacks.projection.one_off import measured_one_off_s
 from prenet_callbacks.projection.optimizer_ops import optimizer_settings
 from prenet_callbacks.projection.parallel import ZeroConfig
 from prenet_callbacks.projection.precision import Precision, parse_precision
@@ -120,6 +121,12 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
         "predictor": (getattr(predictor, "metadata", {}) or {}).get("version"),
         "work": {"steps": None if shape.steps is None else int(round(shape.steps)), "done_steps": shape.done_steps},
     }
+    if rows and workload.anchor is None and current and current.total_s:
+        # a CPU's (or unknown device's) warm-up and profiling stay in its own row; the others carry their own
+        report.projection["one_off"] = {
+            "measured_s": round(measured_one_off_s(shape.steps, workload.measured_step_s,
+                                                   shape.fixed_s + shape.validation_s, current.total_s), 4),
+            "fits": shape.fits}
     if workload.reprojected_from:
         report.projection["reprojected_from"] = workload.reprojected_from   # the run's own precision
     if whatif:

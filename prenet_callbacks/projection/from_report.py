@@ -291,4 +291,7 @@ def run_shape_from_report(report, workload: Workload) -> RunShape:
     validation = float(breakdown.get("validation_s") or 0.0)
     if steps and done and steps > done:
         validation *= steps / (steps - done)  # this fit's validation covers only its own steps
-    return RunShape(float(steps) if steps is not None else None, fixed, validation, done)
+    measured = report.measured or {}
+    return RunShape(float(steps) if steps is not None else None, fixed, validation, done,
+                    fits=int((report.run or {}).get("fits") or 1), profiled_steps=int(measured.get("profiled_steps") or 0),
+                    compile_s=float(measured.get("compile_s") or 0.0))

@@ -34,7 +34,8 @@ from prenet_callbacks.projection.row_parts import (
     assumed_for,
     current_forward_s,
     host_model,
-    one_off_seconds,
+    measured_once_s,
+    row_one_off_s,
     python_seconds,
     row_notes,
 )
@@ -75,7 +76,7 @@ def layout_rows(workload: Workload, targets: list, predictor, shape: RunShape, *
     the row of a target without its layout (every GPU a replica), for a model that is no transformer."""
     hm = host_model(workload)
     context = _Context(workload, shape, predictor, batch_convention, zero, provider, hm,
-                       one_off_seconds(workload, shape, current_total_s), current_forward_s(workload, hm),
+                       measured_once_s(workload, shape, current_total_s), current_forward_s(workload, hm),
                        current_total_s)
     out: list[dict[str, Any] | None] = []
     splits: dict = {}   # targets with the same tp, sp and micro-batch share one split of the step
@@ -104,7 +105,7 @@ class _Context:
     zero: ZeroConfig
     provider: str | None
     hm: Any
-    one_off_s: float
+    measured_once_s: float     # the measured run's one-off time (`row_parts.row_one_off_s` decides per row)
     current_fwd_s: float | None
     current_total_s: float | None
 
@@ -233,11 +234,12 @@ def _assemble(ctx: _Context, target, mb: MicroBatches, rank: RankStep, variant, 
     rel = float(times.relative_error[0])
     steps_t = shape.steps * mb.steps_factor if shape.steps is not None else None
     total = total_low = total_high = None
+    one_off = row_one_off_s(whole, shape, ctx.measured_once_s, priced.step, ctx.current_total_s)
     if steps_t is not None:
         validation = _validation(ctx, mb, priced, layout.dp)
-        total = ctx.one_off_s + shape.fixed_s + validation + steps_t * priced.step
-        total_low = ctx.one_off_s + shape.fixed_s + validation * (1 - rel) + steps_t * priced.low
-        total_high = ctx.one_off_s + shape.fixed_s + validation * (1 + rel) + steps_t * priced.high
+        total = one_off + shape.fixed_s + validation + steps_t * priced.step
+        total_low = one_off + shape.fixed_s + validation * (1 - rel) + steps_t * priced.low
+        total_high = one_off + shape.fixed_s + validation * (1 + rel) + steps_t * priced.high
     cost = run_cost(acc, target.count, total, provider=ctx.provider, gpus_per_node=target.gpus_per_node)
     memory, memory_detail = _memory(ctx, target, mb, rank, variant)
     note, notes = row_notes(whole, target, cost, priced.host_bound, float(times.kernels[:, 0].sum()), memory,
@@ -270,7 +272,7 @@ def _assemble(ctx: _Context, target, mb: MicroBatches, rank: RankStep, variant, 
         communication="; ".join(x for x in (comm.describe(), dp_note) if x),
         host_bound=priced.host_bound, unmodelled_share=float(times.unmodelled_share[0]),
         precision=whole.precision.name, precision_note=note,
-        assumed=assumed_for(whole, variant, acc, ctx.zero, target, ctx.hm),
+        assumed={**assumed_for(whole, variant, acc, ctx.zero, target, ctx.hm), "one_off_s": round(one_off, 4)},
         notes=_layout_notes(target, mb, rank, priced.pipe, comm) + notes, layout=detail).to_dict()
     row["global_batch"] = int(mb.samples_per_step) if mb.samples_per_step else None   # all replicas' samples
     return row

@@ -39,7 +39,8 @@ from prenet_callbacks.projection.row_parts import (
     assumed_for,
     current_forward_s,
     host_model,
-    one_off_seconds,
+    measured_once_s,
+    row_one_off_s,
     python_seconds,
     row_notes,
 )
@@ -98,7 +99,7 @@ def plain_rows(workload: Workload, targets: list, predictor, shape: RunShape, *,
     phases = times.phase_of
     current_fwd = current_forward_s(workload, hm)
     has_conv = any(spec.op_class == "conv" for spec in workload.flat().specs)
-    one_off = one_off_seconds(workload, shape, current_total_s)
+    measured_once = measured_once_s(workload, shape, current_total_s)
     # every target at once: (units, targets) host and device seconds, simulated in one pass
     kernels = times.kernels
     host = unit_host_seconds(kernels, phases, workload.host_costs, workload.options, python_seconds(workload)) * hm.scale
@@ -153,6 +154,7 @@ def plain_rows(workload: Workload, targets: list, predictor, shape: RunShape, *,
         low, high = widen(step, low, high, width)
         steps_t = _target_steps(shape.steps, workload.world, n, batch_convention)
         total = total_low = total_high = None
+        one_off = row_one_off_s(workload, shape, measured_once, step, current_total_s)
         if steps_t is not None:
             validation = _validation(workload, shape, float(target_fwd[t]), current_fwd, r, n)
             total = one_off + shape.fixed_s + validation + steps_t * step
@@ -184,7 +186,8 @@ def plain_rows(workload: Workload, targets: list, predictor, shape: RunShape, *,
                       "host": max(0.0, step - device_total - comm_exposed)},
             comm_s=comm_total, comm_exposed_s=comm_exposed, communication=comm_note, host_bound=host_bound,
             unmodelled_share=times.unmodelled_share[t], precision=workload.precision.name, precision_note=note,
-            assumed=assumed_for(workload, variant, acc, zero, target, hm), notes=notes,
+            assumed={**assumed_for(workload, variant, acc, zero, target, hm), "one_off_s": round(one_off, 4)},
+            notes=notes,
         ).to_dict())
     return rows
 

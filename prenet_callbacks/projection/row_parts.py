@@ -13,6 +13,7 @@ from prenet_callbacks.projection.host import calibrate_host_scale, simulate, uni
 from prenet_callbacks.projection.parallel import ZeroConfig
 from prenet_callbacks.projection.precision import precision_note
 from prenet_callbacks.projection.reproject import reprojection_note
+from prenet_callbacks.projection.one_off import measured_one_off_s, target_one_off_s
 from prenet_callbacks.projection.workload import Variant, Workload
 
 COMM_ERROR = 0.15   # band of communication: the collective model's error on public measurements
@@ -26,12 +27,16 @@ class RunShape:
     fixed_s: setup, checkpoints, epoch boundaries -- host and disk work that no GPU changes.
     validation_s: all validation of the run on the measured device (scales like the forward pass).
     done_steps: steps already run when this was measured (reported, not subtracted: rows cover the run).
+    fits, profiled_steps, compile_s: what a target's own one-off time is made of (`one_off.py`).
     """
 
     steps: float | None = None
     fixed_s: float = 0.0
     validation_s: float = 0.0
     done_steps: int = 0
+    fits: int = 1              # fit calls the run takes (a resumed run pays each one's start-up again)
+    profiled_steps: int = 0    # the measured run's profiling window (each target row's own one costs it too)
+    compile_s: float = 0.0     # torch.compile's time in the measured run (host work: carried as measured)
 
 
 def python_seconds(workload: Workload) -> np.ndarray | None:
@@ -67,15 +72,21 @@ def host_model(workload: Workload) -> HostModel:
     return HostModel(scale, max(0.0, target - simulated))
 
 
-def one_off_seconds(workload: Workload, shape: RunShape, current_total_s: float | None) -> float:
-    """What the measured run spends once beyond its steady parts (warm-up steps, the profiling window,
-    compilation, this tool's own work): its predicted total minus steps x clean step + fixed +
-    validation. A target run pays about as much once, so every target's total carries it; without it a
-    host-bound run would look faster anywhere else by exactly that amount."""
-    if not current_total_s or shape.steps is None or not workload.measured_step_s:
+def measured_once_s(workload: Workload, shape: RunShape, current_total_s: float | None) -> float:
+    """What the measured run spends once beyond its steady parts (`one_off.measured_one_off_s`)."""
+    return measured_one_off_s(shape.steps, workload.measured_step_s, shape.fixed_s + shape.validation_s,
+                              current_total_s)
+
+
+def row_one_off_s(workload: Workload, shape: RunShape, measured_once: float, step: float,
+                  current_total_s: float | None) -> float:
+    """A row's one-off time: the measured run's where it ran on a catalog GPU, else the target's own estimate
+    (`one_off.py`: a CPU's warm-up and profiling at its own pace are not a GPU's); none without a measured run."""
+    if not current_total_s:
         return 0.0
-    steady = shape.fixed_s + shape.validation_s + shape.steps * workload.measured_step_s
-    return max(0.0, current_total_s - steady)
+    if workload.anchor is not None:
+        return measured_once
+    return target_one_off_s(step, profiled_steps=shape.profiled_steps, fits=shape.fits, compile_s=shape.compile_s)
 
 
 def current_forward_s(workload: Workload, hm: HostModel) -> float | None:
