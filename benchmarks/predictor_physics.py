@@ -3,8 +3,9 @@ dominates another in every spec predicted slower on the same op.
 
     python benchmarks/predictor_physics.py [--json OUT]
 
-Grids: GEMMs (m and k from 16 to 16,384 at n, k/m in 64..4,096), layer norms (rows 16..16,384 at 64, 768,
-4,096 columns) and adds (256 to 2^27 elements), in fp32 and bf16, on 13 GPUs from the T4 to the B200. A
+Grids: GEMMs (m and k from 16 to 16,384 at n, k/m in 64..4,096), convolutions (batch 1..128, channels 16..2,048),
+layer norms (rows 16..16,384 at 64, 768, 4,096 columns) and adds (256 to 2^27 elements), in fp32 and bf16, on 13
+GPUs from the T4 to the B200. A
 *work violation* is a step up the grid (2x the work) predicted faster; a *dominance violation* is a GPU
 with at least another's FP32 and BF16 peaks, DRAM bandwidth and SM count predicted slower on the same op.
 Each is reported with its count and the worst ratio, for the shipped predictor (half-precision pointwise
@@ -22,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from predictor_models.datasets.common import elementwise_op, gemm_op, norm_op
+from predictor_models.datasets.common import conv_op, elementwise_op, gemm_op, norm_op
 from predictor_models.hardware import lookup_hardware
 
 GPUS = ("T4", "L4", "A10G", "V100", "A100", "H100", "H200", "B200", "RTX 4090", "A100-PCIe-40GB", "P100", "A40",
@@ -31,8 +32,17 @@ SIZES = [2 ** i for i in range(4, 15)]
 _SPECS = ("fp32_tflops", "bf16_tflops", "memory_bandwidth_gbs", "sm_count")
 
 
+def _conv(n, c, k, hw, taps, dtype):
+    return conv_op(n, c, k, hw, hw, taps, taps, 1, taps // 2, dtype)
+
+
 def _chains(dtype: str) -> dict[str, list[list]]:
+    channels = [2 ** i for i in range(4, 12)]
     return {
+        # half-precision convolutions are the tiled-kernel network's (monotone by construction)
+        "conv_n": [[_conv(n, c, c, hw, t, dtype) for n in (1, 2, 4, 8, 16, 32, 64, 128)]
+                   for c in (64, 256) for hw in (14, 56) for t in (1, 3)],
+        "conv_channels": [[_conv(32, c, c, hw, t, dtype) for c in channels] for hw in (7, 28) for t in (1, 3)],
         "gemm_m": [[gemm_op(1, m, n, k, dtype) for m in SIZES] for n in (64, 256, 1024, 4096) for k in (64, 256, 1024, 4096)],
         "gemm_k": [[gemm_op(1, m, n, k, dtype) for k in SIZES] for n in (64, 256, 1024, 4096) for m in (64, 256, 1024, 4096)],
         "norm_rows": [[norm_op(r, c, dtype, name="aten::native_layer_norm") for r in SIZES] for c in (64, 768, 4096)],
@@ -73,6 +83,30 @@ def dominance_violations(predictor, devices) -> dict:
             "worst": [{"faster_gpu": a, "slower_gpu": b, "ratio": round(r, 3)} for r, a, b in worst[:5] if r > 1.0001]}
 
 
+def network_violations(predictor, devices) -> dict:
+    """The same checks where the tiled-kernel network prices: half-precision convolutions on GPUs that run the
+    mode on tensor cores (fp16 from Volta, bf16 from Ampere), dominance over every figure its inputs read."""
+    steps = bad = comparisons = worse = 0
+    figures = ("fp16_tflops", "bf16_tflops", "memory_bandwidth_gbs", "sm_count", "tdp_w")
+    for dtype, generation in (("float16", 7.0), ("bfloat16", 8.0)):
+        devs = [d for d in devices if float(d.compute_capability or 0) >= generation]
+        ops = []
+        for name in ("conv_n", "conv_channels"):
+            for chain in _chains(dtype)[name]:
+                t = predictor.predict_matrix(chain, devs)
+                ratios = t[:-1] / t[1:]
+                steps, bad = steps + ratios.size, bad + int((ratios > 1.0001).sum())
+                ops += chain
+        t = predictor.predict_matrix(ops, devs)
+        for i, a in enumerate(devs):
+            for j, b in enumerate(devs):
+                if i != j and all((getattr(a, f) or 0) >= (getattr(b, f) or 0) for f in figures):
+                    comparisons += len(ops)
+                    worse += int((t[:, i] > t[:, j] * 1.0001).sum())
+    return {"work_steps": steps, "work_violations": bad, "dominance_comparisons": comparisons,
+            "dominance_violations": worse}
+
+
 def main(argv: list[str] | None = None) -> int:
     from prenet_callbacks.projection.predictor_source import default_predictor
 
@@ -85,12 +119,16 @@ def main(argv: list[str] | None = None) -> int:
               "dominance": dominance_violations(predictor, devices)}
     held, predictor.monotone = predictor.monotone, frozenset()      # the raw model, for comparison
     result["work_raw_model"] = work_violations(predictor, devices)
+    result["network"] = network_violations(predictor, devices)
     result["dominance_raw_model"] = dominance_violations(predictor, devices)
     predictor.monotone = held
     for key, row in result["work"].items():
         print(f"{key:22s} {row['violations']:5d} of {row['steps']:5d} steps faster at 2x the work (worst x{row['worst_drop']})")
     dom = result["dominance"]
     print(f"dominance: {dom['violations']} of {dom['comparisons']}; worst: {dom['worst'][:3]}")
+    net = result["network"]
+    print(f"network (half-precision convolutions on tensor cores): work {net['work_violations']} of {net['work_steps']}, "
+          f"dominance {net['dominance_violations']} of {net['dominance_comparisons']}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
     return 0

@@ -19,7 +19,7 @@ from typing import Sequence
 from predictor_models.paths import check_output_path
 
 
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 DEFAULT_MEMBERS = 3
 
 
@@ -124,8 +124,9 @@ def extra_lookup(extra: Sequence[str], devices: set[str]):
 
 def train(data: str | Path | None, out: str | Path, *, extra: Sequence[str] | None = None, sources: Sequence[str] | None = None,
           members: int = DEFAULT_MEMBERS, date: str | None = None, weight_decay: dict[str, float] | None = None,
-          remove_host_lag: bool = False, log=print) -> Path:
-    """Fit every class model and write the artifact; returns its path."""
+          remove_host_lag: bool = False, networks: bool = True, log=print) -> Path:
+    """Fit every class model (and, unless ``networks`` is False, the tiled-kernel network) and write the
+    artifact; returns its path."""
     from threadpoolctl import threadpool_limits
 
     from predictor_models.predictor import Predictor, save_predictor
@@ -140,6 +141,7 @@ def train(data: str | Path | None, out: str | Path, *, extra: Sequence[str] | No
     log(f"loaded {len(ts)} samples on {len(set(ts.gpu))} GPUs in {time.time() - start:.0f} s")
     with threadpool_limits(1):
         models = fit_models(ts, members=members, seed=SEED, weight_decay=weight_decay)
+        network = _fit_network(ts, SEED, log) if networks else None
     counts = {}
     for cls in sorted(models):
         mask = ts.ops.op_class == cls
@@ -157,10 +159,28 @@ def train(data: str | Path | None, out: str | Path, *, extra: Sequence[str] | No
         "members": members,
         "weight_decay": {cls: decay for cls, decay in sorted(weight_decays(weight_decay).items()) if cls in models},
         "host_lag_removed": bool(remove_host_lag),
+        "networks": [{"prices": list(network.classes), "modes": list(network.modes),
+                      "harness_lags_s": network.members[0].lags}] if network else [],
     }
-    path = save_predictor(Predictor(models, metadata), out)
+    path = save_predictor(Predictor(models, metadata, networks=[network] if network else []), out)
     log(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB) in {time.time() - start:.0f} s")
     return path
+
+
+def _fit_network(ts, seed: int, log):
+    import torch
+
+    from predictor_models.predictor.training import fit_network
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)   # one thread: the same file on every run of one machine
+    try:
+        start = time.time()
+        network = fit_network(ts, seed=seed)
+        log(f"fitted the tiled-kernel network in {time.time() - start:.0f} s")
+        return network
+    finally:
+        torch.set_num_threads(threads)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -173,6 +193,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--members", type=int, default=DEFAULT_MEMBERS, help="MLPs per op class (ensemble)")
     parser.add_argument("--date", default=None, help="date recorded in the metadata (default: today)")
     add_weight_decay_argument(parser)
+    parser.add_argument("--no-networks", action="store_true",
+                        help="skip the tiled-kernel network (half-precision convolutions then use the per-class "
+                             "model; a quicker train)")
     parser.add_argument("--remove-host-lag", action="store_true",
                         help="learn kernel times: take off the host lag that NeuSight's per-op timings carry "
                              "(experimental; see the model card)")
@@ -203,7 +226,7 @@ def run(args) -> int:
         decays = check_weight_decay(args.weight_decay)
         check_output_path(args.out, "--out", directory=True)
         train(args.data, args.out, extra=args.extra, sources=args.sources, members=args.members, date=args.date,
-              weight_decay=decays, remove_host_lag=args.remove_host_lag)
+              weight_decay=decays, remove_host_lag=args.remove_host_lag, networks=not args.no_networks)
     except (TrainError, ValueError, FileNotFoundError) as error:  # RowsError is a ValueError
         print(f"{getattr(args, 'prog', 'train')}: error: {error}", file=sys.stderr)
         return 2

@@ -168,11 +168,15 @@ def _describe_conv(call: OpCall) -> tuple[float, dict[str, float]]:
     h_out, w_out = _fold_spatial(out[2:])
     kh, kw = _fold_spatial(w[2:])
     c_in, c_out = x[1], (w[1] * groups if transposed else w[0])
-    return float(flops), {"n": x[0], "c_in": c_in, "c_out": c_out, "h_in": h_in, "w_in": w_in,
-                          "h_out": h_out, "w_out": w_out, "kh": kh, "kw": kw,
-                          "stride": int(stride[0]) if stride else 1, "groups": groups,
-                          "transposed": int(transposed), "backward": int(backward),
-                          "spatial_dims": spatial}
+    dims = {"n": x[0], "c_in": c_in, "c_out": c_out, "h_in": h_in, "w_in": w_in,
+            "h_out": h_out, "w_out": w_out, "kh": kh, "kw": kw,
+            "stride": int(stride[0]) if stride else 1, "groups": groups,
+            "transposed": int(transposed), "backward": int(backward),
+            "spatial_dims": spatial}
+    if backward:  # which gradients the backward computes (the first layer's needs no input gradient)
+        mask = call.scalar("output_mask", (True, True, True)) or (True, True, True)
+        dims["grad_input"], dims["grad_weight"] = int(bool(mask[0])), int(bool(mask[1]))
+    return float(flops), dims
 
 
 def _fold_spatial(dims: Shape) -> tuple[int, int]:

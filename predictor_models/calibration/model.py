@@ -32,7 +32,7 @@ class CalibratedPredictor(Predictor):
         meta = base.metadata
         version = f"{meta.get('version', 'unknown')}+calibrated:{correction.device}"
         super().__init__(base.models, {**meta, "version": version, "calibration": summary}, base.heldout,
-                         base.default_utilisation)
+                         base.default_utilisation, base.networks)
         self.base = base
         self.correction = correction
         self.summary = summary

@@ -3,8 +3,10 @@
 A ``predictor.json`` may also hold a calibration (format ``prenet-calibration``, see
 `predictor_models.calibration`): the shipped predictor plus one device's correction.
 
-Layout: ``{"format": "prenet-predictor", "format_version": 2, "metadata": {...},
-"default_utilisation": u, "launch_s": s, "classes": {op_class: {"features": [...], "members": [mlp...]}}}``.
+Layout: ``{"format": "prenet-predictor", "format_version": 3, "metadata": {...},
+"default_utilisation": u, "launch_s": s, "classes": {op_class: {"features": [...], "members": [mlp...]}},
+"networks": [{"classes": [...], "modes": [...], "mono_features": [...], "free_features": [...],
+"members": [monotone network...]}]}`` (version 2 files, without networks, still load).
 ``heldout_errors.json`` beside it (written by ``evaluate --update-card``) holds per-class MAPE.
 """
 from __future__ import annotations
@@ -16,11 +18,14 @@ from pathlib import Path
 from .bound import LAUNCH_S
 from .features import FEATURES
 from .files import ARTIFACT_NAME, CALIBRATION_FORMAT, HELDOUT_NAME, PREDICTOR_FORMAT, PRETRAINED_DIR
+from .kernel_features import FREE_NAMES, MONO_NAMES
 from .mlp import from_json, to_json
-from .model import Predictor
+from .model import KernelNetwork, Predictor
+from .mono import MonoNet
 
 FORMAT = PREDICTOR_FORMAT
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+READS = (2, 3)
 RETRAIN_HINT = "python -m predictor_models.train --out {folder}"
 
 
@@ -42,6 +47,9 @@ def save_predictor(predictor: Predictor, out_dir: str | Path) -> Path:
             cls: {"features": FEATURES[cls][1], "members": [to_json(m) for m in members]}
             for cls, members in sorted(predictor.models.items())
         },
+        "networks": [{"classes": list(net.classes), "modes": list(net.modes), "mono_features": list(MONO_NAMES),
+                      "free_features": list(FREE_NAMES), "members": [m.to_json() for m in net.members]}
+                     for net in predictor.networks],
     }
     path = out / ARTIFACT_NAME
     path.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False))
@@ -81,8 +89,8 @@ def _load_cached(path_text: str, _mtime_key: float) -> Predictor:
         return _load_calibration(path, doc)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise _fail(path, "not a prenet predictor file")
-    if doc.get("format_version") != FORMAT_VERSION:
-        raise _fail(path, f"format version {doc.get('format_version')!r}, this code reads {FORMAT_VERSION}")
+    if doc.get("format_version") not in READS:
+        raise _fail(path, f"format version {doc.get('format_version')!r}, this code reads {', '.join(map(str, READS))}")
     if abs(float(doc.get("launch_s", -1)) - LAUNCH_S) > 1e-12:
         raise _fail(path, "trained with a different launch latency than this code uses")
     models: dict[str, list[dict]] = {}
@@ -100,9 +108,20 @@ def _load_cached(path_text: str, _mtime_key: float) -> Predictor:
                 raise ValueError(f"{cls}: no members")
             models[cls] = members
         heldout = _read_heldout(path.parent / HELDOUT_NAME)
-        return Predictor(models, doc.get("metadata", {}), heldout, float(doc["default_utilisation"]))
+        networks = [_network(entry) for entry in doc.get("networks", [])]
+        return Predictor(models, doc.get("metadata", {}), heldout, float(doc["default_utilisation"]), networks)
     except (KeyError, TypeError, ValueError) as error:
         raise _fail(path, f"corrupt ({error})") from error
+
+
+def _network(entry: dict) -> KernelNetwork:
+    """A stored network, refused unless its inputs are this code's and its weights keep their signs."""
+    if tuple(entry["mono_features"]) != MONO_NAMES or tuple(entry["free_features"]) != FREE_NAMES:
+        raise ValueError("a kernel network's inputs differ from this code's")
+    members = tuple(MonoNet.from_json(m) for m in entry["members"])
+    if not members or any(m.w1m.shape[0] != len(MONO_NAMES) or m.w1f.shape[0] != len(FREE_NAMES) for m in members):
+        raise ValueError("a kernel network's width does not match its inputs")
+    return KernelNetwork(tuple(entry["classes"]), tuple(entry["modes"]), members)
 
 
 def _load_calibration(path: Path, doc: dict) -> Predictor:

@@ -51,7 +51,7 @@ def matrix(ops: OpColumns, devs: DeviceColumns) -> Pairs:
     n, d = len(ops), len(devs.names)
     dev = DeviceColumns(devs.names, *(a.reshape(1, d) for a in (devs.bandwidth, devs.sms, devs.l2_bytes,
                                                                devs.clock_mhz, devs.memory_gb, devs.tdp_w)),
-                        devs.peaks, devs.tensor, devs.notes)
+                        devs.peaks, devs.tensor, devs.notes, None if devs.arch is None else devs.arch.reshape(1, d))
     return Pairs(_reshape_ops(ops, (n, 1)), ops.dims.reshape(n, 1, -1), dev, devs.peaks[:, ops.mode].T,
                  devs.tensor[:, ops.mode].T, (n, d))
 

@@ -32,6 +32,7 @@ class DeviceColumns:
     tensor: np.ndarray       # (d, len(MODES)) 1.0 where that mode runs on tensor cores
     # where a peak is a stand-in: a precision the device runs but the catalog has no figure for
     notes: tuple[str, ...] = ()
+    arch: np.ndarray | None = None   # (d,) compute capability (8.0 for an A100); 0 where not NVIDIA or unknown
 
     def take(self, index: np.ndarray) -> "DeviceColumns":
         names = tuple(self.names[i] for i in index)
@@ -39,7 +40,8 @@ class DeviceColumns:
         notes = tuple(n for n in self.notes if n.split(":", 1)[0] in present)
         return DeviceColumns(names, self.bandwidth[index], self.sms[index],
                              self.l2_bytes[index], self.clock_mhz[index], self.memory_gb[index],
-                             self.tdp_w[index], self.peaks[index], self.tensor[index], notes)
+                             self.tdp_w[index], self.peaks[index], self.tensor[index], notes,
+                             None if self.arch is None else self.arch[index])
 
 
 def _peak(device, mode: str, fp32: float, notes: list[str]) -> float:
@@ -74,12 +76,12 @@ def device_columns(devices: Sequence) -> DeviceColumns:
         sms, clock = dev.sm_count or DEFAULT_SM, dev.boost_clock_mhz or 1500.0
         tdp = getattr(dev, "tdp_w", None) or DEFAULT_W_PER_SM_GHZ * sms * clock / 1e3
         rows.append((dev.name, dev.memory_bandwidth_gbs * 1e9, sms, (dev.l2_cache_mb or DEFAULT_L2_MB) * 2**20,
-                     clock, dev.memory_gb or 16.0, float(tdp), peaks, tensor))
+                     clock, dev.memory_gb or 16.0, float(tdp), peaks, tensor, cc))
     col = lambda i: np.array([r[i] for r in rows], dtype=np.float64)  # noqa: E731
     return DeviceColumns(tuple(r[0] for r in rows), col(1), col(2), col(3), col(4), col(5), col(6),
                          np.array([r[7] for r in rows], dtype=np.float64).reshape(len(rows), len(MODES)),
                          np.array([r[8] for r in rows], dtype=np.float64).reshape(len(rows), len(MODES)),
-                         tuple(dict.fromkeys(notes)))
+                         tuple(dict.fromkeys(notes)), col(9))
 
 
 def _compute_capability(dev) -> float:

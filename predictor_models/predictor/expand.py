@@ -124,3 +124,58 @@ def expand(op: OpSpec, modelled: frozenset[str]) -> list[tuple[OpSpec, float]] |
 
 PROXIED = {"attention": "gemm", "recurrent": "gemm+elementwise", "pooling": "elementwise", "embedding": "elementwise",
            "optimizer": "elementwise", "data_movement": "elementwise"}
+
+
+# -- the kernels the monotone predictor prices (`mono_model.py`) ---------------------------------------------
+# a convolution whose groups hold this many input channels or fewer runs as a memory-bound (streaming) kernel:
+# a depthwise convolution reads each input once and does a few multiply-adds per output, which no
+# tensor-core tile can use; priced as a slice of a dense convolution it came out 2-3x too slow
+DEPTHWISE_CHANNELS = 2.0
+
+
+def is_depthwise(op: OpSpec) -> bool:
+    d = op.dims
+    groups = max(float(d.get("groups", 1) or 1), 1.0)
+    return op.op_class == "conv" and groups > 1 and float(d.get("c_in", 0) or 0) / groups <= DEPTHWISE_CHANNELS
+
+
+def _conv_kernel(op: OpSpec, grad: int) -> OpSpec:
+    """One convolution kernel of a (forward or backward) conv op: forward (0), data gradient (1), weight
+    gradient (2), each with its own FLOPs and bytes (DeepBench's three samples per layer are the same split)."""
+    d = op.dims
+    s = _ESIZE.get(op.dtype, 4)
+    g = max(float(d.get("groups", 1) or 1), 1.0)
+    n, c_in, c_out = (max(float(d.get(k, 1) or 1), 1.0) for k in ("n", "c_in", "c_out"))
+    taps = max(float(d.get("kh", 1) or 1), 1.0) * max(float(d.get("kw", 1) or 1), 1.0)
+    x = n * c_in * max(float(d.get("h_in", 1) or 1), 1.0) * max(float(d.get("w_in", 1) or 1), 1.0)
+    y = n * c_out * max(float(d.get("h_out", 1) or 1), 1.0) * max(float(d.get("w_out", 1) or 1), 1.0)
+    w = c_out * c_in / g * taps
+    flops = 2.0 * y * c_in / g * taps
+    read, written = {0: (x + w, y), 1: (y + w, x), 2: (x + y, w)}[grad]
+    dims = {**d, "backward": int(grad > 0), "grad": grad}
+    if is_depthwise(op):   # streaming: the elements it writes (the weight gradient: the input it reduces)
+        numel = {0: y, 1: x, 2: x}[grad]
+        return OpSpec("elementwise", op.dtype, flops, read * s, written * s, {"numel": numel, "inputs": 2.0},
+                      False, f"{op.name}:depthwise")
+    return replace(op, flops=flops, bytes_read=read * s, bytes_written=written * s, dims=dims)
+
+
+def conv_kernels(op: OpSpec) -> list[tuple[OpSpec, float]]:
+    """The kernels of a convolution op: its forward, or the data and weight gradients its backward computes."""
+    d = op.dims
+    if not d.get("backward", 0):
+        return [(_conv_kernel(op, 0), 1.0)]
+    grads = [g for g, key in ((1, "grad_input"), (2, "grad_weight")) if int(d.get(key, 1))]
+    return [(_conv_kernel(op, g), 1.0) for g in grads] or [(_conv_kernel(op, 2), 1.0)]
+
+
+def expand_kernels(op: OpSpec, modelled: frozenset[str]) -> list[tuple[OpSpec, float]] | None:
+    """The kernels an op is priced as by the monotone predictor (None: nothing models it)."""
+    if op.op_class == "conv" and "conv" in modelled:
+        d = op.dims
+        if all(d.get(k, 0) for k in ("n", "c_in", "c_out")):
+            return conv_kernels(op)
+        return [(op, 1.0)]
+    if op.op_class in ("gemm", "norm", "elementwise"):
+        return [(op, 1.0)] if op.op_class in modelled else None
+    return expand(op, modelled)

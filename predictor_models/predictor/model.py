@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
@@ -10,10 +11,12 @@ import numpy as np
 from predictor_models.op_spec import OpSpec
 
 from .bound import bound_seconds, matrix
-from .devices import device_columns
-from .expand import PROXIED, expand
+from .devices import MODES, device_columns
+from .expand import PROXIED, conv_kernels, expand, is_depthwise
 from .features import FEATURES
+from .kernel_features import feature_arrays
 from .mlp import predict_mlp, predict_mlp_columns
+from .mono import MonoNet
 from .monotone import HELD_DTYPES, work_ladder
 from .optable import op_columns
 
@@ -44,19 +47,43 @@ def one_blas_thread():
     return controller.limit(limits=1, user_api="blas")
 
 
+@dataclass(frozen=True)
+class KernelNetwork:
+    """A monotone tiled-kernel network (`mono.py`, `kernel_features.py`) and what it prices: kernels of
+    ``classes`` in the math ``modes``, on devices that run those modes on tensor cores (elsewhere, e.g. a
+    Pascal GPU's pseudo-fp16, the per-class models keep them). Its members' log-seconds are averaged."""
+
+    classes: tuple[str, ...]
+    modes: tuple[str, ...]
+    members: tuple[MonoNet, ...]
+
+    def covers(self, cols) -> np.ndarray:
+        """Which rows of ``cols`` (`OpColumns`) it prices, before the device's tensor-core check."""
+        modes = [MODES.index(m) for m in self.modes]
+        return np.isin(cols.op_class, self.classes) & np.isin(cols.mode, modes)
+
+    def log_seconds(self, pairs) -> np.ndarray:
+        mono, free = feature_arrays(pairs)
+        return (sum(member(mono, free) for member in self.members) / len(self.members)).reshape(pairs.shape)
+
+
 class Predictor:
     """Predicts op times on catalog devices.
 
     ``models`` maps an op class to a list of MLP parameter dicts (an ensemble whose outputs, the log
-    of measured/bound, are averaged); ``heldout`` maps an op class to its leave-one-GPU-out MAPE.
+    of measured/bound, are averaged); ``heldout`` maps an op class to its leave-one-GPU-out MAPE;
+    ``networks`` are monotone kernel networks that price what they cover instead (`KernelNetwork`).
     """
 
     def __init__(self, models: dict[str, list[dict]], metadata: dict, heldout: dict[str, float] | None = None,
-                 default_utilisation: float = DEFAULT_UTILISATION) -> None:
+                 default_utilisation: float = DEFAULT_UTILISATION,
+                 networks: Sequence[KernelNetwork] = ()) -> None:
         unknown = set(models) - set(FEATURES)
         if unknown:
             raise ValueError(f"no feature definition for op classes {sorted(unknown)}")
         self.models = models
+        self.networks = tuple(networks)
+        self._network_modes = frozenset(m for net in self.networks if "conv" in net.classes for m in net.modes)
         # dtypes whose ops are held monotone in their work (monotone.py); empty: the raw model
         self.monotone: frozenset[str] = HELD_DTYPES
         self._metadata = dict(metadata)
@@ -72,7 +99,7 @@ class Predictor:
 
     def is_modelled(self, op: OpSpec) -> bool:
         """False when no trained model covers the op's class (it gets bound / default utilisation)."""
-        return expand(op, self._modelled) is not None
+        return self._kernels(op) is not None
 
     def relative_error(self, op_class: str, device=None) -> float:
         """Held-out (unseen-GPU) MAPE of the class; proxies add a margin; unknown classes a documented default.
@@ -135,6 +162,14 @@ class Predictor:
             log_ratio = sum(predict_mlp_columns(m, feats, shape) for m in members) / len(members)
             log_ratio = log_ratio.reshape(shape)
             times[rows] = bound[rows] * np.exp(np.maximum(log_ratio, 0.0))  # utilisation <= 1
+        for net in self.networks:
+            rows = np.flatnonzero(net.covers(cols))
+            if rows.size == 0:
+                continue
+            pairs = matrix(cols.take(rows) if rows.size < len(cols) else cols, devs)
+            on_tensor_cores = np.broadcast_to(pairs.tensor > 0, pairs.shape)
+            priced = np.maximum(bound[rows], np.exp(net.log_seconds(pairs)))   # never below the roofline
+            times[rows] = np.where(on_tensor_cores, priced, times[rows])
         return self.adjust_times(cols, devs, times, bound)
 
     def adjust_times(self, cols, devs, times: np.ndarray, bound: np.ndarray) -> np.ndarray:
@@ -164,7 +199,7 @@ class Predictor:
         mult: list[float] = []
         identity = True
         for i, op in enumerate(ops):
-            parts = expand(op, self._modelled)
+            parts = self._kernels(op)
             if parts is None:  # unmodelled: keep the op itself, predicted by the bound
                 parts = [(op, 1.0)]
             elif len(parts) != 1 or parts[0][0] is not op or parts[0][1] != 1.0:
@@ -174,6 +209,16 @@ class Predictor:
                 parent.append(i)
                 mult.append(m)
         return virtual, np.asarray(parent), np.asarray(mult), identity
+
+    def _kernels(self, op: OpSpec) -> list[tuple[OpSpec, float]] | None:
+        """What an op is priced as: a depthwise convolution as the streaming kernels it runs; a convolution in
+        a mode a network prices as its forward, data-gradient and weight-gradient kernels (`conv_kernels`);
+        anything else as `expand` says."""
+        if op.op_class == "conv" and all(op.dims.get(k, 0) for k in ("n", "c_in", "c_out")):
+            if (is_depthwise(op) and "elementwise" in self._modelled) or (
+                    not is_depthwise(op) and _op_mode_name(op) in self._network_modes):
+                return conv_kernels(op)
+        return expand(op, self._modelled)
 
     def count_unmodelled(self, ops: Sequence[OpSpec]) -> int:
         """How many ops fall back to the bound with the default utilisation."""
@@ -189,3 +234,9 @@ def _distinct(cols) -> tuple[np.ndarray, np.ndarray]:
     rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).reshape(-1)
     _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
     return first, inverse.reshape(-1)
+
+
+def _op_mode_name(op: OpSpec) -> str:
+    from .optable import op_mode
+
+    return MODES[op_mode(op)]
