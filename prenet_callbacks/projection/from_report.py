@@ -21,6 +21,7 @@ from prenet_callbacks.projection.precision import parse_precision, retune
 from prenet_callbacks.projection.project import RunShape
 from prenet_callbacks.projection.reproject import memory_scale, reproject_units, reprojection_note, requested_precision
 from prenet_callbacks.projection.workload import PHASES, Unit, Workload
+from prenet_callbacks.units import format_step_time
 
 _PHASE_FIELDS = {"fwd": "forward_s", "bwd": "backward_s", "opt": "optimizer_s"}
 _OPT_KIND = {0: "sgd", 1: "sgd_momentum", 2: "adamw"}
@@ -220,16 +221,25 @@ def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, da
 
 
 def _clean_step(workload: Workload, measured: dict, step_s: float, accumulate: int) -> float:
-    """The step the host time comes from: the run's faster clean steps (`contention.CLEAN_QUANTILE`) when
-    they are clearly faster than the mean (something else slowed the others), else the mean; a note says so."""
+    """The step the host time comes from on a busy machine (`contention`): the smaller of the mean less the
+    share of time the run's threads waited for a CPU, and the faster clean steps (`contention.CLEAN_QUANTILE`)
+    when they are clearly faster than the mean; else the mean. A note says which."""
     found = measured.get("contention") or {}
-    quick = found.get("p20_s")
-    if not quick or quick * accumulate >= _SLOWED_MEAN * step_s:
+    if not found.get("busy"):
         return step_s
-    clean = quick * accumulate
-    workload.host_from_fast_steps = True
-    workload.notes.append(f"host time from the run's faster steps ({clean * 1e3:.1f} ms a step, 20th percentile; "
-                          f"mean {step_s * 1e3:.1f} ms: the slower ones were slowed by something else on this machine)")
+    candidates = []
+    wait = found.get("cpu_wait")
+    if wait:
+        candidates.append((step_s * (1.0 - wait), f"the mean step {format_step_time(step_s)} less the {wait:.0%} of "
+                                                  "their time the run's threads waited for a CPU"))
+    quick = found.get("p20_s")
+    if quick and quick * accumulate < _SLOWED_MEAN * step_s:
+        candidates.append((quick * accumulate, f"the 20th-percentile step; mean {format_step_time(step_s)}"))
+    if not candidates:
+        return step_s
+    clean, how = min(candidates)
+    workload.host_from_clean_steps = True
+    workload.notes.append(f"the machine was busy: host time from {format_step_time(clean)} a step ({how})")
     return clean
 
 
