@@ -9,6 +9,7 @@ import textwrap
 import pytest
 import torch
 
+from benchmarks.hf_mask_capture import BATCH, SEQ, batch, build
 from prenet_callbacks import estimate
 from prenet_callbacks.cli import main
 from prenet_callbacks.projection.meta_values import MetaValues
@@ -59,30 +60,8 @@ def test_a_partial_write_drops_what_was_known():
     assert values.answers.default == [".all() -> True"] and values.answers.exact == [".item() -> 2.0"]
 
 
-# -- Hugging Face models -----------------------------------------------------------------------------
-B, S = 4, 32
-
-
-def _config(name: str):
-    transformers = pytest.importorskip("transformers", reason="the transformers extra is not installed")
-    small = dict(vocab_size=512, intermediate_size=128)
-    if name == "bert":
-        return transformers.BertForMaskedLM, transformers.BertConfig(hidden_size=64, num_hidden_layers=2,
-                                                                      num_attention_heads=4, **small)
-    if name == "gpt2":
-        return transformers.GPT2LMHeadModel, transformers.GPT2Config(vocab_size=512, n_embd=64, n_layer=2, n_head=4,
-                                                                     n_positions=128, use_cache=False)
-    if name == "llama":
-        return transformers.LlamaForCausalLM, transformers.LlamaConfig(
-            hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            max_position_embeddings=128, use_cache=False, **small)
-    if name == "t5":   # T5 needs its decoder's start token in the config (a pretrained config has it)
-        return transformers.T5ForConditionalGeneration, transformers.T5Config(
-            vocab_size=512, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4, decoder_start_token_id=0,
-            pad_token_id=0, use_cache=False)
-    return transformers.ViTForImageClassification, transformers.ViTConfig(
-        image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=128, num_labels=10)
+# -- Hugging Face models (the configs and batches of benchmarks/hf_mask_capture.py) ----------------------------
+B, S = BATCH, SEQ
 
 
 @pytest.fixture(autouse=True)
@@ -95,32 +74,16 @@ def _quiet_deprecations():
 
 
 def _model(name: str, device: str = "meta"):
-    cls, config = _config(name)
-    torch.manual_seed(0)
-    with torch.device(device):
-        model = cls(config)
-    if name == "gpt2":
-        model.gradient_checkpointing_enable()
-    return model.train()
+    pytest.importorskip("transformers", reason="the transformers extra is not installed")
+    return build(name, device)
 
 
 def _batch(name: str, mask: str | None) -> dict[str, torch.Tensor]:
-    generator = torch.Generator().manual_seed(0)
-    if name == "vit":
-        return {"pixel_values": torch.randn(B, 3, 32, 32, generator=generator),
-                "labels": torch.randint(0, 10, (B,), generator=generator)}
-    ids = torch.randint(1, 512, (B, S), generator=generator)
-    batch = {"input_ids": ids, "labels": ids.clone()}
-    if mask is not None:
-        batch["attention_mask"] = torch.ones(B, S, dtype=torch.long)
-        if mask == "padded":
-            batch["attention_mask"][1, 20:] = 0
-            batch["attention_mask"][3, 10:] = 0
-    return batch
+    return batch(name, mask or "none")
 
 
-def _h100(name: str, batch: dict, device: str = "meta"):
-    result = estimate(_model(name, device), batch, targets=["H100"])
+def _h100(name: str, inputs: dict, device: str = "meta"):
+    result = estimate(_model(name, device), inputs, targets=["H100"])
     mask_notes = [n for n in result.notes if n.startswith("attention mask taken as all ones")]
     return result.rows[0]["step_s"], mask_notes, result.notes
 
@@ -169,19 +132,13 @@ def test_vit_estimates_on_meta_and_for_real_alike():
 
 
 MODELS = textwrap.dedent("""
-    import transformers
+    from benchmarks.hf_mask_capture import build
 
-    def gpt2(layers=2):
-        config = transformers.GPT2Config(vocab_size=512, n_embd=64, n_layer=layers, n_head=4, n_positions=128)
-        config.use_cache = False
-        model = transformers.GPT2LMHeadModel(config)
-        model.gradient_checkpointing_enable()
-        return model
+    def gpt2():          # gradient checkpointing on, use_cache=False
+        return build("gpt2", "meta")
 
     def t5():
-        return transformers.T5ForConditionalGeneration(transformers.T5Config(
-            vocab_size=512, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4, decoder_start_token_id=0,
-            pad_token_id=0, use_cache=False))
+        return build("t5", "meta")
 """)
 
 
