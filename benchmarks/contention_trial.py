@@ -8,9 +8,9 @@ busy Python loop, started before the run and stopped after it): ``tracker``, a p
 MLP whose CPU step is a few milliseconds, so its GPU rows are host-bound and carry the run's own host time), or
 ``lightning``, the same MLP in a Lightning fit with `PreNeTCallback` (the issue's trial). Each run is a fresh
 process and every run is kept. Reported per run: the threads' wait for a CPU, the clean steps' quantiles, the
-load, the busy line if the report has one, and the step time and host time of the H100 and A100 rows;
-summarised: the busy runs' rows against the quiet runs' (ratio of medians), which should stay within the
-rows' band. The "quiet" runs are only as quiet as the machine is: what else ran is in their own figures.
+load, the busy line if the report has one, the step time and host time of the H100 and A100 rows, and the
+same report projected as before issue 40 (host time from the mean step: ``rows_from_mean``); summarised: the
+busy runs' rows against the quiet runs' (ratio of medians), which should stay within the rows' band. The "quiet" runs are only as quiet as the machine is: what else ran is in their own figures.
 """
 from __future__ import annotations
 
@@ -100,7 +100,19 @@ def loop(out: str, workload: str, steps: int) -> dict[str, Any]:
                                    "step_high_s": row.get("step_high_s"),
                                    "host_s": (row.get("phases_s") or {}).get("host"),
                                    "host": (row.get("assumed") or {}).get("host")} for row in rows},
-            "notes": [n for n in (report.projection or {}).get("notes", []) if "machine was busy" in n]}
+            "notes": [n for n in (report.projection or {}).get("notes", []) if "machine was busy" in n],
+            "rows_from_mean": _rows_from_mean(report)}
+
+
+def _rows_from_mean(report) -> dict[str, float]:
+    """The same report projected as before issue 40: host time from the mean step (no contention figures)."""
+    import copy
+
+    from prenet_callbacks.projection import project_report
+
+    plain = copy.deepcopy(report)
+    plain.measured.pop("contention", None)
+    return {row["name"]: row["step_s"] for row in project_report(plain, TARGETS) if not row.get("current")}
 
 
 def _burn(stop_at: float) -> None:
@@ -139,6 +151,12 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             summary[name] = {"quiet_step_s": quiet, "busy_step_s": statistics.median(arms[True]),
                              "busy_over_quiet": round(statistics.median(arms[True]) / quiet, 3),
                              "quiet_band": [min(r["step_low_s"] for r in band), max(r["step_high_s"] for r in band)]}
+    for name in names:
+        before = {arm: [run["rows_from_mean"][name] for run in runs if run["busy"] == arm
+                        and name in run.get("rows_from_mean", {})] for arm in (False, True)}
+        if name in summary and before[False] and before[True]:
+            summary[name]["from_mean_busy_over_quiet"] = round(statistics.median(before[True])
+                                                               / statistics.median(before[False]), 3)
     summary["busy_runs_named"] = sum(1 for r in runs if r["busy"] and r["busy_line"])
     summary["quiet_runs_named"] = sum(1 for r in runs if not r["busy"] and r["busy_line"])
     return summary

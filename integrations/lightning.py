@@ -99,7 +99,7 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
         report: the `Report` (also written as JSON), with the history of predictions.
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> "PreNeTCallback":
+    def __new__(cls, *args: Any, **kwargs: Any) -> PreNeTCallback:
         return super().__new__(_lightning_ready(cls))
 
     def __init__(

@@ -159,3 +159,25 @@ def test_a_trainer_run_needs_no_deepspeed(tmp_path):
         result = {{"predicted": bool(callback.report.predictions)}}
     """, block=("deepspeed",), tmp_path=tmp_path)
     assert found["predicted"] and "deepspeed" not in found["modules"]
+
+
+def test_the_core_install_pulls_no_framework_and_the_test_extra_pulls_every_one():
+    import re
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:   # Python 3.10: the core's tomli
+        import tomli as tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    def names(requirements: list[str]) -> set[str]:
+        return {re.split(r"[<>=;\[ ]", r, maxsplit=1)[0].strip().lower() for r in requirements}
+
+    core = names(project["dependencies"])
+    assert core == {"torch", "numpy", "rich", "threadpoolctl", "tomli"}
+    extras = project["optional-dependencies"]
+    assert {"lightning", "pytorch-lightning", "transformers", "deepspeed", "html", "all", "test"} <= set(extras)
+    every = set().union(*(names(extras[name]) for name in extras if name not in ("all", "test")))
+    assert {"lightning", "pytorch-lightning", "transformers", "accelerate", "deepspeed", "scikit-learn"} <= every
+    assert extras["all"] == ["prenet-callbacks[lightning,pytorch-lightning,transformers,deepspeed,train,data]"]
+    assert "prenet-callbacks[all]" in extras["test"]
