@@ -196,14 +196,13 @@ def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, da
 
     The clean step minus data wait, the framework's time between phases (``step_phases.other_s``) and
     the ops' measured time is the model's Python and autograd work; it is spread over the phases as
-    the profiled window saw it and within a phase by kernel count. It stays as measured on a GPU host."""
+    the profiled window saw it and within a phase by kernel count. It stays as measured on a GPU host.
+    On a busy machine it comes from what the wait slowed least (`_busy_python`)."""
     phases = measured.get("step_phases") or {}
     other = float(phases.get("other_s") or 0.0)
     workload.fixed_host_s = other
     if not step_s:
         return
-    step_s = _clean_step(workload, measured, step_s, accumulate)
-    python = max(0.0, step_s - data_s - other - sum(op_seconds.values()))
     table = measured.get("layers") or {}
     overhead = float(table.get("overhead_s") or 0.0)
     per_unit = workload.measured_kernels()
@@ -214,33 +213,41 @@ def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, da
         window = float(phases.get(field) or 0.0)
         raw[p] = max(0.0, window - op_seconds[p] - overhead * kernels[p] / all_kernels)
     total_raw = sum(raw.values())
+    beside_ops = data_s + other + sum(op_seconds.values())
+    python = max(0.0, step_s - beside_ops)
+    busy = _busy_python(measured, step_s, accumulate, beside_ops, total_raw)
+    if busy is not None and busy[0] < python:
+        workload.host_from_clean_steps = True
+        workload.notes.append(f"the machine was busy: the run's own Python time taken as {format_step_time(busy[0])} "
+                              f"a step, from {busy[1]} (the mean step {format_step_time(step_s)} would give "
+                              f"{format_step_time(python)})")
+        python = busy[0]
     weights = {p: (raw[p] / total_raw if total_raw > 0 else kernels[p] / all_kernels) for p in PHASES}
     for unit, unit_kernels in zip(workload.units, per_unit.tolist()):
         share = weights[unit.phase] * unit_kernels / kernels[unit.phase] if kernels[unit.phase] else 0.0
         unit.python_s = python * share
 
 
-def _clean_step(workload: Workload, measured: dict, step_s: float, accumulate: int) -> float:
-    """The step the host time comes from on a busy machine (`contention`): the smaller of the mean less the
-    share of time the run's threads waited for a CPU, and the faster clean steps (`contention.CLEAN_QUANTILE`)
-    when they are clearly faster than the mean; else the mean. A note says which."""
+def _busy_python(measured: dict, step_s: float, accumulate: int, beside_ops: float,
+                 window_python: float) -> tuple[float, str] | None:
+    """On a busy machine (`contention`), the run's own Python time per step from what the wait slowed least,
+    and where it comes from; None on a quiet one. The candidates: the profiled window's own time beside its
+    ops (measured on the same steps as those ops), and the clean step less the ops, the clean step being the
+    mean less the share of time the run's threads waited for a CPU, or the 20th-percentile step when it is
+    clearly under the mean."""
     found = measured.get("contention") or {}
     if not found.get("busy"):
-        return step_s
-    candidates = []
+        return None
+    steps = []
     wait = found.get("cpu_wait")
     if wait:
-        candidates.append((step_s * (1.0 - wait), f"the mean step {format_step_time(step_s)} less the {wait:.0%} of "
-                                                  "their time the run's threads waited for a CPU"))
+        steps.append((step_s * (1.0 - wait), f"the mean step less the {wait:.0%} its threads waited for a CPU"))
     quick = found.get("p20_s")
     if quick and quick * accumulate < _SLOWED_MEAN * step_s:
-        candidates.append((quick * accumulate, f"the 20th-percentile step; mean {format_step_time(step_s)}"))
-    if not candidates:
-        return step_s
-    clean, how = min(candidates)
-    workload.host_from_clean_steps = True
-    workload.notes.append(f"the machine was busy: host time from {format_step_time(clean)} a step ({how})")
-    return clean
+        steps.append((quick * accumulate, "the 20th-percentile step"))
+    candidates = [(max(0.0, clean - beside_ops), how) for clean, how in steps]
+    candidates.append((window_python, "the profiled window's own time beside its ops"))
+    return min(candidates)
 
 
 def _input_bytes(layers: list[dict]) -> float:
