@@ -81,10 +81,11 @@ class CpuWait:
         return wait / (run + wait) if run + wait > 0 else None
 
 
-def contention(batch: RobustDuration, *, threads: int, wait: float | None = None, cores: int | None = None,
-               load: float | None = None) -> dict[str, Any] | None:
-    """The clean batches' quantiles, the threads' wait for a CPU and the machine's load; None before
-    `_MIN_BATCHES` clean batches."""
+def contention(batch: RobustDuration, *, threads: int, wait: float | None = None, window_wait: float | None = None,
+               cores: int | None = None, load: float | None = None) -> dict[str, Any] | None:
+    """The clean batches' quantiles, the threads' wait for a CPU (``wait``: since the last prediction;
+    ``window_wait``: up to the profiling window's close) and the machine's load; None before `_MIN_BATCHES`
+    clean batches."""
     if len(batch.recent) < _MIN_BATCHES:
         return None
     cores = cores or os.cpu_count() or 1
@@ -102,6 +103,7 @@ def contention(batch: RobustDuration, *, threads: int, wait: float | None = None
         busy = bool(spread is not None and spread >= _SPREAD_BUSY and others is not None and others >= _OTHERS_BUSY)
     return {"p10_s": p10, "p20_s": p20, "p50_s": p50, "p90_s": p90, "spread": round(spread, 3) if spread else None,
             "cpu_wait": round(wait, 3) if wait is not None else None,
+            "window_cpu_wait": round(window_wait, 3) if window_wait is not None else None,
             "load_1min": round(load, 2) if load is not None else None, "cores": cores, "threads": threads,
             "busy": busy}
 

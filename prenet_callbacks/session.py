@@ -111,7 +111,8 @@ class PredictionSession:
         self.outputs.new_fit()
         self.predictions.new_fit()
         self.heap_watch: HeapWatch | None = None  # a host-timed fit's (`fit_start`)
-        self.cpu_wait = CpuWait()   # the threads' wait for a CPU, read at each prediction (`contention`)
+        self.cpu_wait = CpuWait()   # the threads' wait for a CPU, read at the window's close and each prediction
+        self.window_wait: float | None = None   # its share up to the profiling window's close (`contention`)
         self.ended = False
         self.own_time.new_fit()
 
@@ -277,6 +278,7 @@ class PredictionSession:
             self._close_window()
 
     def _close_window(self) -> None:
+        self.window_wait = self.cpu_wait.share()   # warm-up and window; the first prediction's share: timed steps
         forwards = close_window(self.report, self.measurements, self.window, device_phases=self.steps.device_timed,
                                 measure_host=not self._on_cuda() and self.config.projects)
         self.steps.stand_in_forwards(forwards or [])
@@ -318,7 +320,7 @@ class PredictionSession:
     def _update_measured(self) -> None:
         update_measured(self.report.measured, self.measurements, self.window, warmup_steps=self.config.warmup_steps,
                         compile_s=self.steps.compile_s(), on_cuda=self._on_cuda(), device_timed=self.steps.device_timed,
-                        cpu_wait=self.cpu_wait.share())
+                        cpu_wait=self.cpu_wait.share(), window_wait=self.window_wait)
         note_contention(self.report.limitations, self.report.measured.get("contention"))
 
     # -- the end of an epoch and of the run ---------------------------------------------------------

@@ -97,7 +97,7 @@ def test_the_real_reading_covers_this_process_threads():
 
 
 def _cpu_report(step_s: float, p20_s: float | None, wait: float | None = None, busy: bool = True,
-                window_s: float = 0.5):
+                window_s: float = 0.5, window_wait: float | None = None):
     """A CPU run's report whose profiled window ran steps of ``window_s`` (0.5 s: the quiet pace) and whose
     timed steps averaged ``step_s``."""
     report = make_report(device="cpu")
@@ -106,8 +106,8 @@ def _cpu_report(step_s: float, p20_s: float | None, wait: float | None = None, b
     report.predictions[-1]["step_s"] = step_s
     if p20_s is not None:
         report.measured["contention"] = {"p10_s": p20_s, "p20_s": p20_s, "p50_s": step_s, "p90_s": step_s * 2,
-                                         "spread": 2.0, "cpu_wait": wait, "load_1min": 3.0, "cores": 2, "threads": 1,
-                                         "busy": busy}
+                                         "spread": 2.0, "cpu_wait": wait, "window_cpu_wait": window_wait,
+                                         "load_1min": 3.0, "cores": 2, "threads": 1, "busy": busy}
     return report
 
 
@@ -132,6 +132,18 @@ def test_gpu_rows_come_from_the_steps_without_the_wait_not_the_slowed_mean():
     assert steady["step_s"] == pytest.approx(quiet["step_s"], rel=0.02)
     assert any("from the mean step less the 50% its threads waited for a CPU" in n
                for n in steady_report.projection["notes"])
+    # the window ran slowed 2x with its threads waiting half the time, the timed steps a little less: the
+    # window's own time less its wait is the cleanest figure
+    both_report = _cpu_report(1.0, 0.95, wait=0.2, window_s=1.0, window_wait=0.5)
+    both = project_report(both_report, ["H100"], predictor=ScaledBound())[1]
+    assert both["step_s"] == pytest.approx(quiet["step_s"], rel=0.1)
+    assert any("from the profiled window's own time beside its ops less the 50% its threads waited" in n
+               for n in both_report.projection["notes"])
+    # no profiled window (profile_layers=False): the timed steps alone
+    bare = _cpu_report(1.0, 0.5)
+    del bare.measured["step_phases"]
+    assert project_report(bare, ["H100"], predictor=ScaledBound())[1]["step_s"] == pytest.approx(quiet["step_s"],
+                                                                                                  rel=0.05)
     # without the figures (an older report) the mean is all there is
     slowed = project_report(_cpu_report(1.0, None), ["H100"], predictor=ScaledBound())[1]
     assert slowed["step_s"] > 1.5 * quiet["step_s"]
@@ -163,6 +175,7 @@ def test_a_session_reads_the_wait_at_each_prediction_and_names_the_busy_machine(
         if found and (not waits or waits[-1][0] != session.predictions.last_logged_step):
             waits.append((session.predictions.last_logged_step, found["cpu_wait"], found["busy"]))
     assert waits[0][1:] == (0.0, False) and waits[-1][1:] == (0.4, True)
+    assert session.report.measured["contention"]["window_cpu_wait"] is None   # no profiling window here
     assert sum(1 for line in session.report.limitations if line.startswith(LINE_START)) == 1
 
 

@@ -215,7 +215,7 @@ def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, da
     total_raw = sum(raw.values())
     beside_ops = data_s + other + sum(op_seconds.values())
     python = max(0.0, step_s - beside_ops)
-    busy = _busy_python(measured, step_s, accumulate, beside_ops, total_raw)
+    busy = _busy_python(measured, step_s, accumulate, beside_ops, total_raw if phases.get("total_s") else None)
     if busy is not None and busy[0] < python:
         workload.host_from_clean_steps = True
         workload.notes.append(f"the machine was busy: the run's own Python time taken as {format_step_time(busy[0])} "
@@ -229,12 +229,12 @@ def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, da
 
 
 def _busy_python(measured: dict, step_s: float, accumulate: int, beside_ops: float,
-                 window_python: float) -> tuple[float, str] | None:
+                 window_python: float | None) -> tuple[float, str] | None:
     """On a busy machine (`contention`), the run's own Python time per step from what the wait slowed least,
     and where it comes from; None on a quiet one. The candidates: the profiled window's own time beside its
-    ops (measured on the same steps as those ops), and the clean step less the ops, the clean step being the
-    mean less the share of time the run's threads waited for a CPU, or the 20th-percentile step when it is
-    clearly under the mean."""
+    ops (measured on the same steps as those ops; None without a window) less the share of time the threads
+    waited for a CPU up to its close, and the clean step less the ops, the clean step being the mean less the
+    share they waited since, or the 20th-percentile step when it is clearly under the mean."""
     found = measured.get("contention") or {}
     if not found.get("busy"):
         return None
@@ -246,8 +246,11 @@ def _busy_python(measured: dict, step_s: float, accumulate: int, beside_ops: flo
     if quick and quick * accumulate < _SLOWED_MEAN * step_s:
         steps.append((quick * accumulate, "the 20th-percentile step"))
     candidates = [(max(0.0, clean - beside_ops), how) for clean, how in steps]
-    candidates.append((window_python, "the profiled window's own time beside its ops"))
-    return min(candidates)
+    if window_python is not None:
+        window_wait = found.get("window_cpu_wait") or 0.0
+        candidates.append((window_python * (1.0 - window_wait), "the profiled window's own time beside its ops"
+                           + (f" less the {window_wait:.0%} its threads waited" if window_wait else "")))
+    return min(candidates) if candidates else None
 
 
 def _input_bytes(layers: list[dict]) -> float:
