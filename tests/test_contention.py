@@ -3,6 +3,7 @@ wait for a CPU; the load only when the steps' spread agrees), shown in the panel
 time carried to other hardware."""
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -120,8 +121,8 @@ def test_gpu_rows_come_from_the_steps_without_the_wait_not_the_slowed_mean():
     assert busy["assumed"]["host"] == ("this run's own Python time (its steps without the wait for a CPU: the machine "
                                        "was busy) + dispatch and launch")
     (note,) = [n for n in report.projection["notes"] if n.startswith("the machine was busy")]
-    assert note.startswith("the machine was busy: the run's own Python time taken as 444.4 ms a step, from the "
-                           "20th-percentile step (the mean step 1.00 s would give 944.4 ms)")
+    assert note == ("the machine was busy: host time from what the wait slowed least: the run's own Python time "
+                    "444.4 ms a step, from the 20th-percentile step (the mean step 1.00 s gives 944.4 ms)")
     # the profiled window ran while the machine was quiet, every timed step after it was slowed (no fast ones):
     # the window's own time beside its ops is the clean figure
     late = project_report(_cpu_report(1.0, 0.95, wait=0.05), ["H100"], predictor=ScaledBound())[1]
@@ -139,6 +140,21 @@ def test_gpu_rows_come_from_the_steps_without_the_wait_not_the_slowed_mean():
     assert both["step_s"] == pytest.approx(quiet["step_s"], rel=0.1)
     assert any("from the profiled window's own time beside its ops less the 50% its threads waited" in n
                for n in both_report.projection["notes"])
+    # the framework's time between phases (Lightning's loop), measured in the window, less the window's wait
+    framework_report = _cpu_report(1.0, 0.95, wait=0.2, window_s=1.0, window_wait=0.5)
+    framework_report.measured["step_phases"]["other_s"] = 0.2
+    project_report(framework_report, ["H100"], predictor=ScaledBound())
+    assert any("; the framework's time between phases 100.0 ms (200.0 ms less its wait)" in n
+               for n in framework_report.projection["notes"])
+    # the data wait, measured on the timed steps, less their wait
+    data_report = _cpu_report(1.0, 0.95, wait=0.5)
+    data_report.measured["data_wait_s"] = 0.2
+    data_row = project_report(data_report, ["H100"], predictor=ScaledBound())[1]
+    assert any(n.endswith("; the data wait 100.0 ms (200.0 ms less its wait)") for n in data_report.projection["notes"])
+    as_measured = copy.deepcopy(data_report)
+    del as_measured.measured["contention"]
+    assert data_row["phases_s"]["host"] < project_report(as_measured, ["H100"],
+                                                         predictor=ScaledBound())[1]["phases_s"]["host"] - 0.09
     # no profiled window (profile_layers=False): the timed steps alone
     bare = _cpu_report(1.0, 0.5)
     del bare.measured["step_phases"]

@@ -215,42 +215,48 @@ def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, da
     total_raw = sum(raw.values())
     beside_ops = data_s + other + sum(op_seconds.values())
     python = max(0.0, step_s - beside_ops)
-    busy = _busy_python(measured, step_s, accumulate, beside_ops, total_raw if phases.get("total_s") else None)
-    if busy is not None and busy[0] < python:
-        workload.host_from_clean_steps = True
-        workload.notes.append(f"the machine was busy: the run's own Python time taken as {format_step_time(busy[0])} "
-                              f"a step, from {busy[1]} (the mean step {format_step_time(step_s)} would give "
-                              f"{format_step_time(python)})")
-        python = busy[0]
+    found = measured.get("contention") or {}
+    if found.get("busy"):
+        python = _busy_host(workload, found, step_s, accumulate, python=python, other=other, data_s=data_s,
+                            beside_ops=beside_ops, window_python=total_raw if phases.get("total_s") else None)
     weights = {p: (raw[p] / total_raw if total_raw > 0 else kernels[p] / all_kernels) for p in PHASES}
     for unit, unit_kernels in zip(workload.units, per_unit.tolist()):
         share = weights[unit.phase] * unit_kernels / kernels[unit.phase] if kernels[unit.phase] else 0.0
         unit.python_s = python * share
 
 
-def _busy_python(measured: dict, step_s: float, accumulate: int, beside_ops: float,
-                 window_python: float | None) -> tuple[float, str] | None:
-    """On a busy machine (`contention`), the run's own Python time per step from what the wait slowed least,
-    and where it comes from; None on a quiet one. The candidates: the profiled window's own time beside its
-    ops (measured on the same steps as those ops; None without a window) less the share of time the threads
-    waited for a CPU up to its close, and the clean step less the ops, the clean step being the mean less the
-    share they waited since, or the 20th-percentile step when it is clearly under the mean."""
-    found = measured.get("contention") or {}
-    if not found.get("busy"):
-        return None
-    steps = []
-    wait = found.get("cpu_wait")
+def _busy_host(workload: Workload, found: dict, step_s: float, accumulate: int, *, python: float, other: float,
+               data_s: float, beside_ops: float, window_python: float | None) -> float:
+    """On a busy machine (`contention`), the host times from what the wait slowed least, with one note; returns
+    the run's own Python time per step. Python time: the smallest of the mean step's residual (``python``), the
+    profiled window's own time beside its ops (measured on the same steps as those ops; None without a window)
+    less the share of time the threads waited up to its close, and the clean step less the ops, the clean step
+    being the mean less the share they waited since, or the 20th-percentile step when it is clearly under the
+    mean. The framework's time between phases (measured in the window) and the data wait (measured on the timed
+    steps) less their intervals' wait."""
+    wait, window_wait = found.get("cpu_wait") or 0.0, found.get("window_cpu_wait") or 0.0
+    candidates = [(python, "the mean step")]
     if wait:
-        steps.append((step_s * (1.0 - wait), f"the mean step less the {wait:.0%} its threads waited for a CPU"))
+        candidates.append((max(0.0, step_s * (1.0 - wait) - beside_ops),
+                           f"the mean step less the {wait:.0%} its threads waited for a CPU"))
     quick = found.get("p20_s")
     if quick and quick * accumulate < _SLOWED_MEAN * step_s:
-        steps.append((quick * accumulate, "the 20th-percentile step"))
-    candidates = [(max(0.0, clean - beside_ops), how) for clean, how in steps]
+        candidates.append((max(0.0, quick * accumulate - beside_ops), "the 20th-percentile step"))
     if window_python is not None:
-        window_wait = found.get("window_cpu_wait") or 0.0
         candidates.append((window_python * (1.0 - window_wait), "the profiled window's own time beside its ops"
                            + (f" less the {window_wait:.0%} its threads waited" if window_wait else "")))
-    return min(candidates) if candidates else None
+    clean, how = min(candidates)
+    parts = [f"the run's own Python time {format_step_time(clean)} a step, from {how}"
+             + (f" (the mean step {format_step_time(step_s)} gives {format_step_time(python)})" if clean < python else "")]
+    for name, value, share, where in (("fixed_host_s", other, window_wait, "the framework's time between phases"),
+                                      ("data_s", data_s, wait, "the data wait")):
+        if value > 0 and share > 0:
+            setattr(workload, name, value * (1.0 - share))
+            parts.append(f"{where} {format_step_time(value * (1.0 - share))} ({format_step_time(value)} less its wait)")
+    if clean < python or len(parts) > 1:
+        workload.host_from_clean_steps = True
+        workload.notes.append("the machine was busy: host time from what the wait slowed least: " + "; ".join(parts))
+    return clean
 
 
 def _input_bytes(layers: list[dict]) -> float:
