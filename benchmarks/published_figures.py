@@ -1360,6 +1360,26 @@ QUOTES += [
 ]
 
 
+CONTENTION = RESULTS + "contention_trial_lightning.json"
+
+
+def alone_wait(pick: Callable) -> Callable[[Any], float]:
+    """``pick`` over the threads' wait of the trial's runs without burners."""
+    return lambda d: pick(r["contention"]["cpu_wait"] for r in d["runs"] if not r["busy"])
+
+
+QUOTES += [
+    Q(HOW, "the threads of the runs without burners waited {}-{}% for a CPU: other sessions' load), every run "
+           "carried the line, and the H100 row of the runs with burners was x{} that of the runs without (A100 x{}), "
+           "inside the rows' band; the same reports projected from the mean step, as before, gave x{} (A100 x{})",
+      F(CONTENTION, alone_wait(min), PCT0), F(CONTENTION, alone_wait(max), PCT0),
+      F(CONTENTION, "summary.H100-SXM5.busy_over_quiet", num(2)),
+      F(CONTENTION, "summary.A100-SXM4-80GB.busy_over_quiet", num(2)),
+      F(CONTENTION, "summary.H100-SXM5.from_mean_busy_over_quiet", num(2)),
+      F(CONTENTION, "summary.A100-SXM4-80GB.from_mean_busy_over_quiet", num(2))),
+]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

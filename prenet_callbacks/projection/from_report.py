@@ -197,7 +197,7 @@ def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, da
     The clean step minus data wait, the framework's time between phases (``step_phases.other_s``) and
     the ops' measured time is the model's Python and autograd work; it is spread over the phases as
     the profiled window saw it and within a phase by kernel count. It stays as measured on a GPU host.
-    On a busy machine it comes from what the wait slowed least (`_busy_python`)."""
+    On a busy machine it comes from what the wait slowed least (`_busy_host`)."""
     phases = measured.get("step_phases") or {}
     other = float(phases.get("other_s") or 0.0)
     workload.fixed_host_s = other
@@ -245,13 +245,13 @@ def _busy_host(workload: Workload, found: dict, step_s: float, accumulate: int, 
     if window_python is not None:
         candidates.append((window_python * (1.0 - window_wait), "the profiled window's own time beside its ops"
                            + (f" less the {window_wait:.0%} its threads waited" if window_wait else "")))
-    clean, how = min(candidates)
+    clean, how = min(candidates, key=lambda candidate: candidate[0])   # a tie keeps the mean
     parts = [f"the run's own Python time {format_step_time(clean)} a step, from {how}"
              + (f" (the mean step {format_step_time(step_s)} gives {format_step_time(python)})" if clean < python else "")]
-    for name, value, share, where in (("fixed_host_s", other, window_wait, "the framework's time between phases"),
-                                      ("data_s", data_s, wait, "the data wait")):
+    workload.fixed_host_s, workload.data_s = other * (1.0 - window_wait), data_s * (1.0 - wait)
+    for value, share, where in ((other, window_wait, "the framework's time between phases"),
+                                (data_s, wait, "the data wait")):
         if value > 0 and share > 0:
-            setattr(workload, name, value * (1.0 - share))
             parts.append(f"{where} {format_step_time(value * (1.0 - share))} ({format_step_time(value)} less its wait)")
     if clean < python or len(parts) > 1:
         workload.host_from_clean_steps = True
