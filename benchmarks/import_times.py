@@ -3,7 +3,9 @@
     python benchmarks/import_times.py [--repeats 5] [--base DIR] [--json benchmarks/results/import_times.json]
 
 Each arm is a fresh ``python -c`` process that imports what a user's script imports and builds the
-callback; the parent times the child's whole run (interpreter start included) and the child reports which of
+callback; the parent times the child's whole run (interpreter start included), wall clock and CPU time (user +
+system, from ``getrusage``: on a shared host the wall clock moves with the neighbours' load, the CPU time
+much less), and the child reports which of
 ``lightning.pytorch``, ``pytorch_lightning``, ``deepspeed`` and ``transformers`` ended up in ``sys.modules``.
 Arms run round-robin (every arm once, then again), so a noisy machine slows all arms alike; every run is kept
 and the medians are reported with their range. ``--base DIR`` adds every PreNeT arm again with the source tree
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -49,16 +52,19 @@ def _child_code(code: str, tree: str | None) -> str:
 
 def run_arm(code: str, tree: str | None) -> dict:
     env = {**os.environ, "DS_ACCELERATOR": os.environ.get("DS_ACCELERATOR", "cpu")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     child = subprocess.run([sys.executable, "-c", _child_code(code, tree)], capture_output=True, text=True,
                            cwd="/tmp", env=env, timeout=300)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if child.returncode != 0:
         raise SystemExit(f"arm failed:\n{code}\n{child.stderr[-2000:]}")
     lines = child.stdout.splitlines()
     loaded = json.loads(next(line for line in lines if line.startswith("LOADED "))[7:])
     source = next(line for line in lines if line.startswith("FROM "))[5:]
-    return {"wall_s": round(wall, 3), "loaded": loaded, "prenet_from": source}
+    return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "loaded": loaded, "prenet_from": source}
 
 
 def main() -> None:
@@ -79,9 +85,10 @@ def main() -> None:
             print(json.dumps({"repeat": repeat, "arm": name, **runs[name][-1]}), flush=True)
     summary = {}
     for name, rows in runs.items():
-        walls = [r["wall_s"] for r in rows]
+        walls, cpus = [r["wall_s"] for r in rows], [r["cpu_s"] for r in rows]
         summary[name] = {"median_s": round(statistics.median(walls), 2), "min_s": min(walls), "max_s": max(walls),
-                         "loaded": rows[-1]["loaded"]}
+                         "cpu_median_s": round(statistics.median(cpus), 2), "cpu_min_s": min(cpus),
+                         "cpu_max_s": max(cpus), "loaded": rows[-1]["loaded"]}
     print(json.dumps(summary, indent=1))
     command = "python benchmarks/import_times.py" + (f" --repeats {args.repeats}" if args.repeats != 5 else "") \
         + (" --base DIR" if args.base else "")
