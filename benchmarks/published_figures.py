@@ -1360,6 +1360,22 @@ QUOTES += [
 ]
 
 
+IMPORTS = RESULTS + "import_times_run3.json"
+BEFORE = " (before (dc01694))"
+
+QUOTES += [
+    Q(HOW, "`PreNeTCallback()` took {} s median ({}-{}) against {} s ({}-{}) before, which also imported "
+           "`pytorch_lightning`; `import torch, lightning.pytorch` alone takes {} s, so PreNeT adds {} s. From "
+           "`pytorch_lightning`, {} s against {} s.",
+      *(F(IMPORTS, f"summary.lightning + PreNeTCallback{when}.{key}", num(2))
+        for when in ("", BEFORE) for key in ("median_s", "min_s", "max_s")),
+      F(IMPORTS, "summary.torch + lightning.median_s", num(2)),
+      F(IMPORTS, lambda d: d["summary"]["lightning + PreNeTCallback"]["median_s"]
+        - d["summary"]["torch + lightning"]["median_s"], num(2)),
+      F(IMPORTS, "summary.pytorch_lightning + PreNeTCallback.median_s", num(2)),
+      F(IMPORTS, f"summary.pytorch_lightning + PreNeTCallback{BEFORE}.median_s", num(2))),
+]
+
 CONTENTION = RESULTS + "contention_trial_lightning.json"
 
 
