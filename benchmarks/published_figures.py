@@ -1396,6 +1396,18 @@ QUOTES += [
 ]
 
 
+CONTENTION_2, CONTENTION_LOOP = RESULTS + "contention_trial_lightning_run2.json", RESULTS + "contention_trial_tracker.json"
+
+QUOTES += [
+    Q(HOW, "the rows with burners came out x{} (Lightning) and x{} (`Tracker`) those without, outside the band, "
+           "against x{} and x{} from the mean step.",
+      F(CONTENTION_2, "summary.H100-SXM5.busy_over_quiet", num(2)),
+      F(CONTENTION_LOOP, "summary.H100-SXM5.busy_over_quiet", num(2)),
+      F(CONTENTION_2, "summary.H100-SXM5.from_mean_busy_over_quiet", num(1)),
+      F(CONTENTION_LOOP, "summary.H100-SXM5.from_mean_busy_over_quiet", num(0))),
+]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
