@@ -1463,6 +1463,76 @@ QUOTES += [
 ]
 
 
+# -- docs/how-it-works.md: issue 40 ---------------------------------------------------------------------------
+HF_MASK = RESULTS + "hf_mask_capture.json"
+TEXT_MODELS = ("bert", "gpt2", "llama", "t5")
+
+
+def hf_mask(key: str, pick: Callable, vit: str | None = None) -> Callable[[Any], float]:
+    """``pick`` over the text models' ``key`` ratios (and ViT's ``vit`` one) in hf_mask_capture.json, as % off 1."""
+    def compute(d: dict) -> float:
+        ratios = [d["summary"][m][key] for m in TEXT_MODELS] + ([d["summary"]["vit"][vit]] if vit else [])
+        return pick(abs(r - 1.0) for r in ratios)
+    return compute
+
+
+QUOTES += [
+    Q(HOW, "With and without the mask the meta estimates of the H100 row differ by {}% at most; a meta capture "
+           "and a real one of the same batch by {}% at most; a padded batch captured for real (the model and the "
+           "batch on the CPU) is {}-{}% slower",
+      F(HF_MASK, hf_mask("ones_over_none_meta", max)), F(HF_MASK, hf_mask("meta_over_real_ones", max, "meta_over_real")),
+      F(HF_MASK, hf_mask("real_padded_over_real_ones", min)), F(HF_MASK, hf_mask("real_padded_over_real_ones", max))),
+]
+
+
+IMPORTS = RESULTS + "import_times_run3.json"
+BEFORE = " (before (dc01694))"
+
+QUOTES += [
+    Q(HOW, "`PreNeTCallback()` took {} s median ({}-{}) against {} s ({}-{}) before, which also imported "
+           "`pytorch_lightning`; `import torch, lightning.pytorch` alone takes {} s, so PreNeT adds {} s. From "
+           "`pytorch_lightning`, {} s against {} s.",
+      *(F(IMPORTS, f"summary.lightning + PreNeTCallback{when}.{key}", num(2))
+        for when in ("", BEFORE) for key in ("median_s", "min_s", "max_s")),
+      F(IMPORTS, "summary.torch + lightning.median_s", num(2)),
+      F(IMPORTS, lambda d: d["summary"]["lightning + PreNeTCallback"]["median_s"]
+        - d["summary"]["torch + lightning"]["median_s"], num(2)),
+      F(IMPORTS, "summary.pytorch_lightning + PreNeTCallback.median_s", num(2)),
+      F(IMPORTS, f"summary.pytorch_lightning + PreNeTCallback{BEFORE}.median_s", num(2))),
+]
+
+CONTENTION = RESULTS + "contention_trial_lightning.json"
+
+
+def alone_wait(pick: Callable) -> Callable[[Any], float]:
+    """``pick`` over the threads' wait of the trial's runs without burners."""
+    return lambda d: pick(r["contention"]["cpu_wait"] for r in d["runs"] if not r["busy"])
+
+
+QUOTES += [
+    Q(HOW, "the threads of the runs without burners waited {}-{}% for a CPU: other sessions' load), every run "
+           "carried the line, and the H100 row of the runs with burners was x{} that of the runs without (A100 x{}), "
+           "inside the rows' band; the same reports projected from the mean step, as before, gave x{} (A100 x{})",
+      F(CONTENTION, alone_wait(min), PCT0), F(CONTENTION, alone_wait(max), PCT0),
+      F(CONTENTION, "summary.H100-SXM5.busy_over_quiet", num(2)),
+      F(CONTENTION, "summary.A100-SXM4-80GB.busy_over_quiet", num(2)),
+      F(CONTENTION, "summary.H100-SXM5.from_mean_busy_over_quiet", num(2)),
+      F(CONTENTION, "summary.A100-SXM4-80GB.from_mean_busy_over_quiet", num(2))),
+]
+
+
+CONTENTION_2, CONTENTION_LOOP = RESULTS + "contention_trial_lightning_run2.json", RESULTS + "contention_trial_tracker.json"
+
+QUOTES += [
+    Q(HOW, "the rows with burners came out x{} (Lightning) and x{} (`Tracker`) those without, outside the band, "
+           "against x{} and x{} from the mean step.",
+      F(CONTENTION_2, "summary.H100-SXM5.busy_over_quiet", num(2)),
+      F(CONTENTION_LOOP, "summary.H100-SXM5.busy_over_quiet", num(2)),
+      F(CONTENTION_2, "summary.H100-SXM5.from_mean_busy_over_quiet", num(1)),
+      F(CONTENTION_LOOP, "summary.H100-SXM5.from_mean_busy_over_quiet", num(0))),
+]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -32,9 +32,12 @@ from integrations.deepspeed_config import describe_engine, precision_of
 from integrations.deepspeed_hooks import EngineEvents
 from integrations.loop_run import LoopRun, check_schedule, loop_config, module_profiler
 from prenet_callbacks.config import metrics_interval
+from prenet_callbacks.extras import require_extra
 from prenet_callbacks.report import Report
 from prenet_callbacks.run_info import describe_run
 from prenet_callbacks.session import PredictionSession
+
+require_extra("deepspeed", "deepspeed", "integrations.deepspeed (attach)")   # imported when attach() runs
 
 # Instance attribute naming the live handle: a second attach would double-count every event. Kept
 # on the engine (not in a module-level map) so that a dropped engine is collected with its handle.
@@ -180,11 +183,9 @@ def attach(
 
 # ------------------------------------------------------------------------------------------------
 def _check_engine(engine: Any) -> None:
-    try:
-        from deepspeed import DeepSpeedEngine
-        from deepspeed.runtime.pipe.engine import PipelineEngine
-    except ImportError as error:  # pragma: no cover - deepspeed is a dependency
-        raise ImportError("integrations.deepspeed needs DeepSpeed: pip install deepspeed") from error
+    from deepspeed import DeepSpeedEngine
+    from deepspeed.runtime.pipe.engine import PipelineEngine
+
     if not isinstance(engine, DeepSpeedEngine):
         raise TypeError(f"attach() needs the DeepSpeedEngine returned by deepspeed.initialize(...), got "
                         f"{type(engine).__name__}; pass `engine` from `engine, optimizer, _, _ = deepspeed.initialize(...)`")

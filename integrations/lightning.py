@@ -3,8 +3,9 @@
     from prenet_callbacks import PreNeTCallback
     trainer = Trainer(max_epochs=20, callbacks=[PreNeTCallback()])
 
-The class derives from the ``Callback`` of every Lightning package installed
-(``pytorch_lightning`` and ``lightning.pytorch``), so both trainers accept it.
+Each instance is a ``Callback`` of the Lightning package(s) the process has imported when it is built
+(``lightning.pytorch`` or ``pytorch_lightning``: the user's Trainer comes from one of them), so either
+trainer accepts it and the other package, which takes seconds to import, is never imported for it.
 """
 from __future__ import annotations
 
@@ -29,14 +30,31 @@ from prenet_callbacks.session import PredictionSession, SessionConfig
 from prenet_callbacks.terminal import print_line
 
 
-def _callback_bases() -> tuple[type, ...]:
-    bases = compat.lightning_classes("callbacks", "Callback")
-    if not bases:
-        raise ImportError("PreNeTCallback needs pytorch-lightning or lightning: pip install pytorch-lightning")
-    return bases
+if not compat.installed_packages():
+    raise ImportError(f"PreNeTCallback needs Lightning, which is not installed: {compat.EXTRAS_HINT}")
 
 
-class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
+@functools.lru_cache(maxsize=None)
+def _with_bases(cls: type, bases: tuple[type, ...]) -> type:
+    """``cls`` extended with Lightning ``Callback`` classes it lacks, under its own name (the same
+    ``state_key`` in checkpoints, the same name in Lightning's messages)."""
+    return type(cls.__name__, (cls, *bases), {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                                              "__doc__": cls.__doc__})
+
+
+def _lightning_ready(cls: type) -> type:
+    """The class to instantiate: ``cls``, plus the ``Callback`` of each Lightning package imported by now
+    that it does not derive from yet. With none imported (the callback is built before any Trainer
+    module is), those installed are imported: the Trainer may come from either."""
+    packages = compat.imported_packages() or compat.installed_packages()
+    missing = tuple(base for base in compat.lightning_classes("callbacks", "Callback", packages)
+                    if not issubclass(cls, base))
+    return _with_bases(cls, missing) if missing else cls
+
+
+# Its bases: the Callback of each Lightning package imported before this module (none, when PreNeT is
+# imported first); `__new__` adds the others the process has imported by the time an instance is built.
+class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # type: ignore[misc]
     """Profile the first optimizer steps and predict the whole fit's wall time.
 
     Args:
@@ -84,6 +102,9 @@ class PreNeTCallback(*_callback_bases()):  # type: ignore[misc]
     Attributes:
         report: the `Report` (also written as JSON), with the history of predictions.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> PreNeTCallback:
+        return super().__new__(_lightning_ready(cls))
 
     def __init__(
         self,

@@ -9,16 +9,23 @@ to the report's ``limitations``); without a note it raises `LightningStateUnknow
 gone, so an upgrade is caught by the suite rather than in a user's report.
 
 Both packages are supported (``lightning.pytorch`` and ``pytorch_lightning``: the same code under two
-names); class checks are ``isinstance`` against each one that imports, so subclasses count too.
+names); class checks are ``isinstance`` against each one the process has already imported (an object of a
+package nobody imported cannot exist), so subclasses count too and a check never imports the other package
+(importing one takes seconds).
 """
 from __future__ import annotations
 
-import functools
 import importlib
+import sys
 from typing import Any, Callable
+
+from prenet_callbacks.extras import has_module
 
 Note = Callable[[str], None]
 _PACKAGES = ("pytorch_lightning", "lightning.pytorch")  # the order of PreNeTCallback's bases
+_TOP_LEVEL = {"pytorch_lightning": "pytorch_lightning", "lightning.pytorch": "lightning"}  # found without importing
+EXTRAS_HINT = ("pip install 'prenet-callbacks[lightning]' (for lightning.pytorch) or "
+               "'prenet-callbacks[pytorch-lightning]' (for pytorch_lightning)")
 
 
 class LightningStateUnknown(AttributeError):
@@ -31,11 +38,23 @@ def raise_unknown(message: str) -> None:
     raise LightningStateUnknown(message)
 
 
-@functools.lru_cache(maxsize=None)
-def lightning_classes(module: str, name: str) -> tuple[type, ...]:
-    """Class ``name`` of ``<package>.<module>`` for each Lightning package that imports (empty if none)."""
+def installed_packages() -> tuple[str, ...]:
+    """The Lightning packages that are installed, found without importing them."""
+    return tuple(package for package in _PACKAGES if has_module(_TOP_LEVEL[package]))
+
+
+def imported_packages() -> tuple[str, ...]:
+    """The Lightning packages this process has imported already (the user's Trainer comes from one of them)."""
+    return tuple(package for package in _PACKAGES if package in sys.modules)
+
+
+def lightning_classes(module: str, name: str, packages: tuple[str, ...] | None = None) -> tuple[type, ...]:
+    """Class ``name`` of ``<package>.<module>`` for each of ``packages`` (default: those already imported).
+
+    Imports ``<package>.<module>``, which is cheap once its package is loaded; a package that lacks it gives
+    nothing to match."""
     found: list[type] = []
-    for package in _PACKAGES:
+    for package in imported_packages() if packages is None else packages:
         try:
             cls = getattr(importlib.import_module(f"{package}.{module}"), name)
         except (ImportError, AttributeError):  # that package is not installed: nothing to match

@@ -6,9 +6,10 @@ Public API::
     from prenet_callbacks import PreNeTTrainerCallback, Tracker
 
 Names are resolved lazily so that ``import prenet_callbacks`` stays cheap and does not import
-Lightning, DeepSpeed or transformers; `PreNeTCallback` comes from `integrations.lightning`,
-`PreNeTTrainerCallback` from `integrations.transformers` (the ``transformers`` extra), `Tracker`
-from `integrations.loop`.
+Lightning, DeepSpeed or transformers; `PreNeTCallback` comes from `integrations.lightning` (the
+``lightning`` or ``pytorch-lightning`` extra), `PreNeTTrainerCallback` from `integrations.transformers`
+(the ``transformers`` extra), `Tracker` from `integrations.loop` (no extra). Without its extra, a name
+raises an `ImportError` that says which extra to install.
 """
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ _LAZY = {
     "current_device": "prenet_callbacks.hardware",
 }
 
-# Needs an optional extra ([transformers]): resolvable by name, but not pulled in by `import *`.
-_OPTIONAL = {"PreNeTTrainerCallback"}
+# Need an optional extra ([lightning] or [pytorch-lightning], [transformers]): resolvable by name, but not
+# pulled in by `import *`.
+_OPTIONAL = {"PreNeTCallback", "PreNeTTrainerCallback"}
 __all__ = sorted(set(_LAZY) - _OPTIONAL) + ["__version__"]
 
 

@@ -238,9 +238,7 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
     if capture.loss_source == "sum of the output":
         notes.append("no loss_fn and no output.loss: backward ran from the sum of the output (the model's "
                      "backward is the same; a real loss's own ops are not counted); pass loss_fn= to include them")
-    values_note = capture.value_answers.note()    # a meta capture's reads of the mask (meta_values.py)
-    if values_note:
-        notes.append(values_note)
+    notes.extend(capture.value_answers.notes())    # a meta capture's reads of tensor values (meta_values.py)
     check_layouts(workload, chosen, batch_convention)
     shape = RunShape(float(steps) if steps is not None else None)
     rows = (project_targets(workload, chosen, pred, shape, batch_convention=batch_convention, provider=provider)

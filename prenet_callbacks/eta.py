@@ -50,7 +50,7 @@ class AllocatorState(Protocol):
 
     def reach_s(self, batches: float) -> tuple[float, float]: ...
 
-    def describe(self, batches: float, predicted_s: float) -> str | None: ...
+    def describe(self, batch_s: float, batches: float, predicted_s: float) -> str | None: ...
 
 
 @dataclass
@@ -262,7 +262,7 @@ def predict_fit(
     predicted = elapsed_s + remaining_s
     band = _band(parts, remaining, m, plan, rates, val, predicted, allocator)
     notes = _notes(plan, time_limited, end_step, done_steps, later_risk, allocator, remaining, predicted,
-                   parts, val_how, val.basis)
+                   parts, val_how, val.basis, batch_s)
     data_s = max(0.0, end - plan.start_batch) * batch_s * min(1.0, (m.data_per_batch.mean or 0.0) / batch_s)
     done_fraction = (done_batches - plan.start_batch) / max(1.0, plan.total_batches - plan.start_batch)
     has_val = plan.val_batches > 0
@@ -330,7 +330,7 @@ def _breakdown(spent: Spent, elapsed_s: float, parts: dict[str, float]) -> dict[
 
 def _notes(plan: RunPlan, time_limited: bool, end_step: float, done_steps: int, later_risk: LaterRisk | None,
            allocator: AllocatorState | None, remaining: _Remaining, predicted: float, parts: dict[str, float],
-           val_how: str, val_basis: str) -> list[str]:
+           val_how: str, val_basis: str, batch_s: float) -> list[str]:
     notes = []
     if time_limited:
         notes.append(f"capped by the time limit ({plan.max_time_s:.0f} s): "
@@ -338,7 +338,8 @@ def _notes(plan: RunPlan, time_limited: bool, end_step: float, done_steps: int, 
     risk_note = later_risk.describe(done_steps, end_step) if later_risk is not None else None
     if risk_note:
         notes.append(risk_note)
-    allocator_note = allocator.describe(remaining.batches, predicted) if allocator is not None else None
+    allocator_note = (allocator.describe(batch_s, remaining.batches, predicted)
+                      if allocator is not None else None)
     if allocator_note:
         notes.append(allocator_note)
     if val_how != "measured" and parts["validation_s"] > _LARGE_VALIDATION_SHARE * predicted:

@@ -13,7 +13,6 @@ def has_module(module: str) -> bool:
 
 
 def require_extra(module: str, extra: str, what: str) -> None:
-    """Raise `ValueError` naming the extra to install when ``module`` is missing."""
+    """Raise `ImportError` naming the extra to install when ``module`` is missing (found without importing it)."""
     if not has_module(module):
-        raise ValueError(f"{what} needs the optional '{extra}' extra ({module} is not installed): "
-                         f"pip install 'prenet-callbacks[{extra}]'")
+        raise ImportError(f"{what} needs {module}, which is not installed: pip install 'prenet-callbacks[{extra}]'")

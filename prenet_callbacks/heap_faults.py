@@ -32,12 +32,15 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
+from prenet_callbacks.units import format_step_time
+
 # Timed batches whose faults are kept (the median of the latest says what the run pays now).
 _RECENT_BATCHES = 64
-# The reach is named in the prediction's note from this share of the predicted total.
+# The note is shown when the measured (or probed) cost of a batch's faults is above this share of the batch.
 _NOTE_SHARE = 0.05
 _PAGE_BYTES = 4096
-_FIX = "jemalloc/tcmalloc or MALLOC_TOP_PAD_=268435456 keeps the pages"
+_FIX = ("to avoid it, start Python with MALLOC_TOP_PAD_=268435456 in the environment (or with jemalloc or "
+        "tcmalloc preloaded)")
 
 
 def glibc_trim() -> Callable[[], object] | None:
@@ -77,17 +80,25 @@ class HeapRisk:
         """``(down, up)``: seconds the remaining ``batches`` save or add in the other state."""
         return batches * self.faulting_s, batches * self.refault_s
 
-    def describe(self, batches: float, predicted_s: float) -> str | None:
-        """The note for a prediction of ``predicted_s`` with ``batches`` left, when the reach matters."""
+    def describe(self, batch_s: float, batches: float, predicted_s: float) -> str | None:
+        """The note for a prediction of ``predicted_s`` with ``batches`` of ``batch_s`` left, in plain words;
+        None unless the batch's measured (or probed) fault cost is above `_NOTE_SHARE` of ``batch_s``."""
         down, up = self.reach_s(batches)
-        if max(down, up) < _NOTE_SHARE * predicted_s:
+        starts = up >= down and self.probe_faults is not None
+        per_batch = self.refault_s if starts else self.faulting_s
+        if per_batch <= _NOTE_SHARE * batch_s:
             return None
-        if up >= down and self.probe_faults is not None:
+        cost = f"{format_step_time(per_batch)} ({per_batch / batch_s:.0%} of a batch)"
+        if starts:
             megabytes = self.probe_faults * _PAGE_BYTES / 1e6
-            return (f"a step re-faults up to {megabytes:.0f} MB when glibc returns its freed memory to the kernel, "
-                    f"which it may start doing at any time: up to +{up / predicted_s:.0%} (the band reaches it); {_FIX}")
-        return (f"steps re-fault {self.current_faults * _PAGE_BYTES / 1e6:.0f} MB each (glibc returns their freed "
-                f"memory to the kernel; it may stop): up to -{down / predicted_s:.0%} (the band reaches it); {_FIX}")
+            return (f"memory: each batch would take {cost} longer if the C library's allocator (glibc) starts "
+                    f"handing freed memory back to the system between batches, as it may at any point: every batch "
+                    f"would then ask again for {megabytes:.0f} MB; the band allows for it (up to "
+                    f"+{up / predicted_s:.0%}); {_FIX}")
+        megabytes = self.current_faults * _PAGE_BYTES / 1e6
+        return (f"memory: each batch spends {cost} asking the system again for {megabytes:.0f} MB that the C "
+                f"library's allocator (glibc) handed back after the previous batch; this may stop at any point, "
+                f"so the band reaches down to the run without it (-{down / predicted_s:.0%}); {_FIX}")
 
 
 class HeapWatch:

@@ -57,8 +57,12 @@ def close_window(report: Report, m: RunMeasurements, window: ProfilingWindow, *,
 
 
 def update_measured(measured: dict[str, Any], m: RunMeasurements, window: ProfilingWindow, *, warmup_steps: int,
-                    compile_s: float | None, on_cuda: bool, device_timed: bool) -> None:
-    """Everything measured so far. ``compile_s`` is torch.compile's time in this fit (None: not listening)."""
+                    compile_s: float | None, on_cuda: bool, device_timed: bool, cpu_wait: float | None = None,
+                    window_wait: float | None = None) -> None:
+    """Everything measured so far. ``compile_s`` is torch.compile's time in this fit (None: not listening);
+    ``cpu_wait`` the share of their runnable time the run's threads waited for a CPU since the last prediction
+    (`contention.CpuWait`; None where it cannot be read), ``window_wait`` the same up to the profiling
+    window's close."""
     phases = window.phases
     found: dict[str, Any] = {"warmup_steps": warmup_steps, "profiled_steps": len(phases)}
     if phases:
@@ -69,9 +73,9 @@ def update_measured(measured: dict[str, Any], m: RunMeasurements, window: Profil
     found["batch_run_mean_s"] = m.batch.total / m.batch.count if m.batch.count else None
     if window.table is not None:
         found["coverage"] = window.coverage(m.batch.mean)
-    # the clean batches' spread and the machine's load (`contention`): a busy host is named, and other
-    # hardware is projected from the faster steps
-    found["contention"] = contention(m.batch, threads=torch.get_num_threads())
+    # the threads' wait for a CPU, the clean batches' spread and the machine's load (`contention`): a busy host
+    # is named, and other hardware is projected from the steps without the wait
+    found["contention"] = contention(m.batch, threads=torch.get_num_threads(), wait=cpu_wait, window_wait=window_wait)
     found["data_wait_s"] = m.data_per_batch.mean
     if compile_s is not None:
         # torch.compile's compilations in this fit: kept out of every step's and validation run's rate

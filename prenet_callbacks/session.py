@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from prenet_callbacks.clocks import DeviceClock
 from prenet_callbacks.compile_clock import CompileClock
-from prenet_callbacks.contention import note_contention
+from prenet_callbacks.contention import CpuWait, note_contention
 from prenet_callbacks.eta import Prediction, RunMeasurements, predict_fit
 from prenet_callbacks.heap_faults import HeapWatch, glibc_trim
 from prenet_callbacks.lifecycle import check_reason, check_start
@@ -114,6 +114,8 @@ class PredictionSession:
         self.outputs.new_fit()
         self.predictions.new_fit()
         self.heap_watch: HeapWatch | None = None  # a host-timed fit's (`fit_start`)
+        self.cpu_wait = CpuWait()   # the threads' wait for a CPU, read at the window's close and each prediction
+        self.window_wait: float | None = None   # its share up to the profiling window's close (`contention`)
         self.ended = False
         self.own_time.new_fit()
 
@@ -294,6 +296,7 @@ class PredictionSession:
             self._close_window()
 
     def _close_window(self) -> None:
+        self.window_wait = self.cpu_wait.share()   # warm-up and window; the first prediction's share: timed steps
         forwards = close_window(self.report, self.measurements, self.window, device_phases=self.steps.device_timed,
                                 measure_host=not self._on_cuda() and self.config.projects)
         self.steps.stand_in_forwards(forwards or [])
@@ -334,7 +337,8 @@ class PredictionSession:
 
     def _update_measured(self) -> None:
         update_measured(self.report.measured, self.measurements, self.window, warmup_steps=self.config.warmup_steps,
-                        compile_s=self.steps.compile_s(), on_cuda=self._on_cuda(), device_timed=self.steps.device_timed)
+                        compile_s=self.steps.compile_s(), on_cuda=self._on_cuda(), device_timed=self.steps.device_timed,
+                        cpu_wait=self.cpu_wait.share(), window_wait=self.window_wait)
         note_contention(self.report.limitations, self.report.measured.get("contention"))
 
     # -- the end of an epoch and of the run ---------------------------------------------------------

@@ -81,13 +81,21 @@ def test_a_run_that_faults_now_may_stop_and_one_that_does_not_may_start():
     clean, faulting = HeapRisk(2000, 0.0, 1e-6), HeapRisk(2000, 1800.0, 1e-6)
     assert clean.reach_s(1000) == pytest.approx((0.0, 2.0))
     assert faulting.reach_s(1000) == pytest.approx((1.8, 0.2))
-    assert "may start" in clean.describe(1000, 10.0) and "+20%" in clean.describe(1000, 10.0)
-    assert "it may stop" in faulting.describe(1000, 10.0) and "-18%" in faulting.describe(1000, 10.0)
-    assert clean.describe(1000, 100.0) is None         # 2% of the run: not worth a note
+    # batches of 10 ms, 1,000 left of a 10-s run: 2 ms more a batch is 20% of it, 1.8 ms less is 18%
+    may_start, may_stop = clean.describe(0.010, 1000, 10.0), faulting.describe(0.010, 1000, 10.0)
+    assert may_start.startswith("memory: each batch would take 2.0 ms (20% of a batch) longer if the C library's "
+                                "allocator (glibc) starts handing freed memory back") and "(up to +20%)" in may_start
+    assert may_stop.startswith("memory: each batch spends 1.8 ms (18% of a batch) asking the system again for 7 MB")
+    assert "this may stop at any point" in may_stop and "(-18%)" in may_stop
+    assert "MALLOC_TOP_PAD_=268435456 in the environment" in may_stop
+    # the same faults beside batches of 100 ms (2% of a batch): not worth a note, however long the run
+    assert clean.describe(0.100, 1000, 100.0) is None and faulting.describe(0.100, 100_000, 10_000.0) is None
+    assert HeapRisk(2000, 0.0, 0.51e-6).describe(0.020, 1000, 20.0) is not None   # 1.02 ms of 20 ms: 5.1%
+    assert HeapRisk(2000, 0.0, 0.49e-6).describe(0.020, 1000, 20.0) is None       # 0.98 ms: 4.9%
     unprobed_clean, unprobed_faulting = HeapRisk(None, 0.0, 1e-6), HeapRisk(None, 1800.0, 1e-6)
-    assert unprobed_clean.reach_s(1000) == (0.0, 0.0) and unprobed_clean.describe(1000, 10.0) is None
+    assert unprobed_clean.reach_s(1000) == (0.0, 0.0) and unprobed_clean.describe(0.010, 1000, 10.0) is None
     assert unprobed_faulting.reach_s(1000) == pytest.approx((1.8, 0.0))       # measured on the run: it stays
-    assert "it may stop" in unprobed_faulting.describe(1000, 10.0)
+    assert "this may stop" in unprobed_faulting.describe(0.010, 1000, 10.0)
 
 
 def test_band_reaches_the_other_state_on_its_side_only():
@@ -102,7 +110,7 @@ def test_band_reaches_the_other_state_on_its_side_only():
     assert may_start.low_s == pytest.approx(plain.low_s)
     assert may_stop.low_s <= plain.predicted_total_s - 980 * 4e-3
     assert may_stop.high_s == pytest.approx(plain.high_s)
-    assert "glibc" in may_start.note and plain.note is None
+    assert "(glibc)" in may_start.note and plain.note is None
     unseen = predict_fit(plan, m, allocator=HeapRisk(None, 0.0, 1e-6), **kwargs)   # no probe: no state priced
     assert (unseen.low_s, unseen.high_s) == pytest.approx((plain.low_s, plain.high_s)) and unseen.note is None
 
@@ -167,7 +175,7 @@ def test_by_default_a_run_seen_faulting_keeps_that_cost_and_the_band_reaches_dow
     assert first["predicted_total_s"] - first["low_s"] >= (2000 - first["at_batch"]) * 2.9e-3 > 0
     assert first["low_s"] < unwatched["low_s"]
     assert first["high_s"] == pytest.approx(unwatched["high_s"])                     # nothing unseen above
-    assert "it may stop" in first["note"]
+    assert "this may stop" in first["note"]
 
 
 class _Libc:

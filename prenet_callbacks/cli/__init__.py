@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # flush at exit from raising again on the closed pipe
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (UsageError, ValueError, FileNotFoundError, KeyError) as error:
+    except (UsageError, ValueError, FileNotFoundError, KeyError, ImportError) as error:  # ImportError: an extra
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"prenet {args.command}: error: {message}", file=sys.stderr)
         return 2

@@ -7,4 +7,5 @@ from prenet_callbacks.cli.delegate import register_delegate
 
 
 def register(subparsers: Any) -> None:
-    register_delegate(subparsers, "evaluate", "evaluate", "leave-one-GPU-out evaluation of the predictor vs the PreNeT baseline")
+    register_delegate(subparsers, "evaluate", "evaluate", "leave-one-GPU-out evaluation of the predictor vs the PreNeT baseline",
+                      needs=("sklearn", "train"))   # scikit-learn fits the MLPs

@@ -7,4 +7,5 @@ from prenet_callbacks.cli.delegate import register_delegate
 
 
 def register(subparsers: Any) -> None:
-    register_delegate(subparsers, "train", "train", "train the per-op predictor from measurements")
+    register_delegate(subparsers, "train", "train", "train the per-op predictor from measurements",
+                      needs=("sklearn", "train"))   # scikit-learn fits the MLPs

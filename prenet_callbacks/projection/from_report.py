@@ -21,6 +21,7 @@ from prenet_callbacks.projection.precision import parse_precision, retune
 from prenet_callbacks.projection.project import RunShape
 from prenet_callbacks.projection.reproject import memory_scale, reproject_units, reprojection_note, requested_precision
 from prenet_callbacks.projection.workload import PHASES, Unit, Workload
+from prenet_callbacks.units import format_step_time
 
 _PHASE_FIELDS = {"fwd": "forward_s", "bwd": "backward_s", "opt": "optimizer_s"}
 _OPT_KIND = {0: "sgd", 1: "sgd_momentum", 2: "adamw"}
@@ -195,14 +196,13 @@ def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, da
 
     The clean step minus data wait, the framework's time between phases (``step_phases.other_s``) and
     the ops' measured time is the model's Python and autograd work; it is spread over the phases as
-    the profiled window saw it and within a phase by kernel count. It stays as measured on a GPU host."""
+    the profiled window saw it and within a phase by kernel count. It stays as measured on a GPU host.
+    On a busy machine it comes from what the wait slowed least (`_busy_host`)."""
     phases = measured.get("step_phases") or {}
     other = float(phases.get("other_s") or 0.0)
     workload.fixed_host_s = other
     if not step_s:
         return
-    step_s = _clean_step(workload, measured, step_s, accumulate)
-    python = max(0.0, step_s - data_s - other - sum(op_seconds.values()))
     table = measured.get("layers") or {}
     overhead = float(table.get("overhead_s") or 0.0)
     per_unit = workload.measured_kernels()
@@ -213,23 +213,49 @@ def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, da
         window = float(phases.get(field) or 0.0)
         raw[p] = max(0.0, window - op_seconds[p] - overhead * kernels[p] / all_kernels)
     total_raw = sum(raw.values())
+    beside_ops = data_s + other + sum(op_seconds.values())
+    python = max(0.0, step_s - beside_ops)
+    found = measured.get("contention") or {}
+    if found.get("busy"):
+        python = _busy_host(workload, found, step_s, accumulate, python=python, other=other, data_s=data_s,
+                            beside_ops=beside_ops, window_python=total_raw if phases.get("total_s") else None)
     weights = {p: (raw[p] / total_raw if total_raw > 0 else kernels[p] / all_kernels) for p in PHASES}
     for unit, unit_kernels in zip(workload.units, per_unit.tolist()):
         share = weights[unit.phase] * unit_kernels / kernels[unit.phase] if kernels[unit.phase] else 0.0
         unit.python_s = python * share
 
 
-def _clean_step(workload: Workload, measured: dict, step_s: float, accumulate: int) -> float:
-    """The step the host time comes from: the run's faster clean steps (`contention.CLEAN_QUANTILE`) when
-    they are clearly faster than the mean (something else slowed the others), else the mean; a note says so."""
-    found = measured.get("contention") or {}
+def _busy_host(workload: Workload, found: dict, step_s: float, accumulate: int, *, python: float, other: float,
+               data_s: float, beside_ops: float, window_python: float | None) -> float:
+    """On a busy machine (`contention`), the host times from what the wait slowed least, with one note; returns
+    the run's own Python time per step. Python time: the smallest of the mean step's residual (``python``), the
+    profiled window's own time beside its ops (measured on the same steps as those ops; None without a window)
+    less the share of time the threads waited up to its close, and the clean step less the ops, the clean step
+    being the mean less the share they waited since, or the 20th-percentile step when it is clearly under the
+    mean. The framework's time between phases (measured in the window) and the data wait (measured on the timed
+    steps) less their intervals' wait."""
+    wait, window_wait = found.get("cpu_wait") or 0.0, found.get("window_cpu_wait") or 0.0
+    candidates = [(python, "the mean step")]
+    if wait:
+        candidates.append((max(0.0, step_s * (1.0 - wait) - beside_ops),
+                           f"the mean step less the {wait:.0%} its threads waited for a CPU"))
     quick = found.get("p20_s")
-    if not quick or quick * accumulate >= _SLOWED_MEAN * step_s:
-        return step_s
-    clean = quick * accumulate
-    workload.host_from_fast_steps = True
-    workload.notes.append(f"host time from the run's faster steps ({clean * 1e3:.1f} ms a step, 20th percentile; "
-                          f"mean {step_s * 1e3:.1f} ms: the slower ones were slowed by something else on this machine)")
+    if quick and quick * accumulate < _SLOWED_MEAN * step_s:
+        candidates.append((max(0.0, quick * accumulate - beside_ops), "the 20th-percentile step"))
+    if window_python is not None:
+        candidates.append((window_python * (1.0 - window_wait), "the profiled window's own time beside its ops"
+                           + (f" less the {window_wait:.0%} its threads waited" if window_wait else "")))
+    clean, how = min(candidates, key=lambda candidate: candidate[0])   # a tie keeps the mean
+    parts = [f"the run's own Python time {format_step_time(clean)} a step, from {how}"
+             + (f" (the mean step {format_step_time(step_s)} gives {format_step_time(python)})" if clean < python else "")]
+    workload.fixed_host_s, workload.data_s = other * (1.0 - window_wait), data_s * (1.0 - wait)
+    for value, share, where in ((other, window_wait, "the framework's time between phases"),
+                                (data_s, wait, "the data wait")):
+        if value > 0 and share > 0:
+            parts.append(f"{where} {format_step_time(value * (1.0 - share))} ({format_step_time(value)} less its wait)")
+    if clean < python or len(parts) > 1:
+        workload.host_from_clean_steps = True
+        workload.notes.append("the machine was busy: host time from what the wait slowed least: " + "; ".join(parts))
     return clean
 
 

@@ -17,8 +17,8 @@ is a `TorchDispatchMode` that answers those reads instead, by the rules below, a
 
 Facts are kept per storage; every new storage an op returns overwrites its entry and a write to part of a
 storage drops it, so a fact never outlives the values it describes. Answers that rest on a declared input
-or on the default are ``assumed`` (the estimate says so in a note); answers from tensors the model built
-itself (``torch.ones`` inside it) are exact and not reported.
+or on the default are kept apart (the estimate says so in a note, one for each); answers from tensors the
+model built itself (``torch.ones`` inside it) are exact and not reported.
 """
 from __future__ import annotations
 
@@ -31,8 +31,12 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 aten = torch.ops.aten
 
-MASK_NOTE = ("attention mask assumed without padding (all ones): on 'meta' tensors have no values, so the "
-             "model's {count} check(s) of them ({examples}) were answered as for a batch without padding")
+MASK_NOTE = ("attention mask taken as all ones (a batch without padding): on 'meta' a tensor has no values, so "
+             "the model's {count} read(s) of it ({examples}) were answered as for a batch without padding; a padded "
+             "batch runs attention with an explicit mask, which a capture with real tensors (the model and the "
+             "batch on the CPU) prices")
+DEFAULT_NOTE = ("{count} check(s) of values the model computes on 'meta' ({examples}) answered as for an ordinary "
+                "batch (no padding, no packed sequences, no NaN)")
 
 _MAX_CPU_COPY = 1 << 20   # elements a uniform meta tensor may turn into on the host (.tolist(), .cpu())
 
@@ -45,18 +49,20 @@ class _Fact:
 
 @dataclass
 class ValueAnswers:
-    """What a capture answered: each read as ``"op -> value"``, those that rest on an assumption apart."""
+    """What a capture answered: each read as ``"op -> value"``, by what the answer rests on."""
 
-    exact: list[str] = field(default_factory=list)
-    assumed: list[str] = field(default_factory=list)
+    exact: list[str] = field(default_factory=list)      # the model's own constants, uniform real inputs
+    assumed: list[str] = field(default_factory=list)    # a declared input: the attention mask taken as all ones
+    default: list[str] = field(default_factory=list)    # all()/any() of values no rule knows: an ordinary batch
 
-    def note(self) -> str | None:
-        """The estimate's note when an answer rests on the no-padding assumption, else None."""
-        if not self.assumed:
-            return None
-        shown = list(dict.fromkeys(self.assumed))[:3]
-        examples = ", ".join(shown)
-        return MASK_NOTE.format(count=len(self.assumed), examples=examples)
+    def notes(self) -> list[str]:
+        """The estimate's notes for answers that rest on an assumption (none when every answer was exact)."""
+        found = []
+        for template, answers in ((MASK_NOTE, self.assumed), (DEFAULT_NOTE, self.default)):
+            if answers:
+                examples = ", ".join(list(dict.fromkeys(answers))[:3])
+                found.append(template.format(count=len(answers), examples=examples))
+        return found
 
 
 def is_mask_name(name: str) -> bool:
@@ -179,7 +185,7 @@ class MetaValues(TorchDispatchMode):
         origin = self.origin.get(_key(t))
         if origin in ("all", "any") and t.numel() == 1:
             value = origin == "all"
-            self.answers.assumed.append(f".{origin}() -> {value}")
+            self.answers.default.append(f".{origin}() -> {value}")
             return value if func is aten.is_nonzero.default or t.dtype == torch.bool else int(value)
         raise RuntimeError(f"{name} read the value of a meta tensor that no rule knows (data-dependent): "
                            "meta tensors have no data")

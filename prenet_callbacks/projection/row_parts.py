@@ -134,7 +134,7 @@ def _host_note(kernels: float, acc) -> str:
     return f"host-bound: eager PyTorch issues the step's {kernels:,.0f} kernels more slowly than the GPU runs them; {fixes}"
 
 
-_FAST = " (its faster steps: the machine was busy)"
+_BUSY = " (its steps without the wait for a CPU: the machine was busy)"
 
 
 def assumed_for(workload: Workload, variant: Variant, acc, zero: ZeroConfig, target, hm: HostModel) -> dict[str, Any]:
@@ -146,7 +146,7 @@ def assumed_for(workload: Workload, variant: Variant, acc, zero: ZeroConfig, tar
         "compile": workload.options.compile,
         "cuda_graphs": workload.options.graphs,
         "host": ("measured on this run's GPU" if workload.anchor is not None and hm.scale != 1.0
-                 else f"this run's own Python time{_FAST if workload.host_from_fast_steps else ''} + dispatch and launch"
+                 else f"this run's own Python time{_BUSY if workload.host_from_clean_steps else ''} + dispatch and launch"
                  if workload.current_kind == "cpu"
                  else f"eager per-op costs of {costs.source or 'this CPU'}"),
         "sharding": zero.label(),

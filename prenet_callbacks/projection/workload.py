@@ -69,7 +69,7 @@ class Workload:
     world: int = 1                     # devices of the measured run
     data_s: float = 0.0                # data-loader wait per step: host, not overlapped
     fixed_host_s: float = 0.0          # host time per step outside the kernels' issue (framework loop)
-    host_from_fast_steps: bool = False  # a CPU run's host time from its faster steps (a busy machine, `contention`)
+    host_from_clean_steps: bool = False  # a CPU run's host time from its steps without the wait (a busy machine)
     activation_bytes: float | None = None  # per device at batch_size
     activations_measured: bool = False
     state: StateAccount | None = None  # the run's measured (unsharded) model state
