@@ -10,6 +10,8 @@
   step a recurrent GEMM and the gate pointwise math (backward twice the forward).
 - pooling, optimizer updates, data movement, embedding gather and its backward: streaming pointwise kernels
   (no clean single-kernel embedding measurement exists in the data).
+- where the predictor has a network for a convolution's mode, and for every depthwise convolution: the kernels
+  cuDNN runs (`conv_kernels`: forward, data gradient, weight gradient; a depthwise one as a streaming kernel).
 Each entry is ``(op, multiplicity)``; a parent's time is the sum of multiplicity x predicted time.
 """
 from __future__ import annotations
@@ -126,7 +128,7 @@ PROXIED = {"attention": "gemm", "recurrent": "gemm+elementwise", "pooling": "ele
            "optimizer": "elementwise", "data_movement": "elementwise"}
 
 
-# -- the kernels the monotone predictor prices (`mono_model.py`) ---------------------------------------------
+# -- convolutions as the kernels they run (`Predictor._kernels`) ---------------------------------------------
 # a convolution whose groups hold this many input channels or fewer runs as a memory-bound (streaming) kernel:
 # a depthwise convolution reads each input once and does a few multiply-adds per output, which no
 # tensor-core tile can use; priced as a slice of a dense convolution it came out 2-3x too slow
@@ -168,14 +170,3 @@ def conv_kernels(op: OpSpec) -> list[tuple[OpSpec, float]]:
     grads = [g for g, key in ((1, "grad_input"), (2, "grad_weight")) if int(d.get(key, 1))]
     return [(_conv_kernel(op, g), 1.0) for g in grads] or [(_conv_kernel(op, 2), 1.0)]
 
-
-def expand_kernels(op: OpSpec, modelled: frozenset[str]) -> list[tuple[OpSpec, float]] | None:
-    """The kernels an op is priced as by the monotone predictor (None: nothing models it)."""
-    if op.op_class == "conv" and "conv" in modelled:
-        d = op.dims
-        if all(d.get(k, 0) for k in ("n", "c_in", "c_out")):
-            return conv_kernels(op)
-        return [(op, 1.0)]
-    if op.op_class in ("gemm", "norm", "elementwise"):
-        return [(op, 1.0)] if op.op_class in modelled else None
-    return expand(op, modelled)

@@ -18,7 +18,7 @@ from .kernel_features import feature_arrays
 from .mlp import predict_mlp, predict_mlp_columns
 from .mono import MonoNet
 from .monotone import HELD_DTYPES, work_ladder
-from .optable import op_columns
+from .optable import op_columns, op_mode
 
 DEFAULT_UTILISATION = 0.5      # for unmodelled ops: bound / 0.5 (documented in the model card)
 DEFAULT_RELATIVE_ERROR = 0.30  # band for classes without a held-out measurement
@@ -237,6 +237,4 @@ def _distinct(cols) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _op_mode_name(op: OpSpec) -> str:
-    from .optable import op_mode
-
     return MODES[op_mode(op)]
