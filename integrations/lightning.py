@@ -20,14 +20,14 @@ from integrations import lightning_compat as compat
 from integrations.lightning_plan import limits_from_trainer, plan_from_trainer
 from integrations.plumbing import default_report_path, guarded_hook, note_once, wrap_method
 from integrations.startup import startup_seconds
-from prenet_callbacks.clocks import clock_for
-from prenet_callbacks.config import metrics_interval, validate_session_config
-from prenet_callbacks.memory_account import state_sizes
-from prenet_callbacks.model_parallel_run import run_layout
-from prenet_callbacks.render import print_report
-from prenet_callbacks.run_info import batch_size_of, describe_run
-from prenet_callbacks.session import PredictionSession, SessionConfig
-from prenet_callbacks.terminal import print_line
+from prenet_callbacks.measure.clocks import clock_for
+from prenet_callbacks.session.arguments import metrics_interval, validate_session_config
+from prenet_callbacks.measure.memory_account import state_sizes
+from prenet_callbacks.session.model_parallel_run import run_layout
+from prenet_callbacks.outputs.render import print_report
+from prenet_callbacks.session.run_info import batch_size_of, describe_run
+from prenet_callbacks.session.machine import PredictionSession, SessionConfig
+from prenet_callbacks.outputs.terminal import print_line
 
 
 if not compat.installed_packages():
@@ -399,7 +399,7 @@ def _root_device(trainer: Any, pl_module: Any) -> Any:
 
 def _make_profiler(trainer: Any, pl_module: Any, clock: Any) -> Any:
     from prenet_callbacks.hardware import current_device
-    from prenet_callbacks.profiling import ModuleProfiler
+    from prenet_callbacks.measure.profiling import ModuleProfiler
 
     accelerator = current_device(device=_root_device(trainer, pl_module)).accelerator
     return ModuleProfiler(pl_module, clock=clock, accelerator=accelerator, precision=str(trainer.precision))

@@ -38,19 +38,19 @@ from torch import nn
 
 from integrations.loop_run import LoopRun, check_schedule, loop_config, memory_account, module_profiler, torch_optimizer
 from integrations.plumbing import note_once
-from prenet_callbacks.config import metrics_interval
-from prenet_callbacks.loader_epochs import watch_loader_epochs
-from prenet_callbacks.projection.precision import PRECISIONS, parse_precision
+from prenet_callbacks.session.arguments import metrics_interval
+from prenet_callbacks.measure.loader_epochs import watch_loader_epochs
+from prenet_callbacks.projection.ops.precision import PRECISIONS, parse_precision
 from prenet_callbacks.report import Report
-from prenet_callbacks.model_parallel_run import run_layout
-from prenet_callbacks.run_info import batch_size_of, describe_run
+from prenet_callbacks.session.model_parallel_run import run_layout
+from prenet_callbacks.session.run_info import batch_size_of, describe_run
 
 # accelerate's mixed_precision -> Lightning's spelling (what the report and the projection read)
 _ACCELERATE_PRECISION = {"no": "32-true", "fp16": "16-mixed", "bf16": "bf16-mixed", "fp8": "bf16-mixed"}
 
 
 def _counted(method: Any) -> Any:
-    """A Tracker hook whose whole time is PreNeT's own (`prenet_callbacks.own_time`), the wrapper's included."""
+    """A Tracker hook whose whole time is PreNeT's own (`prenet_callbacks.session.own_time`), the wrapper's included."""
     @functools.wraps(method)
     def hook(self: "Tracker", *args: Any) -> Any:
         own = self.run.session.own_time

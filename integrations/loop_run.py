@@ -16,13 +16,13 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 
 from integrations.plumbing import default_report_path, note_once
-from prenet_callbacks.clocks import clock_for
-from prenet_callbacks.config import validate_session_config
-from prenet_callbacks.memory_account import state_sizes
-from prenet_callbacks.plan import RunLimits, RunPlan, plan_for_steps
-from prenet_callbacks.render import print_report as render_report
+from prenet_callbacks.measure.clocks import clock_for
+from prenet_callbacks.session.arguments import validate_session_config
+from prenet_callbacks.measure.memory_account import state_sizes
+from prenet_callbacks.forecast.plan import RunLimits, RunPlan, plan_for_steps
+from prenet_callbacks.outputs.render import print_report as render_report
 from prenet_callbacks.report import Report
-from prenet_callbacks.session import PredictionSession, SessionConfig
+from prenet_callbacks.session.machine import PredictionSession, SessionConfig
 
 Sink = Callable[[dict[str, float], int], None]
 
@@ -96,7 +96,7 @@ def memory_account(model: Any, optimizers: Sequence[Any] = (), *, world: int = 1
 def module_profiler(model: torch.nn.Module, *, clock: Any, device: Any, precision: str) -> Any:
     """The per-module profiler on the session's clock, with the device's catalog entry (for CT)."""
     from prenet_callbacks.hardware import current_device
-    from prenet_callbacks.profiling import ModuleProfiler
+    from prenet_callbacks.measure.profiling import ModuleProfiler
 
     return ModuleProfiler(model, clock=clock, accelerator=current_device(device=device).accelerator,
                           precision=precision)

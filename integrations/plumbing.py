@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from prenet_callbacks.session import PredictionSession, guarded
+from prenet_callbacks.session.machine import PredictionSession, guarded
 
 F = TypeVar("F", bound=Callable[..., Any])
 Restore = Callable[[], None]

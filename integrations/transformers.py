@@ -41,10 +41,10 @@ from integrations.loop_run import exception_reason, memory_account, module_profi
 from integrations.plumbing import default_report_path, guarded_hook, note_once, wrap_method
 from integrations.transformers_plan import TrainerPlan, plan_from_trainer
 from integrations.transformers_run import describe_trainer_run, end_reason, run_limits
-from prenet_callbacks.clocks import clock_for
-from prenet_callbacks.config import metrics_interval, validate_session_config
-from prenet_callbacks.render import print_report
-from prenet_callbacks.session import PredictionSession, SessionConfig
+from prenet_callbacks.measure.clocks import clock_for
+from prenet_callbacks.session.arguments import metrics_interval, validate_session_config
+from prenet_callbacks.outputs.render import print_report
+from prenet_callbacks.session.machine import PredictionSession, SessionConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 _CALLER_DEPTH = 16  # frames searched for the Trainer that calls us (its handler is ~8 frames up)

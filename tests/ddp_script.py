@@ -28,7 +28,7 @@ import torch
 import lightning.pytorch as pl
 
 from prenet_callbacks import PreNeTCallback
-from prenet_callbacks.session import PreNeTWarning
+from prenet_callbacks.session.machine import PreNeTWarning
 from tests.lightning_helpers import RecordingLogger, TinyModule, loaders
 
 STEP_SLEEP_S = 0.01

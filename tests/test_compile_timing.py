@@ -15,7 +15,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from prenet_callbacks import PreNeTCallback
-from prenet_callbacks.compile_clock import CompileClock
+from prenet_callbacks.measure.compile_clock import CompileClock
 
 COMPILE_S = 1.5
 

@@ -11,13 +11,13 @@ import pytest
 import torch
 
 from integrations.loop import Tracker
-from prenet_callbacks import heap_faults
-from prenet_callbacks.eta import RunMeasurements, predict_fit
-from prenet_callbacks.heap_faults import HeapRisk, HeapWatch, glibc_trim
-from prenet_callbacks.plan import RunPlan
-from prenet_callbacks.sanity import minor_faults
-from prenet_callbacks.session import PredictionSession, SessionConfig
-from prenet_callbacks.session_schedule import Schedule
+from prenet_callbacks.measure import heap_faults
+from prenet_callbacks.forecast.eta import RunMeasurements, predict_fit
+from prenet_callbacks.measure.heap_faults import HeapRisk, HeapWatch, glibc_trim
+from prenet_callbacks.forecast.plan import RunPlan
+from prenet_callbacks.measure.sanity import minor_faults
+from prenet_callbacks.session.machine import PredictionSession, SessionConfig
+from prenet_callbacks.session.schedule import Schedule
 
 
 class Faults:

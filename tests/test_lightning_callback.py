@@ -10,9 +10,9 @@ import torch
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import ModelCheckpoint
 
-import prenet_callbacks.session as session_module
+import prenet_callbacks.session.machine as session_module
 from prenet_callbacks import PreNeTCallback
-from prenet_callbacks.session import PreNeTWarning
+from prenet_callbacks.session.machine import PreNeTWarning
 from tests.lightning_helpers import RecordingLogger, Stream, TinyModule, loaders, trainer
 from torch.utils.data import DataLoader
 
@@ -181,7 +181,7 @@ def test_report_path_that_is_a_directory_is_refused(tmp_path):
 @pytest.mark.parametrize("where", ["construct", "start"])
 def test_a_profiler_failure_keeps_step_timing_with_one_warning(tmp_path, monkeypatch, where):
     import integrations.lightning as lightning_module
-    from prenet_callbacks.profiling import ModuleProfiler
+    from prenet_callbacks.measure.profiling import ModuleProfiler
 
     if where == "construct":
         monkeypatch.setattr(lightning_module, "_make_profiler", lambda pl_module: 1 / 0)

@@ -14,7 +14,7 @@ from torch import nn
 from integrations.loop import Tracker
 from prenet_callbacks import PreNeTCallback
 from prenet_callbacks.report import Report
-from prenet_callbacks.session import PredictionSession, PreNeTWarning
+from prenet_callbacks.session.machine import PredictionSession, PreNeTWarning
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "prenet_callbacks" / "schemas" / "prenet-report-2.schema.json").read_text())
 FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=4, targets=[], print_report=False)

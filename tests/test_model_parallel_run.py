@@ -11,7 +11,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
 
-from prenet_callbacks.model_parallel_run import run_layout
+from prenet_callbacks.session.model_parallel_run import run_layout
 from prenet_callbacks.projection import project_report
 from tests.projection_fixtures import ScaledBound, make_report
 

@@ -78,7 +78,7 @@ def test_the_page_is_on_by_default_and_html_is_checked():
 def test_a_page_that_cannot_be_drawn_warns_once_and_the_report_is_still_written(tmp_path, monkeypatch):
     import warnings
 
-    from prenet_callbacks.session import PreNeTWarning
+    from prenet_callbacks.session.machine import PreNeTWarning
 
     def fail(report, path):
         raise RuntimeError("no drawing today")

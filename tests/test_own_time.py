@@ -1,4 +1,4 @@
-"""PreNeT's own time in the run it watches (`prenet_callbacks.own_time`): counted once per outermost call,
+"""PreNeT's own time in the run it watches (`prenet_callbacks.session.own_time`): counted once per outermost call,
 its parts inside the total, written to the report and the end line, and what a real loop's report says."""
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import torch
 from torch import nn
 
 from integrations.loop import Tracker
-from prenet_callbacks.lifecycle import end_line
-from prenet_callbacks.own_time import OwnTime
-from prenet_callbacks.session_guard import guarded
+from prenet_callbacks.session.lifecycle import end_line
+from prenet_callbacks.session.own_time import OwnTime
+from prenet_callbacks.session.guard import guarded
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "prenet_callbacks" / "schemas" / "prenet-report-2.schema.json").read_text())
 

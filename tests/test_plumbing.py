@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from integrations.plumbing import REPORT_FILENAME, default_report_path, guarded_hook, note_once, wrap_method
-from prenet_callbacks.session import PredictionSession, PreNeTWarning, SessionConfig
+from prenet_callbacks.session.machine import PredictionSession, PreNeTWarning, SessionConfig
 
 
 class Adapter:

@@ -31,14 +31,14 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 import integrations.lightning as lightning_module
 import prenet_callbacks
 import prenet_callbacks.report as report_module
-import prenet_callbacks.session as session_module
+import prenet_callbacks.session.machine as session_module
 from prenet_callbacks import PreNeTCallback
-from prenet_callbacks.profiling import ModuleProfiler, hook_snapshot
-from prenet_callbacks.profiling import profiler as profiler_module
-from prenet_callbacks.profiling import table_builder
-from prenet_callbacks.profiling.op_timing import HostOpTimer
-from prenet_callbacks.profiling.capture import CaptureMode
-from prenet_callbacks.session import PreNeTWarning
+from prenet_callbacks.measure.profiling import ModuleProfiler, hook_snapshot
+from prenet_callbacks.measure.profiling import profiler as profiler_module
+from prenet_callbacks.measure.profiling import table_builder
+from prenet_callbacks.measure.profiling.op_timing import HostOpTimer
+from prenet_callbacks.measure.profiling.capture import CaptureMode
+from prenet_callbacks.session.machine import PreNeTWarning
 from tests.lightning_helpers import RecordingLogger, TinyModule, loaders, trainer
 
 # warm-up 1 step, profile steps 1-2, clean timing 3-5, first prediction after step 6

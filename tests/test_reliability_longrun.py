@@ -16,11 +16,11 @@ import tracemalloc
 
 import pytest
 
-from prenet_callbacks.estimators import RobustDuration
-from prenet_callbacks.plan import CheckpointRule, RunPlan
-from prenet_callbacks.profiling.table import LayerTable
+from prenet_callbacks.forecast.estimators import RobustDuration
+from prenet_callbacks.forecast.plan import CheckpointRule, RunPlan
+from prenet_callbacks.measure.profiling.table import LayerTable
 from prenet_callbacks.report import MAX_HISTORY
-from prenet_callbacks.session import PredictionSession, SessionConfig
+from prenet_callbacks.session.machine import PredictionSession, SessionConfig
 
 STEPS = 8_000
 BATCHES_PER_EPOCH = 1_000

@@ -5,12 +5,12 @@ import warnings
 
 import pytest
 
-from prenet_callbacks.eta_validation import validation_estimate as _validation_estimate, validation_uncertainty as _validation_uncertainty
-from prenet_callbacks.plan import CheckpointRule, RunPlan
-from prenet_callbacks.profiling.table import LayerTable
-from prenet_callbacks.sanity import minor_faults
-from prenet_callbacks.session import PredictionSession, PreNeTWarning, SessionConfig
-from prenet_callbacks.session_schedule import Schedule
+from prenet_callbacks.forecast.eta_validation import validation_estimate as _validation_estimate, validation_uncertainty as _validation_uncertainty
+from prenet_callbacks.forecast.plan import CheckpointRule, RunPlan
+from prenet_callbacks.measure.profiling.table import LayerTable
+from prenet_callbacks.measure.sanity import minor_faults
+from prenet_callbacks.session.machine import PredictionSession, PreNeTWarning, SessionConfig
+from prenet_callbacks.session.schedule import Schedule
 
 
 class FakeClock:
@@ -234,7 +234,7 @@ class FakeEvent:
 
 
 def test_gpu_phases_come_from_events_resolved_once():
-    from prenet_callbacks.phase_events import CudaPhaseEvents
+    from prenet_callbacks.measure.phase_events import CudaPhaseEvents
 
     clock = FakeClock()
     syncs = []

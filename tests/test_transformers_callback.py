@@ -17,7 +17,7 @@ from transformers.integrations import TensorBoardCallback  # noqa: E402
 import integrations.transformers as hf_module  # noqa: E402
 from prenet_callbacks import PreNeTCallback, PreNeTTrainerCallback  # noqa: E402
 from prenet_callbacks.report import Report  # noqa: E402
-from prenet_callbacks.session import PreNeTWarning  # noqa: E402
+from prenet_callbacks.session.machine import PreNeTWarning  # noqa: E402
 from tests.hf_helpers import EventCounter, Samples, TinyRegressor, trainer, weights_digest  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -152,8 +152,8 @@ def _fail_plan(monkeypatch):
 
 
 def _fail_mid_run(monkeypatch):
-    from prenet_callbacks.session import PredictionSession
-    from prenet_callbacks.session import guarded as session_guarded
+    from prenet_callbacks.session.machine import PredictionSession
+    from prenet_callbacks.session.machine import guarded as session_guarded
 
     original = PredictionSession.batch_end
     calls = {"n": 0}
@@ -169,7 +169,7 @@ def _fail_mid_run(monkeypatch):
 
 
 def _fail_in_profiler(monkeypatch):
-    from prenet_callbacks.profiling import ModuleProfiler
+    from prenet_callbacks.measure.profiling import ModuleProfiler
 
     def broken(self, *args):
         raise RuntimeError("injected profiler fault")
@@ -178,7 +178,7 @@ def _fail_in_profiler(monkeypatch):
 
 
 def _fail_in_evaluation(monkeypatch):
-    from prenet_callbacks.session import PredictionSession
+    from prenet_callbacks.session.machine import PredictionSession
 
     monkeypatch.setattr(PredictionSession, "validation_start", lambda self, sanity=False: 1 / 0)
 

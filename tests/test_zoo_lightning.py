@@ -22,8 +22,8 @@ from torch.utils.data import DataLoader, Dataset
 import lightning.pytorch as pl
 
 from prenet_callbacks import PreNeTCallback
-from prenet_callbacks.profiling import hook_snapshot
-from prenet_callbacks.session import PreNeTWarning
+from prenet_callbacks.measure.profiling import hook_snapshot
+from prenet_callbacks.session.machine import PreNeTWarning
 from tests.lightning_helpers import trainer
 from tests.model_zoo import ZOO, loss_fn
 

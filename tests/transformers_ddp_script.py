@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from prenet_callbacks import PreNeTTrainerCallback
-from prenet_callbacks.session import PreNeTWarning
+from prenet_callbacks.session.machine import PreNeTWarning
 from tests.hf_helpers import EventCounter, Samples, TinyRegressor, trainer, weights_digest
 from transformers.integrations import TensorBoardCallback
 

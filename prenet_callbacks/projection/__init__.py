@@ -12,23 +12,23 @@ from typing import Any, Sequence
 
 from predictor_models.hardware.providers import check_provider
 
-from prenet_callbacks.projection.advice import recommend
-from prenet_callbacks.projection.cost import run_cost
-from prenet_callbacks.projection.fp8 import fp8_targets
+from prenet_callbacks.projection.rows.advice import recommend
+from prenet_callbacks.projection.rows.cost import run_cost
+from prenet_callbacks.projection.ops.fp8 import fp8_targets
 from prenet_callbacks.projection.from_report import run_shape_from_report, workload_from_report
-from prenet_callbacks.projection.host import ExecutionOptions, measure_host_costs
-from prenet_callbacks.projection.layout_rows import check_layouts
-from prenet_callbacks.projection.memory import GIB, capacity_bytes
-from prenet_callbacks.projection.model_layout import ModelLayout
-from prenet_callbacks.projection.one_off import measured_one_off_s
-from prenet_callbacks.projection.optimizer_ops import optimizer_settings
-from prenet_callbacks.projection.parallel import ZeroConfig
-from prenet_callbacks.projection.precision import Precision, parse_precision
-from prenet_callbacks.projection.predictor_source import resolve_predictor
-from prenet_callbacks.projection.project import BATCH_CONVENTIONS, RunShape, check_batch_convention, project_targets
+from prenet_callbacks.projection.pricing.host import ExecutionOptions, measure_host_costs
+from prenet_callbacks.projection.rows.layout_rows import check_layouts
+from prenet_callbacks.projection.rows.memory import GIB, capacity_bytes
+from prenet_callbacks.projection.parallel.model_layout import ModelLayout
+from prenet_callbacks.projection.rows.one_off import measured_one_off_s
+from prenet_callbacks.projection.ops.optimizer_ops import optimizer_settings
+from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig
+from prenet_callbacks.projection.ops.precision import Precision, parse_precision
+from prenet_callbacks.projection.pricing.predictor_source import resolve_predictor
+from prenet_callbacks.projection.rows.project import BATCH_CONVENTIONS, RunShape, check_batch_convention, project_targets
 from prenet_callbacks.projection.report_whatif import check_whatif, reproject_whatif
 from prenet_callbacks.projection.targets import DEFAULT_TARGETS, ProjectionTarget, resolve_targets
-from prenet_callbacks.projection.workload import Unit, Workload
+from prenet_callbacks.projection.ops.workload import Unit, Workload
 from prenet_callbacks.report_parts import TargetRow
 
 __all__ = ["BATCH_CONVENTIONS", "DEFAULT_TARGETS", "ExecutionOptions", "Precision", "ProjectionTarget", "RunShape",

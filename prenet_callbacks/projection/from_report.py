@@ -13,14 +13,14 @@ from typing import Any
 
 from predictor_models.op_spec import OpSpec
 
-from prenet_callbacks.projection.alignment import unaligned_gemm_note
-from prenet_callbacks.projection.host import ExecutionOptions, HostCosts, default_host_costs
-from prenet_callbacks.projection.memory import StateAccount
-from prenet_callbacks.projection.parallel import ZeroConfig
-from prenet_callbacks.projection.precision import parse_precision, retune
-from prenet_callbacks.projection.project import RunShape
+from prenet_callbacks.projection.ops.alignment import unaligned_gemm_note
+from prenet_callbacks.projection.pricing.host import ExecutionOptions, HostCosts, default_host_costs
+from prenet_callbacks.projection.rows.memory import StateAccount
+from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig
+from prenet_callbacks.projection.ops.precision import parse_precision, retune
+from prenet_callbacks.projection.rows.project import RunShape
 from prenet_callbacks.projection.reproject import memory_scale, reproject_units, reprojection_note, requested_precision
-from prenet_callbacks.projection.workload import PHASES, Unit, Workload
+from prenet_callbacks.projection.ops.workload import PHASES, Unit, Workload
 from prenet_callbacks.units import format_step_time
 
 _PHASE_FIELDS = {"fwd": "forward_s", "bwd": "backward_s", "opt": "optimizer_s"}
@@ -179,7 +179,7 @@ def _has_costs(host: Any) -> bool:
 def _optimizer_name(name: Any, kind: int | None) -> tuple[str, bool]:
     """(memory name, whether torch.optim's kernels can be synthesised for it). An optimizer this
     projection does not know (DeepSpeed's, a third party's) keeps its measured kernels on every target."""
-    from prenet_callbacks.projection.optimizer_ops import memory_optimizer_name
+    from prenet_callbacks.projection.ops.optimizer_ops import memory_optimizer_name
 
     fallback = _OPT_KIND.get(kind, "adamw") if kind is not None else "adamw"
     if not name:
