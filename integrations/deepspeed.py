@@ -173,7 +173,7 @@ def attach(
                   make_profiler=lambda: module_profiler(engine.module, clock=session.device_clock, device=device,
                                                         precision=precision_of(engine)),
                   unknown_reason="attach(total_steps=None): the run's length was not given, so only a rate can be given")
-        if not session.disabled:  # a session that already stepped aside must not leave wrappers behind
+        if not session.guard.disabled:  # a session that already stepped aside must not leave wrappers behind
             handle.events = EngineEvents(engine, run)
             handle.events.install()
     except Exception as error:  # noqa: BLE001 - past validation, PreNeT problems never stop the run

@@ -164,7 +164,8 @@ class Tracker:
                                             "apart from compute")
             self._install_hooks()
             if model is not None and not any(kind in strategy.upper() for kind in ("FSDP", "DEEPSPEED")):
-                session.probe_eval_forward(model)   # a sharded model cannot be called outside its step
+                # a sharded model cannot be called outside its step
+                session.guard.call(session.window.probe_eval_forward, model)
             if model is None:
                 self._open_step()  # without forward hooks, a step's time runs from the previous step's end
         except Exception as error:  # noqa: BLE001 - past validation, PreNeT problems never stop the run
@@ -193,7 +194,7 @@ class Tracker:
             if not self._open:
                 self._open_step()
             if session.measurements.state_bytes is None and session.steps_seen >= 1 and self.model is not None:
-                session.set_memory_account(memory_account(self.model, [self.optimizer], world=self._devices))
+                session.facts.set_memory_account(memory_account(self.model, [self.optimizer], world=self._devices))
                 session.note_optimizer(torch_optimizer(self.optimizer) if self.optimizer is not None else None)
             self.run.steps += 1
             self._open = self._forward_done = False
@@ -286,8 +287,8 @@ class Tracker:
         self._noted.add(kind)
         session = self.run.session
         size = batch_size_of(list(args))
-        self._guard(lambda: session.note_run_facts(batch_size=size) if kind == "train"
-                    else session.note_validation_batch_size(size))
+        self._guard(lambda: session.facts.note_run_facts(batch_size=size) if kind == "train"
+                    else session.facts.note_validation_batch_size(size))
 
     @_counted
     def _on_forward(self, module: nn.Module, args: Any, output: Any) -> None:

@@ -236,7 +236,7 @@ def test_a_failure_while_attached_warns_once_detaches_and_training_goes_on(tmp_r
     def broken_sink(metrics, step):
         raise RuntimeError("logger down")
 
-    handle.session.logger_sinks = [broken_sink]
+    handle.session.outputs.logger_sinks = [broken_sink]
     with pytest.warns(PreNeTWarning, match="logger down") as caught:
         losses = train(engine, 10)
     assert len([w for w in caught if issubclass(w.category, PreNeTWarning)]) == 1

@@ -267,4 +267,4 @@ def test_a_failing_opted_in_trim_makes_the_session_step_aside_with_one_warning()
             session.batch_start()
             clock[0] += 0.01
             session.batch_end(stepped=True, global_step=step + 1)
-    assert len(caught) == 1 and session.disabled   # warned once, then quiet: the loop went on
+    assert len(caught) == 1 and session.guard.disabled   # warned once, then quiet: the loop went on

@@ -151,7 +151,7 @@ def session_report():
     session.attach_profiler(_RecordedProfiler(_profiled_tiny_gpt()))
     session.train_epoch_start()
     _train(session, clock, steps=12, forward_s=lambda profiled: 0.2)
-    assert not session.disabled
+    assert not session.guard.disabled
     return session.report
 
 

@@ -13,7 +13,7 @@ from torch import nn
 from integrations.loop import Tracker
 from prenet_callbacks.session.lifecycle import end_line
 from prenet_callbacks.session.own_time import OwnTime
-from prenet_callbacks.session.guard import guarded
+from prenet_callbacks.session.guard import Containment, guarded
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "prenet_callbacks" / "schemas" / "prenet-report-2.schema.json").read_text())
 
@@ -26,17 +26,18 @@ class FakeClock:
         return self.now
 
 
+class LoudGuard(Containment):
+    def fail(self, error: BaseException, where: str = "") -> None:
+        raise AssertionError(f"unexpected failure in {where}: {error}")
+
+
 class Owner:
     """A guarded object like the session: its events advance a fake clock."""
-
-    disabled = False
 
     def __init__(self, clock: FakeClock) -> None:
         self.clock = clock
         self.own_time = OwnTime(clock)
-
-    def fail(self, error: BaseException, where: str = "") -> None:
-        raise AssertionError(f"unexpected failure in {where}: {error}")
+        self.guard = LoudGuard(release=lambda: None, own_time=self.own_time)
 
     @guarded
     def inner(self) -> None:

@@ -167,7 +167,7 @@ def test_zoo_model_trains_with_the_callback(tmp_path, name):
 
     # the report is sane
     session = callback.session
-    assert not session.disabled, session.failure
+    assert not session.guard.disabled, session.guard.failure
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["actual"]["steps"] == t.global_step
     assert data["plan"]["total_steps"] == t.global_step

@@ -2,7 +2,8 @@
 
 The facts land in two places: the report's ``current`` block (which the projection reads) and the
 `RunMeasurements` the prediction uses (a checkpoint's size, the batch sizes behind the validation
-estimate). `PredictionSession` exposes these methods under the same names, guarded.
+estimate). Adapters call these methods on the session's ``facts`` from a guarded hook (or through
+``session.guard.call``).
 """
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
 """Failure containment: the callback never breaks a training run.
 
-Every event method of `PredictionSession` is `guarded`: an exception inside it becomes one
-`PreNeTWarning`, every hook is removed (the session's ``fail``) and the session goes quiet for the
-rest of the run. A warning that a ``-W error`` filter turns into an exception is swallowed too.
+Every event method of `PredictionSession` is `guarded`, and an adapter that calls one of the session's parts
+outside a guarded hook runs it through `Containment.call`: an exception inside becomes one `PreNeTWarning`,
+every hook is removed (`Containment.fail`) and the session goes quiet for the rest of the run. A warning that a
+``-W error`` filter turns into an exception is swallowed too. The time of each outermost guarded call is
+PreNeT's own (`own_time.OwnTime`).
 """
 from __future__ import annotations
 
@@ -18,43 +20,28 @@ class PreNeTWarning(UserWarning):
 
 
 class Guardable(Protocol):
-    """What `guarded` needs from the object whose methods it wraps."""
+    """What `guarded` needs from the object whose methods it wraps: the guard it runs them under."""
 
-    disabled: bool
-
-    def fail(self, error: BaseException, where: str = "") -> None: ...
+    guard: Containment
 
 
 def guarded(method: F) -> F:
-    """Run a session method; on any error warn once, clean up and disable the session."""
+    """Run a session method under the session's guard (`Containment.call`): on any error warn once, clean up
+    and disable the session."""
 
     @functools.wraps(method)
     def wrapper(self: Guardable, *args: Any, **kwargs: Any) -> Any:
-        if self.disabled:
-            return None
-        own = getattr(self, "own_time", None)   # PreNeT's own time in the run (`own_time`)
-        start = own.enter() if own is not None else None
-        try:
-            return method(self, *args, **kwargs)
-        except Exception as error:  # noqa: BLE001 - by design: never let monitoring break training
-            self.fail(error, where=method.__name__)
-            return None
-        finally:
-            if own is not None:
-                own.leave(start)
+        return self.guard.call(method, self, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
 
 
-def guarded_on_part(part: str, method: Callable[..., None], name: str | None = None) -> Callable[..., None]:
-    """A guarded event method that the object's ``part`` handles: ``method`` (a function of the part's
-    class) called on it with the same arguments; the event keeps the method's docstring."""
-    def event(owner: Guardable, *args: Any, **kwargs: Any) -> None:
-        getattr(getattr(owner, part), method.__name__)(*args, **kwargs)
+class OwnClock(Protocol):
+    """Where the guard counts PreNeT's own time (`own_time.OwnTime`)."""
 
-    event.__name__ = event.__qualname__ = name or method.__name__
-    event.__doc__ = method.__doc__
-    return guarded(event)
+    def enter(self) -> float | None: ...
+
+    def leave(self, start: float | None) -> None: ...
 
 
 class Containment:
@@ -62,13 +49,31 @@ class Containment:
 
     Args:
         release: stops what must stop before the undo actions run (the module profiler).
+        own_time: counts the time of each outermost guarded call as PreNeT's own (None: not counted).
     """
 
-    def __init__(self, release: Callable[[], None]) -> None:
+    def __init__(self, release: Callable[[], None], own_time: OwnClock | None = None) -> None:
         self.release = release
+        self.own_time = own_time
         self.disabled = False
         self.failure: str | None = None
         self.cleanups: list[Callable[[], None]] = []
+
+    def call(self, event: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``event(*args, **kwargs)`` guarded: nothing once the session stepped aside; an error in it makes the
+        session step aside (the warning names the event) and the call returns None."""
+        if self.disabled:
+            return None
+        own = self.own_time
+        start = own.enter() if own is not None else None
+        try:
+            return event(*args, **kwargs)
+        except Exception as error:  # noqa: BLE001 - by design: never let monitoring break training
+            self.fail(error, where=getattr(event, "__name__", ""))
+            return None
+        finally:
+            if own is not None:
+                own.leave(start)
 
     def fail(self, error: BaseException, where: str = "") -> None:
         """Step aside: one warning, every hook removed, nothing more from this session."""

@@ -3,20 +3,30 @@
 Adapters (Lightning callback, DeepSpeed attach, Hugging Face callback, the loop tracker) translate
 their framework's hooks into calls on a `PredictionSession`; the session times steps, runs the
 per-module profiler for a short window, predicts the whole run, refines the prediction, logs and
-writes the report, and records how the run ended. It keeps the events and decides, step by step
-(`session_schedule`), when to profile, time and predict; its parts do the rest:
+writes the report, and records how the run ended. It keeps the events that need more than one part
+(fit start, the batch's phases and end, validation start, epoch and fit end) and decides, step by step
+(`schedule`), when to profile, time and predict. Its parts are plain objects, reached directly:
 
-- `session_steps.StepAccount`: what each interval between batch ends was (a clean step, an event's
-  cost), the batch's phases, validation runs, the sanity check and saves;
-- `profiling_window.ProfilingWindow`: the module profiler's calls, the window's GPU phases and memory;
-- `measured`: the report's ``measured`` block; `run_record`: its ``plan``, ``run`` and ``actual`` blocks;
-- `session_predictions.Predictions`: the prediction history, the first one projected onto other hardware;
-- `subnormals.SubnormalWatch`: on a CPU, optimizer-state entries decaying towards subnormal floats;
-- `heap_faults.HeapWatch`: on a CPU, the timed steps' page faults (a heap trim only if ``allocator_probe``);
-- `session_outputs.SessionOutputs`: logger metrics, printer, publishers, the report on disk.
+- ``steps``, `measure.step_account.StepAccount`: what each interval between batch ends was (a clean step,
+  an event's cost), the batch's phases, validation runs, the sanity check and saves (adapters call its
+  ``validation_batch_end``, ``validation_end``, ``checkpoint_start`` and ``checkpoint_end``);
+- ``window``, `measure.profiling_window.ProfilingWindow`: the module profiler's calls, the window's GPU
+  phases and memory, the eval probe (``probe_eval_forward``);
+- ``facts``, `session.facts.RunFacts`: what the adapter learns late (``note_run_facts``,
+  ``note_validation_batch_size``, ``set_memory_account``, ``set_state_bytes``);
+- ``predictions``, `session.predictions.Predictions`: the prediction history, the first one projected onto
+  other hardware;
+- ``outputs``, `outputs.session_outputs.SessionOutputs`: logger metrics, printer, publishers, the report on disk;
+- ``guard``, `session.guard.Containment`: whether the session stepped aside, and the undo actions;
+- `measure.measured`: the report's ``measured`` block; `session.run_record`: its ``plan``, ``run`` and
+  ``actual`` blocks;
+- `measure.subnormals.SubnormalWatch`: on a CPU, optimizer-state entries decaying towards subnormal floats;
+- `measure.heap_faults.HeapWatch`: on a CPU, the timed steps' page faults (a heap trim only if
+  ``allocator_probe``).
 
-The session must never break a run (`session_guard`): every public method is guarded, and an
-exception inside it becomes one warning, all hooks are removed and the session goes quiet.
+The session must never break a run (`session.guard`): every event method is guarded, and an exception
+inside it becomes one warning, all hooks are removed and the session goes quiet. An adapter calls a part
+from inside its own guarded hook, or through ``session.guard.call``.
 """
 from __future__ import annotations
 
@@ -39,23 +49,16 @@ from prenet_callbacks.outputs.report_view import run_word
 from prenet_callbacks.session.run_record import record_fit_end, record_fit_start, record_plan
 from prenet_callbacks.measure.sanity import minor_faults, seconds_per_fault
 from prenet_callbacks.session.config import SessionConfig
-from prenet_callbacks.session.facts import RunFacts as Facts
+from prenet_callbacks.session.facts import RunFacts
 from prenet_callbacks.session.guard import Containment, PreNeTWarning, guarded
-from prenet_callbacks.session.guard import guarded_on_part as _to
 from prenet_callbacks.outputs.session_outputs import SessionOutputs
 from prenet_callbacks.session.predictions import Predictions
 from prenet_callbacks.session.schedule import Schedule
-from prenet_callbacks.measure.step_account import StepAccount as Steps
+from prenet_callbacks.measure.step_account import StepAccount
 from prenet_callbacks.measure.subnormals import SubnormalWatch, flushes_subnormals
 from prenet_callbacks.units import format_duration
 
 __all__ = ["PreNeTWarning", "PredictionSession", "SessionConfig", "guarded"]
-
-
-def _on(part: str, name: str) -> Any:
-    """A session attribute that lives on one of its parts (integrations and tests read and set it here)."""
-    return property(lambda session: getattr(getattr(session, part), name),
-                    lambda session, value: setattr(getattr(session, part), name, value))
 
 
 class PredictionSession:
@@ -67,15 +70,6 @@ class PredictionSession:
         clock: a `DeviceClock` of the device the model trains on (`prenet_callbacks.measure.clocks`), or a
             plain ``() -> seconds`` callable (a fake host clock in tests). Default: host time.
     """
-
-    # what integrations and tests read and set on the session, kept on the part it belongs to
-    disabled, failure, _cleanups = _on("guard", "disabled"), _on("guard", "failure"), _on("guard", "cleanups")
-    is_rank_zero, printer, line_printer = (_on("outputs", "is_rank_zero"), _on("outputs", "printer"),
-                                           _on("outputs", "line_printer"))
-    logger_sinks, publishers = _on("outputs", "logger_sinks"), _on("outputs", "publishers")
-    profiler, profiling, window_phases = _on("window", "profiler"), _on("window", "active"), _on("window", "phases")
-    step_clock, sanity = _on("steps", "step_clock"), _on("steps", "sanity")
-    first_prediction_made = _on("predictions", "first_made")
 
     def __init__(self, config: SessionConfig, *, is_rank_zero: bool = True,
                  clock: DeviceClock | Callable[[], float] | None = None) -> None:
@@ -92,13 +86,13 @@ class PredictionSession:
         self.outputs = SessionOutputs(config, is_rank_zero=is_rank_zero, now=lambda: self.now())
         self.window = ProfilingWindow(on_drop=lambda limitation: self.report.limitations.append(limitation),
                                       now=lambda: self.now(), on_model_call=self.measurements.model_call.add)
-        self.guard = Containment(release=self.window.release)
+        self.own_time = OwnTime()   # what PreNeT's own calls cost this fit (the guard counts them)
+        self.guard = Containment(release=self.window.release, own_time=self.own_time)
         self.predictions = Predictions(config, self.outputs)
-        self.facts = Facts(lambda: self.report, self.measurements, self.window)
+        self.facts = RunFacts(lambda: self.report, self.measurements, self.window)
         self.compile_clock = CompileClock()   # torch.compile's compilations: one-off time, never a rate
         self.subnormal_watch: SubnormalWatch | None = None
         self.heap_trim: Callable[[], object] | None = glibc_trim()  # resolved, called only by an opted-in probe
-        self.own_time = OwnTime()   # what PreNeT's own calls cost this fit (`guarded` counts them)
         self._reset_fit_state()
 
     def _reset_fit_state(self) -> None:
@@ -109,7 +103,7 @@ class PredictionSession:
         self.steps_seen = 0            # optimizer steps seen in this fit call
         self.epoch_start_batch: int | None = None  # done_batches when this fit's current epoch began
         self.limits = RunLimits()      # what may end the run (`fit_start`)
-        self.steps = Steps(lambda: self.now(), self.measurements, self.compile_clock)
+        self.steps = StepAccount(lambda: self.now(), self.measurements, self.compile_clock)
         self.window.new_fit(self.device_clock)
         self.outputs.new_fit()
         self.predictions.new_fit()
@@ -170,10 +164,6 @@ class PredictionSession:
         record_plan(self.report, plan)
         self.schedule = Schedule.for_run(self.config, plan)
 
-    # what the adapter learns as the run goes (`session_facts.RunFacts`)
-    set_state_bytes, set_memory_account = _to("facts", Facts.set_state_bytes), _to("facts", Facts.set_memory_account)
-    note_run_facts = _to("facts", Facts.note_run_facts)
-
     @guarded
     def note_optimizer(self, optimizer: Any) -> None:
         """The run's optimizer: its settings for the projection and, on a CPU that keeps subnormal floats,
@@ -181,10 +171,6 @@ class PredictionSession:
         self.facts.note_optimizer(optimizer)
         if optimizer is not None and not self._on_cuda() and not flushes_subnormals():
             self.subnormal_watch = SubnormalWatch(optimizer)
-
-    note_validation_batch_size = _to("facts", Facts.note_validation_batch_size)
-
-    probe_eval_forward = _to("window", ProfilingWindow.probe_eval_forward)
 
     @guarded
     def attach_profiler(self, profiler: WindowProfiler) -> None:
@@ -203,9 +189,6 @@ class PredictionSession:
         # on a GPU the host's page faults overlap device work: nothing to take off there
         self.steps.validation_start(sanity=sanity, faults=None if self._on_cuda() else self.count_faults,
                                     fault_cost=self.fault_cost)
-
-    validation_batch_end, validation_end = _to("steps", Steps.validation_batch_end), _to("steps", Steps.validation_end)
-    checkpoint_start, checkpoint_end = _to("steps", Steps.checkpoint_start), _to("steps", Steps.checkpoint_end)
 
     # -- training batches ---------------------------------------------------------------------------
     @guarded
@@ -256,7 +239,7 @@ class PredictionSession:
         self.window.end_step(self.steps.close_step(now))
         if self.window.active and not self.schedule.profiles(self.steps_seen):
             self._finish_profile_window()
-        if not self.first_prediction_made:
+        if not self.predictions.first_made:
             if self.schedule.first_prediction_due(self.steps_seen, device_timed=self.steps.device_timed,
                                                   clean_steps=self.measurements.batch.count):
                 self._predict(first=True)
@@ -271,7 +254,7 @@ class PredictionSession:
         """Sample the moment buffers one step before a prediction may come, to find the dead entries then."""
         if self.subnormal_watch is None or self.subnormal_watch.done:
             return
-        if self.first_prediction_made:
+        if self.predictions.first_made:
             due = self._refinement_due(self.done_steps + 1)
         else:
             due = self.steps_seen + 1 >= self.schedule.first_prediction_step
@@ -348,7 +331,7 @@ class PredictionSession:
         whole one of a loader without a length gives the run its length."""
         if whole and self.plan is not None and self.epoch_start_batch is not None:
             self._learn_epoch_length(self.done_batches - self.epoch_start_batch)
-        if self.first_prediction_made:
+        if self.predictions.first_made:
             self.outputs.write_report(self.report)
 
     def _learn_epoch_length(self, batches: int) -> None:
@@ -359,7 +342,7 @@ class PredictionSession:
         record_plan(self.report, self.plan)
         self.report.limitations.append(f"the training dataloader has no length: an epoch is taken as long as the "
                                        f"first one seen ({batches:,} batches)")
-        if not self.first_prediction_made:
+        if not self.predictions.first_made:
             return
         prediction = self._predict(first=False)   # the first total, now that the run has a length
         if prediction is not None and prediction.predicted_total_s is not None:
@@ -383,10 +366,10 @@ class PredictionSession:
         record_fit_end(self.report, self.plan, elapsed=elapsed, reason=reason, detail=detail, steps_seen=self.steps_seen,
                        done_steps=self.done_steps, done_batches=self.done_batches, first=self.predictions.first_entry,
                        breakdown=self.steps.spent_breakdown(elapsed, train_batches),
-                       first_prediction_step=None if self.first_prediction_made else self.schedule.first_prediction_step)
+                       first_prediction_step=None if self.predictions.first_made else self.schedule.first_prediction_step)
         with self.own_time.part("end"):
             self._update_measured()
-            if self.first_prediction_made and self.config.projects and self.report.targets:
+            if self.predictions.first_made and self.config.projects and self.report.targets:
                 self.predictions.project(self.report, self.done_steps)  # the final table rests on the final measurements
         self.report.actual["own_time"] = self.own_time.summary(elapsed, train_batches)
         self.outputs.end(self.report, unit=run_word(self.report))
