@@ -59,6 +59,25 @@ def validation_estimate(plan: RunPlan, m: RunMeasurements, batch_s: float) -> Va
     corrected = _sanity_validation_estimate(plan, m, corrected=True)
     replay = _replay_validation_estimate(plan, m)
     candidates = [v for v in (warm, sanity, corrected, replay) if v is not None]
+    chosen = _chosen_estimate(m, warm, sanity, replay)
+    if chosen is None:
+        # Nothing measured: a validation batch costs about a training forward, a third of a batch.
+        per_run = plan.val_batches * batch_s / 3
+        return ValidationEstimate(per_run, "estimated", "nothing measured: a third of a training batch per batch",
+                                   per_run, per_run)
+    per_run, how, basis = chosen
+    if corrected is not None and sanity is not None and corrected < 0.9 * sanity:
+        basis += "; page faults in the sanity check may not recur"
+    low, high = min(candidates), max(candidates)
+    if high > CROSS_CHECK_RATIO * low:
+        basis += f"; the estimates span {low:.3g}-{high:.3g} s a run and the band covers them"
+    return ValidationEstimate(per_run, how, basis, low, high)
+
+
+def _chosen_estimate(m: RunMeasurements, warm: float | None, sanity: float | None,
+                     replay: float | None) -> tuple[float, str, str] | None:
+    """The estimate `validation_estimate` uses (the smaller of the sanity check and the replay where both exist,
+    else the one there is), how it is known and why in words; None when there is none."""
     if sanity is not None and replay is not None:
         batches = m.sanity_val_batches
         cold = f"the sanity check ({batches or '?'} cold batch{'es' if batches != 1 else ''} at the eval batch size)"
@@ -67,36 +86,26 @@ def validation_estimate(plan: RunPlan, m: RunMeasurements, batch_s: float) -> Va
         basis = f"{chosen}, the smaller of it and {other}"
         if max(sanity, replay) > CROSS_CHECK_RATIO * min(sanity, replay):
             basis += f" ({max(sanity, replay) / max(min(sanity, replay), 1e-9):.1f}x higher)"
-        per_run, how = min(sanity, replay), "sanity" if sanity <= replay else "warm"
-    elif sanity is not None and (warm is None or sanity <= warm):
+        return min(sanity, replay), "sanity" if sanity <= replay else "warm", basis
+    if sanity is not None and (warm is None or sanity <= warm):
         batches = m.sanity_val_batches
         basis = (f"sanity check ({batches} batch{'es' if batches != 1 else ''} at the eval batch size, as timed)"
                  if batches else "sanity check (as timed)")
         if warm is not None and warm > CROSS_CHECK_RATIO * sanity:
             basis += f"; the training forward x batch ratio was {warm / max(sanity, 1e-9):.1f}x higher"
-        per_run, how = sanity, "sanity"
-    elif replay is not None:
+        return sanity, "sanity", basis
+    if replay is not None:
         basis = f"the model's eval forward replayed warm ({_batch_ratio_words(m)}); no sanity check to cross-check it"
-        per_run, how = replay, "warm"
-    elif warm is not None:
+        return replay, "warm", basis
+    if warm is not None:
         basis = f"training forward x batch ratio ({_batch_ratio_words(m)})"
         if sanity is not None:
             if sanity >= 1.1 * warm:
                 basis += f"; the sanity check was {sanity / max(warm, 1e-9):.1f}x higher"
         else:
             basis += "; no sanity check to cross-check it"
-        per_run, how = warm, "warm"
-    else:
-        # Nothing measured: a validation batch costs about a training forward, a third of a batch.
-        per_run = plan.val_batches * batch_s / 3
-        return ValidationEstimate(per_run, "estimated", "nothing measured: a third of a training batch per batch",
-                                   per_run, per_run)
-    if corrected is not None and sanity is not None and corrected < 0.9 * sanity:
-        basis += "; page faults in the sanity check may not recur"
-    low, high = min(candidates), max(candidates)
-    if high > CROSS_CHECK_RATIO * low:
-        basis += f"; the estimates span {low:.3g}-{high:.3g} s a run and the band covers them"
-    return ValidationEstimate(per_run, how, basis, low, high)
+        return warm, "warm", basis
+    return None
 
 
 def _batch_ratio_words(m: RunMeasurements) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from predictor_models.aten_ops import OpCall, op_spec_from_call
@@ -192,6 +192,40 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
             None: the cheapest current listing matching each target's GPU count. Unknown names raise
             ValueError listing the known ones; a GPU the provider does not list gets no price and a note.
     """
+    choices = _check_choices(model, example_input, targets=targets, precision=precision, optimizer=optimizer,
+                             float32_matmul_precision=float32_matmul_precision, steps=steps, batch_size=batch_size,
+                             deepspeed=deepspeed, batch_convention=batch_convention, sharding=sharding,
+                             compile=compile, cuda_graphs=cuda_graphs, channels_last=channels_last,
+                             accumulate=accumulate, activation_checkpointing=activation_checkpointing, provider=provider)
+    return _estimate(model, example_input, choices, loss_fn=loss_fn, predictor=predictor)
+
+
+@dataclass(frozen=True)
+class _Choices:
+    """`estimate`'s arguments once checked (every bad value has raised before any work)."""
+
+    targets: list           # the resolved targets (FP8-capable ones only for "fp8")
+    target_notes: list[str]  # why targets were left out
+    precision_name: str     # as the user spelt it (an alias gets a note)
+    precision: Precision
+    optimizer: str
+    zero: ZeroConfig
+    options: ExecutionOptions
+    policy: str | None      # activation checkpointing as asked (a Hugging Face model's own setting may add "full")
+    steps: int | None
+    batch_size: int | None
+    accumulate: int
+    batch_convention: str
+    channels_last: bool | None
+    provider: str | None
+
+
+def _check_choices(model: Any, example_input: Any, *, targets: Sequence[str] | None, precision: str, optimizer: str,
+                   float32_matmul_precision: str | None, steps: int | None, batch_size: int | None,
+                   deepspeed: dict[str, Any] | None, batch_convention: str, sharding: str | None, compile: str,
+                   cuda_graphs: bool, channels_last: bool | None, accumulate: int,
+                   activation_checkpointing: str | None, provider: str | None) -> _Choices:
+    """Every argument checked, in the order a user meets them, before the model runs."""
     check_model(model)
     if channels_last is not None and not isinstance(channels_last, bool):
         raise ValueError(f"channels_last must be None (read from the tensors), True or False, got {channels_last!r}")
@@ -214,36 +248,52 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
     options = ExecutionOptions(compile, cuda_graphs)
     check_input_fits_model(model, example_input)
     policy = check_policy(activation_checkpointing)
+    return _Choices(chosen, fp8_notes_, precision, prec, optimizer, zero, options, policy, steps, batch_size,
+                    accumulate, batch_convention, channels_last, provider)
+
+
+def _estimate(model: Any, example_input: Any, choices: _Choices, *, loss_fn: Callable[[Any], Any] | None,
+              predictor: Any) -> Estimate:
+    """Capture the step, build its workload, project it onto the chosen targets."""
+    prec, options = choices.precision, choices.options
     with _hf_checkpointing_off(model) as was_on:
-        policy = policy or ("full" if was_on else None)
+        policy = choices.policy or ("full" if was_on else None)
         layers = find_layers(model) if policy else []
         if policy and not layers:
             raise ValueError("activation_checkpointing needs the model's repeated blocks (an nn.ModuleList of one "
                              "module type, as transformers have); this model has none")
-        capture = capture_step(model, example_input, loss_fn=loss_fn, batch_size=batch_size,
+        capture = capture_step(model, example_input, loss_fn=loss_fn, batch_size=choices.batch_size,
                                autocast=prec.half if prec.mixed and _is_float32(model) else None, layers=layers,
                                fp8=prec.fp8, fused_casts=options.compiled)
     if policy:
         apply_recompute(capture, policy)
-    workload = workload_from_capture(capture, prec, optimizer, zero, options, channels_last=channels_last,
-                                     accumulate=accumulate)
+    workload = workload_from_capture(capture, prec, choices.optimizer, choices.zero, options,
+                                     channels_last=choices.channels_last, accumulate=choices.accumulate)
     workload.recompute = policy
     pred, note = resolve_predictor(predictor)
-    notes = list(workload.notes) + ([note] if note else []) + fp8_notes_
+    notes = _estimate_notes(workload, capture, choices, note)
+    check_layouts(workload, choices.targets, choices.batch_convention)
+    shape = RunShape(float(choices.steps) if choices.steps is not None else None)
+    rows = (project_targets(workload, choices.targets, pred, shape, batch_convention=choices.batch_convention,
+                            provider=choices.provider) if choices.targets else [])
+    return Estimate(workload, rows, shape, pred, notes, choices.batch_convention, provider=choices.provider)
+
+
+def _estimate_notes(workload: Workload, capture: Capture, choices: _Choices, predictor_note: str | None) -> list[str]:
+    """The estimate's notes: the workload's, the predictor's, the targets left out, FP8, a precision alias, the
+    loss the backward ran from, and the answers a meta capture gave to reads of tensor values."""
+    prec = choices.precision
+    notes = list(workload.notes) + ([predictor_note] if predictor_note else []) + choices.target_notes
     if prec.fp8:
-        notes.extend(fp8_notes(capture.fp8_linears or 0, capture.fp8_skipped, compiled=options.compiled))
-    alias = precision_alias_note(precision, prec)
+        notes.extend(fp8_notes(capture.fp8_linears or 0, capture.fp8_skipped, compiled=choices.options.compiled))
+    alias = precision_alias_note(choices.precision_name, prec)
     if alias:
         notes.append(alias)
     if capture.loss_source == "sum of the output":
         notes.append("no loss_fn and no output.loss: backward ran from the sum of the output (the model's "
                      "backward is the same; a real loss's own ops are not counted); pass loss_fn= to include them")
     notes.extend(capture.value_answers.notes())    # a meta capture's reads of tensor values (meta_values.py)
-    check_layouts(workload, chosen, batch_convention)
-    shape = RunShape(float(steps) if steps is not None else None)
-    rows = (project_targets(workload, chosen, pred, shape, batch_convention=batch_convention, provider=provider)
-            if chosen else [])
-    return Estimate(workload, rows, shape, pred, notes, batch_convention, provider=provider)
+    return notes
 
 
 _POSITION_LIMITS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length")

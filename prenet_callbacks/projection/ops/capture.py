@@ -269,57 +269,18 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
         raise ValueError(f"autocast must be None, 'float16' or 'bfloat16', got {autocast!r}")
     capture = Capture(on_meta=on_meta, autocast=autocast)
     emulation = AutocastEmulation(getattr(torch, autocast), autocast_policy) if autocast else None
-    trainable = [p for p in params.values() if p.requires_grad]
-    capture.params = sum(p.numel() for p in trainable)
-    capture.param_tensors = [p.numel() for p in trainable]
-    if trainable:
-        capture.param_dtype = str(trainable[0].dtype).replace("torch.", "")
-    capture.batch_size = batch_size or (int(first.shape[0]) if first is not None and first.dim() > 0 else None)
+    _count_parameters(capture, params, first, batch_size)
     meta_input = _to_meta(example_input) if on_meta else example_input
     args, kwargs = _split_input(meta_input)
     values = MetaValues(*_value_seeds(example_input, meta_input)) if on_meta else None
     if values is not None:
         capture.value_answers = values.answers
-    if on_meta:
-        state = {k: (v if v.is_meta else torch.empty_like(v, device="meta").requires_grad_(v.requires_grad))
-                 for k, v in {**params, **buffers}.items()}
-    else:
-        state = None
-    param_storages = {_storage_key(t) for t in list(params.values()) + list(buffers.values())}
-    if state is not None:
-        param_storages |= {_storage_key(t) for t in state.values()}
-    saved: dict[Any, int] = {}
-    keep: list[torch.Tensor] = []
-
-    layer_depth = [0]
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        key = _storage_key(t)
-        if key not in param_storages and key not in saved:
-            saved[key] = _nbytes(t)
-            if layer_depth[0] > 0:
-                capture.layer_saved_bytes += saved[key]
-            keep.append(t)  # hold it so the storage key stays unique while capturing
-        return t
-
-    def layer_start(_module: Any, inputs: Any) -> None:
-        layer_depth[0] += 1
-        capture.layer_spans.append([len(capture.sequence["fwd"])])
-        capture.layer_input_bytes += float(_input_bytes(inputs))
-
-    def layer_end(*_: Any) -> None:
-        layer_depth[0] -= 1
-        capture.layer_spans[-1].append(len(capture.sequence["fwd"]))
-
+    state = _meta_state(params, buffers) if on_meta else None
+    state_tensors = list(params.values()) + list(buffers.values()) + list((state or {}).values())
+    activations = _SavedActivations(capture, {_storage_key(t) for t in state_tensors})
     embedding_depth = [0]
-    hooks = []
-    for layer in layers:
-        hooks.append(layer.register_forward_pre_hook(layer_start))
-        hooks.append(layer.register_forward_hook(layer_end))
-    for module in model.modules():
-        if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)):
-            hooks.append(module.register_forward_pre_hook(lambda *_: embedding_depth.__setitem__(0, embedding_depth[0] + 1)))
-            hooks.append(module.register_forward_hook(lambda *_: embedding_depth.__setitem__(0, embedding_depth[0] - 1)))
+    hooks = _install_hooks(model, layers, activations, embedding_depth)
+
     def context() -> str:
         if emulation is not None and emulation.casting:
             return "autocast"
@@ -328,39 +289,116 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
     recorder = _Recorder(capture, context)
     fp8_mode = Fp8LinearMode(recorder, fused=fused_casts) if fp8 else None
     capture.input_bytes = float(_input_bytes(example_input))
+    modes = (_SdpaMode(recorder), emulation, fp8_mode, values)
     try:
-        with recorder, _SdpaMode(recorder), emulation or contextlib.nullcontext(), \
-                fp8_mode or contextlib.nullcontext(), values or contextlib.nullcontext(), \
-                torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            if state is not None:
-                output = torch.func.functional_call(model, state, args, kwargs)
-            else:
-                output = model(*args, **kwargs)
-            if loss_fn is not None:
-                loss = loss_fn(output)
-            else:
-                loss, capture.loss_source = _loss(output)
-        recorder.phase = "bwd"
-        with recorder, values or contextlib.nullcontext():
-            loss.backward()
+        output = _run_step(model, state, args, kwargs, loss_fn, capture, recorder, modes, activations.pack)
     except CaptureError:
         raise
     except Exception as error:  # noqa: BLE001 - turned into advice below
         raise _explain(error, on_meta) from error
     finally:
-        for hook in hooks:
-            hook.remove()
-        if state is None:
-            model.zero_grad(set_to_none=True)
-        else:   # a model built on meta trains its own meta parameters: leave no .grad for the next capture
-            for tensor in state.values():
-                if tensor.is_meta:
-                    tensor.grad = None
+        _release(model, state, hooks)
     if fp8_mode is not None:
         capture.fp8_linears, capture.fp8_skipped = fp8_mode.linears, sorted(fp8_mode.skipped)
     out = _first_tensor(output)
-    capture.saved_bytes = float(sum(saved.values()) + (_nbytes(out) if out is not None else 0))
+    capture.saved_bytes = float(sum(activations.saved.values()) + (_nbytes(out) if out is not None else 0))
     return capture
+
+
+def _count_parameters(capture: Capture, params: dict[str, torch.Tensor], first: torch.Tensor | None,
+                      batch_size: int | None) -> None:
+    """The trainable parameters (count, per-tensor sizes, dtype) and the batch size, into ``capture``."""
+    trainable = [p for p in params.values() if p.requires_grad]
+    capture.params = sum(p.numel() for p in trainable)
+    capture.param_tensors = [p.numel() for p in trainable]
+    if trainable:
+        capture.param_dtype = str(trainable[0].dtype).replace("torch.", "")
+    capture.batch_size = batch_size or (int(first.shape[0]) if first is not None and first.dim() > 0 else None)
+
+
+def _meta_state(params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``meta`` copies of the model's parameters and buffers (those already on ``meta`` as they are)."""
+    return {k: (v if v.is_meta else torch.empty_like(v, device="meta").requires_grad_(v.requires_grad))
+            for k, v in {**params, **buffers}.items()}
+
+
+class _SavedActivations:
+    """What autograd saves during the capture (``saved_tensors_hooks``' pack), and the repeated layers' spans
+    and saved bytes (`Capture.layer_spans`)."""
+
+    def __init__(self, capture: Capture, param_storages: set[Any]) -> None:
+        self.capture = capture
+        self.param_storages = param_storages   # parameters and buffers: saved, but not activations
+        self.saved: dict[Any, int] = {}
+        self.keep: list[torch.Tensor] = []
+        self.layer_depth = 0
+
+    def pack(self, t: torch.Tensor) -> torch.Tensor:
+        key = _storage_key(t)
+        if key not in self.param_storages and key not in self.saved:
+            self.saved[key] = _nbytes(t)
+            if self.layer_depth > 0:
+                self.capture.layer_saved_bytes += self.saved[key]
+            self.keep.append(t)  # hold it so the storage key stays unique while capturing
+        return t
+
+    def layer_start(self, _module: Any, inputs: Any) -> None:
+        self.layer_depth += 1
+        self.capture.layer_spans.append([len(self.capture.sequence["fwd"])])
+        self.capture.layer_input_bytes += float(_input_bytes(inputs))
+
+    def layer_end(self, *_: Any) -> None:
+        self.layer_depth -= 1
+        self.capture.layer_spans[-1].append(len(self.capture.sequence["fwd"]))
+
+
+def _install_hooks(model: torch.nn.Module, layers: Sequence[torch.nn.Module], activations: _SavedActivations,
+                   embedding_depth: list[int]) -> list[Any]:
+    """The repeated layers' span hooks, and hooks that count how deep the forward is inside an embedding."""
+    hooks = []
+    for layer in layers:
+        hooks.append(layer.register_forward_pre_hook(activations.layer_start))
+        hooks.append(layer.register_forward_hook(activations.layer_end))
+    for module in model.modules():
+        if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)):
+            hooks.append(module.register_forward_pre_hook(lambda *_: embedding_depth.__setitem__(0, embedding_depth[0] + 1)))
+            hooks.append(module.register_forward_hook(lambda *_: embedding_depth.__setitem__(0, embedding_depth[0] - 1)))
+    return hooks
+
+
+def _run_step(model: torch.nn.Module, state: dict[str, torch.Tensor] | None, args: tuple, kwargs: dict,
+              loss_fn: Callable[[Any], torch.Tensor] | None, capture: Capture, recorder: _Recorder,
+              modes: tuple[Any, Any, Any, Any], pack: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    """The forward and the loss under the capture's modes (SDPA, autocast emulation, FP8, meta values), then the
+    backward; returns the model's output."""
+    sdpa, emulation, fp8_mode, values = modes
+    with recorder, sdpa, emulation or contextlib.nullcontext(), \
+            fp8_mode or contextlib.nullcontext(), values or contextlib.nullcontext(), \
+            torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        if state is not None:
+            output = torch.func.functional_call(model, state, args, kwargs)
+        else:
+            output = model(*args, **kwargs)
+        if loss_fn is not None:
+            loss = loss_fn(output)
+        else:
+            loss, capture.loss_source = _loss(output)
+    recorder.phase = "bwd"
+    with recorder, values or contextlib.nullcontext():
+        loss.backward()
+    return output
+
+
+def _release(model: torch.nn.Module, state: dict[str, torch.Tensor] | None, hooks: list[Any]) -> None:
+    """Remove the capture's hooks and the gradients it left."""
+    for hook in hooks:
+        hook.remove()
+    if state is None:
+        model.zero_grad(set_to_none=True)
+    else:   # a model built on meta trains its own meta parameters: leave no .grad for the next capture
+        for tensor in state.values():
+            if tensor.is_meta:
+                tensor.grad = None
 
 
 def _input_bytes(obj: Any) -> int:

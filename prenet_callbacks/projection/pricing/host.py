@@ -201,6 +201,34 @@ def measure_host_costs(repeats: int = 15) -> dict[str, Any]:
 
     import torch
     from torch import nn
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        # inside a training run: the model's initialisation and dropout here must not move the run's RNG
+        with torch.random.fork_rng(devices=[]), torch.device("cpu"):
+            # ops whose CPU kernels cost nothing at this size (a CPU convolution's own set-up would not
+            # tell what a GPU host spends), in the pattern of a transformer block
+            model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.LayerNorm(16), nn.Dropout(0.1), nn.Linear(16, 16),
+                                  nn.ReLU(), nn.LayerNorm(16), nn.Linear(16, 4))
+            x = torch.randn(2, 8)
+            fwd_ops, bwd_ops = _count_step_ops(model, x)
+            fwd, bwd = _time_steps(model, x, repeats + 3)
+            per = _time_aten_op(repeats)
+            steps = _time_optimizer_step(repeats + 3)
+    finally:
+        torch.set_num_threads(threads)
+    # the minimum: other processes on the CPU only ever add time
+    return {"fwd_op_s": min(fwd[3:]) / max(fwd_ops, 1),
+            "bwd_op_s": min(bwd[3:]) / max(bwd_ops, 1),
+            "aten_op_s": min(per),
+            "opt_step_s": min(steps[3:]),
+            "fwd_ops": fwd_ops, "bwd_ops": bwd_ops,
+            "cpu": platform.processor() or platform.machine(), "torch": str(torch.__version__), "repeats": repeats}
+
+
+def _count_step_ops(model: Any, x: Any) -> tuple[int, int]:
+    """The aten ops (free ones left out) of one forward and of its backward."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from predictor_models.aten_ops import is_free_op
@@ -215,58 +243,59 @@ def measure_host_costs(repeats: int = 15) -> dict[str, Any]:
                 self.n += 1
             return func(*args, **(kwargs or {}))
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        # inside a training run: the model's initialisation and dropout here must not move the run's RNG
-        with torch.random.fork_rng(devices=[]), torch.device("cpu"):
-            # ops whose CPU kernels cost nothing at this size (a CPU convolution's own set-up would not
-            # tell what a GPU host spends), in the pattern of a transformer block
-            model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.LayerNorm(16), nn.Dropout(0.1), nn.Linear(16, 16),
-                                  nn.ReLU(), nn.LayerNorm(16), nn.Linear(16, 4))
-            x = torch.randn(2, 8)
-            counter = _Count()
-            with counter:
-                loss = model(x).sum()
-            fwd_ops = counter.n
-            counter.n = 0
-            with counter:
-                loss.backward()
-            bwd_ops = counter.n
-            model.zero_grad(set_to_none=True)
-            fwd, bwd = [], []
-            for _ in range(repeats + 3):
-                t0 = time.perf_counter()
-                loss = model(x).sum()
-                t1 = time.perf_counter()
-                loss.backward()
-                t2 = time.perf_counter()
-                model.zero_grad(set_to_none=True)
-                fwd.append(t1 - t0)
-                bwd.append(t2 - t1)
-            a, b = torch.ones(1), torch.ones(1)
-            add = torch.ops.aten.add.Tensor
-            per = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                for _ in range(200):
-                    add(a, b)
-                per.append((time.perf_counter() - t0) / 200)
-            params = [torch.zeros(4, requires_grad=True) for _ in range(2)]
-            for p in params:
-                p.grad = torch.zeros(4)
-            opt = torch.optim.AdamW(params, foreach=True)
-            steps = []
-            for _ in range(repeats + 3):
-                t0 = time.perf_counter()
-                opt.step()
-                steps.append(time.perf_counter() - t0)
-    finally:
-        torch.set_num_threads(threads)
-    # the minimum: other processes on the CPU only ever add time
-    return {"fwd_op_s": min(fwd[3:]) / max(fwd_ops, 1),
-            "bwd_op_s": min(bwd[3:]) / max(bwd_ops, 1),
-            "aten_op_s": min(per),
-            "opt_step_s": min(steps[3:]),
-            "fwd_ops": fwd_ops, "bwd_ops": bwd_ops,
-            "cpu": platform.processor() or platform.machine(), "torch": str(torch.__version__), "repeats": repeats}
+    counter = _Count()
+    with counter:
+        loss = model(x).sum()
+    fwd_ops = counter.n
+    counter.n = 0
+    with counter:
+        loss.backward()
+    bwd_ops = counter.n
+    model.zero_grad(set_to_none=True)
+    return fwd_ops, bwd_ops
+
+
+def _time_steps(model: Any, x: Any, runs: int) -> tuple[list[float], list[float]]:
+    """Wall seconds of each forward and each backward over ``runs`` steps."""
+    fwd, bwd = [], []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        loss = model(x).sum()
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        model.zero_grad(set_to_none=True)
+        fwd.append(t1 - t0)
+        bwd.append(t2 - t1)
+    return fwd, bwd
+
+
+def _time_aten_op(repeats: int) -> list[float]:
+    """Seconds per call of one tiny ``aten::add``, averaged over 200 calls, ``repeats`` times."""
+    import torch
+
+    a, b = torch.ones(1), torch.ones(1)
+    add = torch.ops.aten.add.Tensor
+    per = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(200):
+            add(a, b)
+        per.append((time.perf_counter() - t0) / 200)
+    return per
+
+
+def _time_optimizer_step(runs: int) -> list[float]:
+    """Seconds of each of ``runs`` foreach AdamW steps over two tiny parameters."""
+    import torch
+
+    params = [torch.zeros(4, requires_grad=True) for _ in range(2)]
+    for p in params:
+        p.grad = torch.zeros(4)
+    opt = torch.optim.AdamW(params, foreach=True)
+    steps = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        opt.step()
+        steps.append(time.perf_counter() - t0)
+    return steps

@@ -14,7 +14,7 @@ Batch conventions for multi-GPU targets ("8x H100", "4x8 H100"):
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -90,6 +90,44 @@ def plain_rows(workload: Workload, targets: list, predictor, shape: RunShape, *,
     """Rows of targets whose every GPU holds a replica (or a ZeRO/FSDP shard) of the whole model."""
     if not targets:
         return []
+    priced = _price(workload, targets, predictor, batch_convention, zero)
+    run = _RunFacts(current_fwd=current_forward_s(workload, priced.hm),
+                    has_conv=any(spec.op_class == "conv" for spec in workload.flat().specs),
+                    measured_once=measured_once_s(workload, shape, current_total_s), current_total_s=current_total_s,
+                    batch_convention=batch_convention, zero=zero, provider=provider)
+    return [_plain_row(workload, shape, priced, run, t, target) for t, target in enumerate(targets)]
+
+
+@dataclass
+class _Priced:
+    """Every target's step at once: (units, targets) host and device seconds, simulated in one pass."""
+
+    accs: list
+    scales: list[float]
+    variants: list[Variant]
+    times: Any          # `scaling.device_times`
+    hm: Any             # `row_parts.host_model`
+    host: np.ndarray
+    device: np.ndarray
+    phase_s: tuple[np.ndarray, np.ndarray, np.ndarray]   # forward, backward, optimizer per target
+    simulated: np.ndarray   # (targets, 3): the step's compute, its low and its high
+    target_fwd: np.ndarray  # the forward alone, per target
+
+
+@dataclass
+class _RunFacts:
+    """What every row of one projection shares."""
+
+    current_fwd: float | None
+    has_conv: bool
+    measured_once: float
+    current_total_s: float | None
+    batch_convention: str
+    zero: ZeroConfig
+    provider: str | None
+
+
+def _price(workload: Workload, targets: list, predictor, batch_convention: str, zero: ZeroConfig) -> _Priced:
     accs = [t.accelerator for t in targets]
     scales = [_batch_scale(workload, t.count, batch_convention) for t in targets]
     variants = [replace_scale(workload.variant_for(acc, default_implementation(acc)), r)
@@ -97,10 +135,6 @@ def plain_rows(workload: Workload, targets: list, predictor, shape: RunShape, *,
     times = device_times(workload, accs, variants, predictor)
     hm = host_model(workload)
     phases = times.phase_of
-    current_fwd = current_forward_s(workload, hm)
-    has_conv = any(spec.op_class == "conv" for spec in workload.flat().specs)
-    measured_once = measured_once_s(workload, shape, current_total_s)
-    # every target at once: (units, targets) host and device seconds, simulated in one pass
     kernels = times.kernels
     host = unit_host_seconds(kernels, phases, workload.host_costs, workload.options, python_seconds(workload)) * hm.scale
     device = times.per_unit.copy()
@@ -121,75 +155,96 @@ def plain_rows(workload: Workload, targets: list, predictor, shape: RunShape, *,
                          np.repeat(kernels, 3, axis=1)).reshape(n_targets, 3)
     fwd_mask = phases == 0
     target_fwd = simulate(host[fwd_mask], device[fwd_mask], kernels[fwd_mask])
-    rows = []
-    for t, (target, acc, r, variant) in enumerate(zip(targets, accs, scales, variants)):
-        n = target.count
-        passes = workload.micro_batches   # data wait, loop time and batch copy: once per micro-batch
-        overhead = (workload.data_s * r * passes + workload.fixed_host_s * passes + hm.extra_fixed_s
-                    + workload.input_bytes * r * passes / host_link_bytes_per_s(acc))
-        if workload.options.graphs:
-            overhead += GRAPH_REPLAY_S
-        fwd, bwd, opt = float(fwd_s[t]), float(bwd_s[t]), float(opt_s[t])
-        fabric = target_fabric(acc, target.nodes, target.gpus_per_node, target.network_gbps)
-        comm_total = comm_exposed = 0.0
-        comm_note = ""
-        grad_bytes = workload.params * workload.precision.grad_bytes
-        half_bytes = 2 if workload.precision.half else workload.precision.param_bytes
-        if zero.active:
-            comm_total, comm_exposed, comm_note = zero_comm_seconds(
-                zero, workload.params, half_bytes, workload.precision.grad_bytes, fabric, fwd, bwd,
-                host_link_bytes_per_s(acc))
-        elif n > 1:
-            comm_total, comm_exposed = ddp_exposed_seconds(grad_bytes, fabric, bwd, DDP_BUCKET_BYTES)
-            comm_note = f"DDP all-reduce, {fabric.describe()}"
-        rel = float(rel_all[t])
-        compute, low_c, high_c = simulated[t]
-        step = overhead + compute + comm_exposed
-        low = overhead + low_c + comm_exposed * (1 - COMM_ERROR)
-        high = overhead + high_c + comm_exposed * (1 + COMM_ERROR)
-        host_total, device_total = float(host[:, t].sum()), float(device[:, t].sum())
-        host_bound = host_total > device_total
-        # never narrower than what this regime measured on the evaluation sets (bands.py)
-        width = regime_width(bool(workload.precision.half), times.method, acc, host_bound)
-        low, high = widen(step, low, high, width)
-        steps_t = _target_steps(shape.steps, workload.world, n, batch_convention)
-        total = total_low = total_high = None
-        one_off = row_one_off_s(workload, shape, measured_once, step, current_total_s)
-        if steps_t is not None:
-            validation = _validation(workload, shape, float(target_fwd[t]), current_fwd, r, n)
-            total = one_off + shape.fixed_s + validation + steps_t * step
-            total_low = one_off + shape.fixed_s + validation * (1 - rel) + steps_t * low
-            total_high = one_off + shape.fixed_s + validation * (1 + rel) + steps_t * high
-        cost = run_cost(acc, n, total, provider=provider, gpus_per_node=target.gpus_per_node)
-        batch_t = _target_batch(workload, r)
-        memory = _memory(workload, acc, n, zero, variant, r, batch_t)
-        note, notes = row_notes(workload, target, cost, host_bound, kernels[:, t].sum(), memory, batch_t, has_conv)
-        factor = (steps_t / shape.steps) if (steps_t is not None and shape.steps) else _work_factor(
-            workload.world, n, batch_convention)
-        work = step * factor
-        speedup = None
-        if current_total_s and total:
-            speedup = current_total_s / total
-        elif workload.measured_step_s:
-            speedup = workload.measured_step_s / work
-        rows.append(TargetRow.projected(
-            name=acc.name, label=target.label, devices=n, nodes=target.nodes, gpus_per_node=target.gpus_per_node,
-            step_s=step, step_low_s=low, step_high_s=high, relative_error=rel, band_width=math.expm1(width),
-            steps=None if steps_t is None else int(round(steps_t)),
-            total_s=total, total_low_s=total_low, total_high_s=total_high, work_s=work, speedup=speedup,
-            cost=cost, memory=memory,
-            capacity_gib=round(capacity_bytes(acc.memory_gb) / GIB, 2) if acc.memory_gb else None,
-            usable_gib=round(usable_gib(acc.memory_gb), 2) if acc.memory_gb else None,
-            batch_per_device=batch_t, accumulate=workload.accumulate, batch_convention=batch_convention,
-            method=times.method + (" + collective model" if n > 1 or comm_total else ""),
-            phases_s={"forward": fwd, "backward": bwd, "optimizer": opt,
-                      "host": max(0.0, step - device_total - comm_exposed)},
-            comm_s=comm_total, comm_exposed_s=comm_exposed, communication=comm_note, host_bound=host_bound,
-            unmodelled_share=times.unmodelled_share[t], precision=workload.precision.name, precision_note=note,
-            assumed={**assumed_for(workload, variant, acc, zero, target, hm), "one_off_s": round(one_off, 4)},
-            notes=notes,
-        ).to_dict())
-    return rows
+    return _Priced(accs, scales, variants, times, hm, host, device, (fwd_s, bwd_s, opt_s), simulated, target_fwd)
+
+
+def _plain_row(workload: Workload, shape: RunShape, priced: _Priced, run: _RunFacts, t: int, target) -> dict[str, Any]:
+    """Target ``t``'s row: its step with band, communication, whole run, memory and cost."""
+    acc, r, variant, times = priced.accs[t], priced.scales[t], priced.variants[t], priced.times
+    n = target.count
+    fwd, bwd, opt = (float(seconds[t]) for seconds in priced.phase_s)
+    comm_total, comm_exposed, comm_note = _communication(workload, run.zero, acc, target, fwd, bwd)
+    rel = float(times.relative_error[t])
+    step, low, high, width, host_bound = _step_band(workload, priced, t, r, comm_exposed)
+    device_total = float(priced.device[:, t].sum())
+    steps_t = _target_steps(shape.steps, workload.world, n, run.batch_convention)
+    total = total_low = total_high = None
+    one_off = row_one_off_s(workload, shape, run.measured_once, step, run.current_total_s)
+    if steps_t is not None:
+        validation = _validation(workload, shape, float(priced.target_fwd[t]), run.current_fwd, r, n)
+        total = one_off + shape.fixed_s + validation + steps_t * step
+        total_low = one_off + shape.fixed_s + validation * (1 - rel) + steps_t * low
+        total_high = one_off + shape.fixed_s + validation * (1 + rel) + steps_t * high
+    cost = run_cost(acc, n, total, provider=run.provider, gpus_per_node=target.gpus_per_node)
+    batch_t = _target_batch(workload, r)
+    memory = _memory(workload, acc, n, run.zero, variant, r, batch_t)
+    note, notes = row_notes(workload, target, cost, host_bound, times.kernels[:, t].sum(), memory, batch_t,
+                            run.has_conv)
+    factor = (steps_t / shape.steps) if (steps_t is not None and shape.steps) else _work_factor(
+        workload.world, n, run.batch_convention)
+    work = step * factor
+    speedup = None
+    if run.current_total_s and total:
+        speedup = run.current_total_s / total
+    elif workload.measured_step_s:
+        speedup = workload.measured_step_s / work
+    return TargetRow.projected(
+        name=acc.name, label=target.label, devices=n, nodes=target.nodes, gpus_per_node=target.gpus_per_node,
+        step_s=step, step_low_s=low, step_high_s=high, relative_error=rel, band_width=math.expm1(width),
+        steps=None if steps_t is None else int(round(steps_t)),
+        total_s=total, total_low_s=total_low, total_high_s=total_high, work_s=work, speedup=speedup,
+        cost=cost, memory=memory,
+        capacity_gib=round(capacity_bytes(acc.memory_gb) / GIB, 2) if acc.memory_gb else None,
+        usable_gib=round(usable_gib(acc.memory_gb), 2) if acc.memory_gb else None,
+        batch_per_device=batch_t, accumulate=workload.accumulate, batch_convention=run.batch_convention,
+        method=times.method + (" + collective model" if n > 1 or comm_total else ""),
+        phases_s={"forward": fwd, "backward": bwd, "optimizer": opt,
+                  "host": max(0.0, step - device_total - comm_exposed)},
+        comm_s=comm_total, comm_exposed_s=comm_exposed, communication=comm_note, host_bound=host_bound,
+        unmodelled_share=times.unmodelled_share[t], precision=workload.precision.name, precision_note=note,
+        assumed={**assumed_for(workload, variant, acc, run.zero, target, priced.hm), "one_off_s": round(one_off, 4)},
+        notes=notes,
+    ).to_dict()
+
+
+def _communication(workload: Workload, zero: ZeroConfig, acc, target, fwd: float,
+                   bwd: float) -> tuple[float, float, str]:
+    """A step's gradient (or ZeRO/FSDP) communication on the target's fabric: total, exposed, and its words."""
+    n = target.count
+    fabric = target_fabric(acc, target.nodes, target.gpus_per_node, target.network_gbps)
+    comm_total = comm_exposed = 0.0
+    comm_note = ""
+    grad_bytes = workload.params * workload.precision.grad_bytes
+    half_bytes = 2 if workload.precision.half else workload.precision.param_bytes
+    if zero.active:
+        comm_total, comm_exposed, comm_note = zero_comm_seconds(
+            zero, workload.params, half_bytes, workload.precision.grad_bytes, fabric, fwd, bwd,
+            host_link_bytes_per_s(acc))
+    elif n > 1:
+        comm_total, comm_exposed = ddp_exposed_seconds(grad_bytes, fabric, bwd, DDP_BUCKET_BYTES)
+        comm_note = f"DDP all-reduce, {fabric.describe()}"
+    return comm_total, comm_exposed, comm_note
+
+
+def _step_band(workload: Workload, priced: _Priced, t: int, r: float,
+               comm_exposed: float) -> tuple[float, float, float, float, bool]:
+    """Target ``t``'s step with its band (never narrower than its regime measured, `bands.py`), the band's
+    width, and whether the host bounds the step."""
+    acc = priced.accs[t]
+    passes = workload.micro_batches   # data wait, loop time and batch copy: once per micro-batch
+    overhead = (workload.data_s * r * passes + workload.fixed_host_s * passes + priced.hm.extra_fixed_s
+                + workload.input_bytes * r * passes / host_link_bytes_per_s(acc))
+    if workload.options.graphs:
+        overhead += GRAPH_REPLAY_S
+    compute, low_c, high_c = priced.simulated[t]
+    step = overhead + compute + comm_exposed
+    low = overhead + low_c + comm_exposed * (1 - COMM_ERROR)
+    high = overhead + high_c + comm_exposed * (1 + COMM_ERROR)
+    host_total, device_total = float(priced.host[:, t].sum()), float(priced.device[:, t].sum())
+    host_bound = host_total > device_total
+    width = regime_width(bool(workload.precision.half), priced.times.method, acc, host_bound)
+    low, high = widen(step, low, high, width)
+    return step, low, high, width, host_bound
 
 
 def replace_scale(variant: Variant, scale: float) -> Variant:
