@@ -3,6 +3,13 @@
     from prenet_callbacks.projection import project_report
     project_report(report, ["A100", "8x H100", "4x8 H100"])   # fills report.targets and the recommendation
 
+When it runs: at a fit's first prediction and its end (the session projects its own report), for ``prenet report``,
+and in `estimate()` (`estimation.py`, from a model alone). The ways in live here (`from_report`, `reproject`,
+`report_whatif`, `report_blocks`, `estimation`, `targets`); a row is built by four rooms in order: `ops` (what runs
+on the target), `pricing` (how long it takes), `parallel` (over how many devices, and what they exchange), `rows`
+(the row, its band, memory, cost, and the recommendation). It reads the report and the model, and writes only the
+report's ``targets``, ``recommendation`` and ``projection``.
+
 See ``docs/projection.md`` for the method, the assumptions and the measured accuracy.
 """
 from __future__ import annotations

@@ -113,7 +113,7 @@ class PredictionSession:
         self.ended = False
         self.own_time.new_fit()
 
-    # -- failure containment (`session_guard`) -----------------------------------------------------
+    # -- failure containment (`session.guard`) -----------------------------------------------------
     def fail(self, error: BaseException, where: str = "") -> None:
         """Step aside: one warning, every hook removed, nothing more from this session."""
         self.guard.fail(error, where)

@@ -2,7 +2,7 @@
 
 An A/B comparison of whole fits (``benchmarks/overhead.py``) is the judge of overhead, but on a shared
 machine its pairs scatter by several percent, more than the effect it looks for. The session also keeps
-its own account: every event method of the session (`session_guard.guarded`) adds its wall time to
+its own account: every event method of the session (`session.guard.guarded`) adds its wall time to
 `OwnTime` when it is the outermost PreNeT call on the stack (a nested event is already inside its
 caller's time), and the session marks the larger pieces inside them (closing the profiling window,
 predicting and projecting, the end) as parts. Two clock reads a call (~0.1 us each).

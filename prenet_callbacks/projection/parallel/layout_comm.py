@@ -14,7 +14,7 @@ critical path:
   over the tp group on arrival (with sequence parallelism the slice is all the next stage needs).
 
 Per step: the data-parallel gradient all-reduce over the dp replicas (bucketed as DDP, overlapped with the last
-micro-batch's backward) or ZeRO/FSDP's collectives (`parallel.zero_comm_seconds`).
+micro-batch's backward) or ZeRO/FSDP's collectives (`data_parallel.zero_comm_seconds`).
 """
 from __future__ import annotations
 

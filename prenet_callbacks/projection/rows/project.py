@@ -2,7 +2,7 @@
 
 A step on a target is: data-loader wait + the framework's fixed host time + the host-to-device copy of
 the batch + the simulated overlap of the host issuing kernels with the GPU running them (`host.py`)
-+ the communication not hidden behind backward (`parallel.py`, `fabric.py`).
++ the communication not hidden behind backward (`data_parallel.py`, `fabric.py`).
 
 Batch conventions for multi-GPU targets ("8x H100", "4x8 H100"):
 - ``per_device`` (default, what Lightning does when only ``devices`` changes): each GPU keeps the
