@@ -12,6 +12,8 @@ import functools
 import warnings
 from typing import Any, Callable, Protocol, TypeVar
 
+from prenet_callbacks.session.own_time import OwnTime
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -36,14 +38,6 @@ def guarded(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-class OwnClock(Protocol):
-    """Where the guard counts PreNeT's own time (`own_time.OwnTime`)."""
-
-    def enter(self) -> float | None: ...
-
-    def leave(self, start: float | None) -> None: ...
-
-
 class Containment:
     """The session's failure state and its undo actions (hooks removed, wrapped methods restored).
 
@@ -52,7 +46,7 @@ class Containment:
         own_time: counts the time of each outermost guarded call as PreNeT's own (None: not counted).
     """
 
-    def __init__(self, release: Callable[[], None], own_time: OwnClock | None = None) -> None:
+    def __init__(self, release: Callable[[], None], own_time: OwnTime | None = None) -> None:
         self.release = release
         self.own_time = own_time
         self.disabled = False
