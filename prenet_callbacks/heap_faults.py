@@ -10,7 +10,10 @@ faults a step (an LSTM, batch 16, on this project's 2-core host; an encoder show
 plain-loop benchmark that flip came after the first prediction in 2 of 3 runs and made them 25% slower.
 
 `HeapWatch` watches without changing anything: it counts the timed batches' minor faults (``getrusage``),
-which say what the run pays now. A run seen faulting heavily pays that on the run itself: at
+which say what the run pays now. After the first prediction it reads the count once per window of eight
+optimizer steps (`phase_sampling`: on this project's loaded host one ``getrusage`` of the whole process took
+15 us at the median and ~1 ms on average, next to a 9-ms step) and spreads it over the window's batches.
+A run seen faulting heavily pays that on the run itself: at
 `seconds_per_fault` each, `HeapRisk` prices the batches without those faults, the band reaches down to
 them (`prenet_callbacks.eta`), and a note names the fix. The other state, a run that does not fault now
 starting to, cannot be seen without changing the process, so by default it is neither priced nor in the
@@ -32,7 +35,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
-# Timed batches whose faults are kept (the median of the latest says what the run pays now).
+# Reads of timed batches' faults kept (the median of the latest says what the run pays now).
 _RECENT_BATCHES = 64
 # The reach is named in the prediction's note from this share of the predicted total.
 _NOTE_SHARE = 0.05
@@ -108,7 +111,8 @@ class HeapWatch:
         self.probe_faults: int | None = None
         self._probe_from: int | None = None
         self._last_end: int | None = None
-        self._recent: deque[int] = deque(maxlen=_RECENT_BATCHES)
+        self._unread = 0             # batch ends since the last count read (`skip_batch`)
+        self._recent: deque[float] = deque(maxlen=_RECENT_BATCHES)   # faults per batch, per read
 
     @property
     def probes(self) -> bool:
@@ -123,19 +127,25 @@ class HeapWatch:
         self._probe_from = self.faults()
 
     def batch_end(self, *, timing: bool) -> None:
-        """A training batch ended: the probe's faults, or a timed batch's (since the previous batch end)."""
+        """A training batch ended: the probe's faults, or the timed batches' since the last read, per batch."""
         now = self.faults()
         if now is None:
             return
+        batches, self._unread = self._unread + 1, 0
         if self._probe_from is not None:
             self.probe_faults, self._probe_from = now - self._probe_from, None
         elif timing and self._last_end is not None:
-            self._recent.append(now - self._last_end)
+            self._recent.append((now - self._last_end) / batches)
         self._last_end = now
+
+    def skip_batch(self) -> None:
+        """A batch end whose count is not read (`phase_sampling`): the next read spreads its faults over this one."""
+        self._unread += 1
 
     def skip_interval(self) -> None:
         """What ran since the last batch end (a prediction, the profiler's stop) is not a batch's faults."""
         self._last_end = self.faults()
+        self._unread = 0
 
     def risk(self) -> HeapRisk | None:
         """What the timed batches' faults cost (and, with a probe, the other state), once some were counted."""
