@@ -268,13 +268,15 @@ class Tracker:
         self._loader_watch = watch_loader_epochs(self.run.session, lambda: self.run.active and not self.run.in_block)
 
     def _register_phase_hooks(self) -> list[Any]:
-        """The model's forward pre-hook and hook, the optimizer's step pre-hook (`PhaseHooks` registers them
-        for the steps whose phases are timed)."""
+        """The model's forward pre-hook and hook, and until phases are sampled the optimizer's step pre-hook (the
+        backward and optimizer split is the profiling window's alone); `PhaseHooks` registers them for the
+        steps whose phases are timed."""
         handles = []
         if self.model is not None:
             handles.append(self.model.register_forward_pre_hook(self._on_forward_pre))
             handles.append(self.model.register_forward_hook(self._on_forward))
-        if self.optimizer is not None and hasattr(self.optimizer, "register_step_pre_hook"):
+        if (self.optimizer is not None and hasattr(self.optimizer, "register_step_pre_hook")
+                and not self.run.session.phase_sampler.sampling):
             handles.append(self.optimizer.register_step_pre_hook(self._on_optimizer_pre))
         return handles
 

@@ -279,7 +279,6 @@ class PredictionSession:
         self._watch_subnormals()
         self._sample_phases()
 
-
     def _sample_phases(self) -> None:
         """Whether the next step's phases are timed: every step until the first prediction is made and the
         phase estimators are fed, then one in `phase_sampling.EVERY`."""
