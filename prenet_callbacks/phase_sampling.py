@@ -10,10 +10,8 @@ bookkeeping: ~50-100 us a batch after a real forward and backward (the CPU's cac
 code then), about 1% of a 9-ms step. A mean of recent samples needs fresh samples, not one per batch: once
 the first prediction is made and both estimators hold `MIN_SAMPLES`, one step in `EVERY` is marked, and the
 latest 64 samples span the last 512 steps. What the ETA rests on, the interval between two batch ends, is
-still timed on every batch, as are validation runs, saves and epoch boundaries. On a host clock the page
-fault count is read at the marked steps only and spread over the steps since the last read
-(`heap_faults.HeapWatch`: ``getrusage`` took 15 us at the median and 1-1.5 ms on average a call on this
-project's loaded 2-core host, against ~0.5 us in a tight loop).
+still timed on every batch, as are validation runs, saves and epoch boundaries. (A CPU host's page-fault
+count has its own budget: `heap_faults.HeapWatch.read_due`.)
 
 The session keeps the decision in ``PredictionSession.phase_marks`` (for the step about to run); integrations
 read it before calling the phase events, and a `Tracker` takes its model and optimizer hooks off between

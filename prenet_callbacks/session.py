@@ -13,7 +13,7 @@ writes the report, and records how the run ended. It keeps the events and decide
 - `session_predictions.Predictions`: the prediction history, the first one projected onto other hardware;
 - `subnormals.SubnormalWatch`: on a CPU, optimizer-state entries decaying towards subnormal floats;
 - `heap_faults.HeapWatch`: on a CPU, the timed steps' page faults (a heap trim only if ``allocator_probe``);
-- `phase_sampling.PhaseSampler`: after the first prediction, the steps whose phases (and faults) are timed;
+- `phase_sampling.PhaseSampler`: after the first prediction, the steps whose phases are timed;
 - `session_outputs.SessionOutputs`: logger metrics, printer, publishers, the report on disk.
 
 The session must never break a run (`session_guard`): every public method is guarded, and an
@@ -152,7 +152,7 @@ class PredictionSession:
         elif self.count_faults is not None and self.heap_trim is not None:
             # counting faults changes nothing; trimming the heap changes the process: only when asked
             self.heap_watch = HeapWatch(self.count_faults, self.fault_cost,
-                                        self.heap_trim if self.config.allocator_probe else None)
+                                        self.heap_trim if self.config.allocator_probe else None, clock=self.now)
 
     def use_clock(self, clock: DeviceClock) -> None:
         """The `DeviceClock` of the device the model trains on (chosen by the integration)."""
@@ -252,12 +252,13 @@ class PredictionSession:
         if not window.done:
             window.mark("end", self.steps.in_window)
         self.steps.batch_end(now, timing=timing)
-        if self.heap_watch is not None:
-            # the page-fault count is read on the steps whose phases are timed, and spread over the steps between
-            if self.phase_marks:
-                self.heap_watch.batch_end(timing=timing)
+        heap = self.heap_watch
+        if heap is not None:
+            # the page-fault count: every batch until the first prediction, then within its reads' budget
+            if not self.first_prediction_made or heap.read_due(now):
+                heap.batch_end(timing=timing)
             else:
-                self.heap_watch.skip_batch()
+                heap.skip_batch()
         self.done_batches += 1
         if window.active:
             window.suspend()
