@@ -22,8 +22,8 @@ The run is timed from the tracker's creation to `close()` (also the end of a ``w
 block). Given the ``model``, forward hooks mark where each step's compute begins (what comes
 before is data loading) and a short window is profiled per module; given the ``optimizer``, its
 step hooks mark the optimizer phase. After the first prediction these hooks are registered for one
-step in eight only (`prenet_callbacks.phase_sampling`); ``step()`` times every step. With an ``accelerator``, world size, device, mixed precision
-and the main process come from it, ``step()`` calls that do not end an accumulation cycle
+step in eight only (`prenet_callbacks.phase_sampling`); ``step()`` times every step. With an
+``accelerator``, world size, device, mixed precision and the main process come from it, ``step()`` calls that do not end an accumulation cycle
 (``accelerator.sync_gradients`` is False) are ignored, and ``prenet/*`` metrics go to
 ``accelerator.log``.
 """

@@ -26,8 +26,8 @@ def close_window(report: Report, m: RunMeasurements, window: ProfilingWindow, *,
     """Stop the profiler and write the window's measurements and the profiler's limitations.
 
     ``device_phases``: clean steps are timed on the device (a GPU); ``measure_host``: time eager
-    PyTorch's per-op host cost on this CPU (20-60 ms, once per process), what a GPU target keeps paying. Returns the
-    profiled steps' device forwards per batch when their phases came from CUDA events (else None).
+    PyTorch's per-op host cost on this CPU (20-60 ms, once per process), what a GPU target keeps paying.
+    Returns the profiled steps' device forwards per batch when their phases came from CUDA events (else None).
     """
     found: dict[str, Any] = {}
     table, limitations = window.stop()

@@ -17,20 +17,10 @@ from prenet_callbacks.plan import RunPlan
 from prenet_callbacks.report import Report
 from prenet_callbacks.session import PredictionSession, SessionConfig
 from prenet_callbacks.session_predictions import REFINEMENT_SHARE
+from tests.test_session import FakeClock
 
 FORWARD_S, BACKWARD_S, OPTIMIZER_S, DATA_S = 0.04, 0.03, 0.01, 0.02
 BATCH_S = FORWARD_S + BACKWARD_S + OPTIMIZER_S + DATA_S
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
 
 
 def start(config: SessionConfig | None = None, total: int = 400) -> tuple[PredictionSession, FakeClock]:
