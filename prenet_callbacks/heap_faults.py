@@ -19,9 +19,9 @@ on this project's shared 2-core host 14 us at the median and 1.6 ms on average (
 pays that on the run itself: at `seconds_per_fault` each, `HeapRisk` prices the batches without those
 faults, the band reaches down to them (`prenet_callbacks.eta`), and a note names the fix. The other state,
 a run that does not fault now starting to, cannot be seen without changing the process, so by default it
-is neither priced nor in the band. With ``allocator_probe=True`` the user opts in to a probe that does: the watch trims the heap
-(``malloc_trim(0)``, which changes the process's heap for the rest of the run) before one untimed warm-up
-batch and counts that batch's faults, the pages a step touches afresh when nothing is kept, and the band
+is neither priced nor in the band. With ``allocator_probe=True`` the user opts in to a probe that does:
+the watch trims the heap (``malloc_trim(0)``, which changes the process's heap for the rest of the run)
+before one untimed warm-up batch and counts that batch's faults, the pages a step touches afresh when nothing is kept, and the band
 reaches that state too. jemalloc or tcmalloc (``LD_PRELOAD``), or ``MALLOC_TOP_PAD_`` (bytes glibc keeps at
 the heap's top), keep the pages: the probe then finds few to fault, or is skipped.
 
