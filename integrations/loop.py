@@ -194,8 +194,9 @@ class Tracker:
             self.run.steps += 1
             self._open = self._forward_done = False
             session.batch_end(stepped=True, global_step=self.run.steps)
-            self._phase_hooks.follow(session.phase_marks and self.run.active)
-            if self.model is None and self.run.active:
+            live = not session.disabled   # the run was active above; only a failure inside batch_end ends it
+            self._phase_hooks.follow(session.phase_marks and live)
+            if self.model is None and live:
                 self._open_step()
         except Exception as error:  # noqa: BLE001
             self.run.session.fail(error, where="Tracker.step")

@@ -41,8 +41,9 @@ from typing import Callable
 
 # Reads of timed batches' faults kept (the median of the latest says what the run pays now).
 _RECENT_BATCHES = 64
-# After the first prediction the count is read while reads cost at most this share of the run (`read_due`).
-READ_SHARE = 0.001
+# After the first prediction the count is read while reads cost at most this share of the run (`read_due`):
+# on a quiet host a read right after a step takes 15-20 us, so about one read every 35 ms.
+READ_SHARE = 0.0005
 # The reach is named in the prediction's note from this share of the predicted total.
 _NOTE_SHARE = 0.05
 _PAGE_BYTES = 4096
