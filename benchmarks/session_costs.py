@@ -6,7 +6,8 @@ A whole-fit ratio (`overhead.py`) says whether the callback is within 1% of a ru
 cost lies. Three parts, all in one process:
 
 - the primitives a batch pays: a clock read (``time.perf_counter``) and the page-fault count
-  (``getrusage``, read at each batch end on a CPU host), by ``timeit``;
+  (``getrusage``, read at batch ends on a CPU host), by ``timeit``, and the same right after a real training
+  step (``after_a_step``), where they cost far more and ``getrusage`` of the whole process has a long tail;
 - a real Lightning fit (`workloads.mlp_validation_every_200`, its default callback): every ``on_*``
   hook of `PreNeTCallback` is wrapped in a timer, and each hook's time per call is reported after the
   profiling window (the steady state a run spends nearly all its batches in) and over the whole fit
@@ -46,6 +47,46 @@ def primitives() -> dict[str, float]:
                                repeat=5)) / number
     return {"perf_counter_us": round(clock * 1e6, 3), "getrusage_us": round(faults * 1e6, 3),
             "timer_us": round(2 * clock * 1e6, 3)}
+
+
+def after_a_step(steps: int = 600) -> dict[str, dict[str, float]]:
+    """Microseconds of the same primitives right after a real training step (a transformer encoder's, ~9 ms),
+    in turns, with the CPU's caches cold for them: what a batch end pays. ``getrusage`` of the whole process and
+    ``/proc/self/stat`` sum the process's CPU time over its threads; ``RUSAGE_THREAD`` reads the calling thread."""
+    import resource
+
+    import torch
+
+    from examples.plain_loop import Regressor
+
+    torch.manual_seed(0)
+    model, x = Regressor(), torch.randn(16, 32, 64)
+    optimizer, target = torch.optim.AdamW(model.parameters()), x.mean(dim=1)[:, :1]
+    stat = os.open("/proc/self/stat", os.O_RDONLY)
+    reads = {"perf_counter": time.perf_counter,
+             "getrusage_self": lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt,
+             "getrusage_thread": lambda: resource.getrusage(resource.RUSAGE_THREAD).ru_minflt,
+             "proc_self_stat": lambda: os.pread(stat, 1024, 0)}
+    seconds: dict[str, list[float]] = {name: [] for name in reads}
+    names = list(reads)
+    try:
+        for index in range(steps):
+            torch.nn.functional.mse_loss(model(x), target).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            name = names[index % len(names)]
+            started = time.perf_counter()
+            reads[name]()
+            seconds[name].append(time.perf_counter() - started)
+    finally:
+        os.close(stat)
+    out = {}
+    for name, values in seconds.items():
+        values.sort()
+        out[name] = {"median_us": round(statistics.median(values) * 1e6, 2),
+                     "p90_us": round(values[int(0.9 * (len(values) - 1))] * 1e6, 2),
+                     "mean_us": round(statistics.fmean(values) * 1e6, 2), "calls": len(values)}
+    return out
 
 
 def _timed_hooks(callback: Any) -> dict[str, list[tuple[int, float]]]:
@@ -129,7 +170,7 @@ def tracker_steps(out_dir: str, steps: int = 3000) -> dict[str, Any]:
             "share_of_loop": round((sum(s for _, s in calls) + close_s) / fit_s, 5)}
 
 
-_PARTS = ("primitives", "lightning", "tracker", "tracker_hooks")
+_PARTS = ("primitives", "after_a_step", "lightning", "tracker", "tracker_hooks")
 _TRACKER_HOOKS = ("step", "_on_forward_pre", "_on_forward", "_on_optimizer_pre", "close")
 
 
@@ -188,7 +229,7 @@ def main() -> None:
     if args.workload != "loop_encoder_loader_epochs":
         command += f" --workload {args.workload}"
     result: dict[str, Any] = {"benchmark": "session_costs", "command": command, "date": time.strftime("%Y-%m-%d %H:%M")}
-    runs = {"primitives": primitives, "lightning": lambda: lightning_hooks(args.out),
+    runs = {"primitives": primitives, "after_a_step": after_a_step, "lightning": lambda: lightning_hooks(args.out),
             "tracker": lambda: tracker_steps(args.out), "tracker_hooks": lambda: tracker_hooks(args.out, args.workload)}
     for part in args.parts:
         result[part] = runs[part]()
