@@ -13,6 +13,7 @@ writes the report, and records how the run ended. It keeps the events and decide
 - `session_predictions.Predictions`: the prediction history, the first one projected onto other hardware;
 - `subnormals.SubnormalWatch`: on a CPU, optimizer-state entries decaying towards subnormal floats;
 - `heap_faults.HeapWatch`: on a CPU, the timed steps' page faults (a heap trim only if ``allocator_probe``);
+- `phase_sampling.PhaseSampler`: after the first prediction, the steps whose phases are timed;
 - `session_outputs.SessionOutputs`: logger metrics, printer, publishers, the report on disk.
 
 The session must never break a run (`session_guard`): every public method is guarded, and an
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import time
+from operator import attrgetter
 from typing import Any, Callable
 
 from prenet_callbacks.clocks import DeviceClock
@@ -32,6 +34,7 @@ from prenet_callbacks.heap_faults import HeapWatch, glibc_trim
 from prenet_callbacks.lifecycle import check_reason, check_start
 from prenet_callbacks.measured import close_window, update_measured
 from prenet_callbacks.own_time import OwnTime
+from prenet_callbacks.phase_sampling import PhaseSampler, estimators_fed
 from prenet_callbacks.plan import RunLimits, RunPlan
 from prenet_callbacks.profiling_window import ProfilingWindow, WindowProfiler
 from prenet_callbacks.report import Report
@@ -53,9 +56,9 @@ __all__ = ["PreNeTWarning", "PredictionSession", "SessionConfig", "guarded"]
 
 
 def _on(part: str, name: str) -> Any:
-    """A session attribute that lives on one of its parts (integrations and tests read and set it here)."""
-    return property(lambda session: getattr(getattr(session, part), name),
-                    lambda session, value: setattr(getattr(session, part), name, value))
+    """A session attribute that lives on one of its parts (integrations and tests read and set it here;
+    ``disabled`` is read by every event: one C-level lookup)."""
+    return property(attrgetter(f"{part}.{name}"), lambda session, value: setattr(getattr(session, part), name, value))
 
 
 class PredictionSession:
@@ -110,6 +113,9 @@ class PredictionSession:
         self.epoch_start_batch: int | None = None  # done_batches when this fit's current epoch began
         self.limits = RunLimits()      # what may end the run (`fit_start`)
         self.steps = Steps(lambda: self.now(), self.measurements, self.compile_clock)
+        self.phase_sampler = PhaseSampler()
+        # the step about to run has its phases timed (`phase_sampling`): integrations read it every batch
+        self.phase_marks = True
         self.window.new_fit(self.device_clock)
         self.outputs.new_fit()
         self.predictions.new_fit()
@@ -152,7 +158,7 @@ class PredictionSession:
         elif self.count_faults is not None and self.heap_trim is not None:
             # counting faults changes nothing; trimming the heap changes the process: only when asked
             self.heap_watch = HeapWatch(self.count_faults, self.fault_cost,
-                                        self.heap_trim if self.config.allocator_probe else None)
+                                        self.heap_trim if self.config.allocator_probe else None, clock=self.now)
 
     def use_clock(self, clock: DeviceClock) -> None:
         """The `DeviceClock` of the device the model trains on (chosen by the integration)."""
@@ -215,6 +221,8 @@ class PredictionSession:
 
     @guarded
     def batch_start(self) -> None:
+        if not self.phase_marks:
+            return  # a step between phase samples: only its end is timed
         in_window = not self.window.done and self.schedule.profiles(self.steps_seen)
         if (self.heap_watch is not None and self.heap_watch.probes  # by default no probe: no per-batch look-up
                 and self.steps_seen == self.schedule.heap_probe_step
@@ -225,16 +233,22 @@ class PredictionSession:
 
     @guarded
     def before_backward(self) -> None:
+        if not self.phase_marks:
+            return
         self.steps.forward_end(timing=self.schedule.times(self.steps_seen))
         self.window.begin_phase("backward", self.steps.in_window)
 
     @guarded
     def after_backward(self) -> None:
+        if not self.steps.in_window:
+            return  # the backward and optimizer split is the profiling window's alone
         self.steps.backward_end()
         self.window.mark("after_backward", self.steps.in_window)
 
     @guarded
     def before_optimizer_step(self) -> None:
+        if not self.steps.in_window:
+            return
         self.steps.optimizer_start()
         self.window.begin_phase("optimizer", self.steps.in_window)
 
@@ -243,29 +257,49 @@ class PredictionSession:
         """One training batch finished; ``stepped`` if it ended with an optimizer step."""
         now = self.now()
         timing = self.schedule.times(self.steps_seen)
-        self.window.mark("end", self.steps.in_window)
+        window = self.window
+        if not window.done:
+            window.mark("end", self.steps.in_window)
         self.steps.batch_end(now, timing=timing)
-        if self.heap_watch is not None:
-            self.heap_watch.batch_end(timing=timing)
+        heap = self.heap_watch
+        if heap is not None:
+            # the page-fault count: every batch until the first prediction, then within its reads' budget
+            if not self.first_prediction_made or heap.read_due(now):
+                heap.batch_end(timing=timing)
+            else:
+                heap.skip_batch()
         self.done_batches += 1
-        self.window.suspend()
+        if window.active:
+            window.suspend()
         if not stepped:
             return
         self.steps_seen += 1
         self.done_steps = global_step if global_step is not None else self.done_steps + 1
-        self.window.end_step(self.steps.close_step(now))
-        if self.window.active and not self.schedule.profiles(self.steps_seen):
-            self._finish_profile_window()
+        phases = self.steps.close_step(now)
+        if not window.done:
+            window.end_step(phases)
+            if window.active and not self.schedule.profiles(self.steps_seen):
+                self._finish_profile_window()
         if not self.first_prediction_made:
             if self.schedule.first_prediction_due(self.steps_seen, device_timed=self.steps.device_timed,
                                                   clean_steps=self.measurements.batch.count):
                 self._predict(first=True)
         elif self._refinement_due(self.done_steps):
-            self._predict(first=False)
+            self._refine()
         every = self.config.metrics_every_n_steps
         if every is not None and self.done_steps % every == 0:
             self.log_metrics(self.done_steps)
         self._watch_subnormals()
+        self._sample_phases()
+
+    def _sample_phases(self) -> None:
+        """Whether the next step's phases are timed: every step until the first prediction is made and the
+        phase estimators are fed, then one in `phase_sampling.EVERY`."""
+        sampler = self.phase_sampler
+        if not sampler.sampling and self.first_prediction_made:
+            m = self.measurements
+            sampler.start_when(estimators_fed(m.data_per_batch.count, m.forward_per_batch.count))
+        self.phase_marks = sampler.marks(self.steps_seen)
 
     def _watch_subnormals(self) -> None:
         """Sample the moment buffers one step before a prediction may come, to find the dead entries then."""
@@ -280,8 +314,10 @@ class PredictionSession:
             self._break_run()  # sampling is not part of the next step
 
     def _refinement_due(self, step: int) -> bool:
-        """Whether a refinement is due at optimizer ``step`` (one every ``refine_every_n_steps``)."""
-        return step - self.predictions.last_step >= self.config.refine_every_n_steps
+        """Whether a refinement is due at optimizer ``step``: one every ``refine_every_n_steps``, while refinements
+        cost at most `session_predictions.REFINEMENT_SHARE` of the run."""
+        return (step - self.predictions.last_step >= self.config.refine_every_n_steps
+                and self.predictions.allows_refinement(self.now()))
 
     @guarded
     def log_metrics(self, step: int | None = None) -> None:
@@ -311,6 +347,12 @@ class PredictionSession:
     # -- predictions --------------------------------------------------------------------------------
     def _elapsed(self) -> float:
         return self.now() - (self.fit_start_time if self.fit_start_time is not None else self.now())
+
+    def _refine(self) -> None:
+        """A refinement after the first prediction; its cost sets when the next may come."""
+        started = self.now()
+        self._predict(first=False)
+        self.predictions.refined(started, self.now())
 
     def _predict(self, *, first: bool, fit_done: bool = False) -> Prediction | None:
         with self.own_time.part("predictions"):
