@@ -6,12 +6,18 @@ A whole-fit ratio (`overhead.py`) says whether the callback is within 1% of a ru
 cost lies. Three parts, all in one process:
 
 - the primitives a batch pays: a clock read (``time.perf_counter``) and the page-fault count
-  (``getrusage``, read at each batch end on a CPU host), by ``timeit``;
+  (``getrusage``, read at batch ends on a CPU host), by ``timeit``, and the same right after a real training
+  step (``after_a_step``), where they cost far more and ``getrusage`` of the whole process has a long tail;
 - a real Lightning fit (`workloads.mlp_validation_every_200`, its default callback): every ``on_*``
   hook of `PreNeTCallback` is wrapped in a timer, and each hook's time per call is reported after the
   profiling window (the steady state a run spends nearly all its batches in) and over the whole fit
   (warm-up, the window, the first prediction with its projection and page, and the end);
-- a plain loop with a `Tracker`: the time of each ``tracker.step()`` call, after the window and whole.
+- a plain loop with a `Tracker`: the time of each ``tracker.step()`` call, after the window and whole;
+- a real plain-loop workload (`loop_workloads`, default ``loop_encoder_loader_epochs``: a transformer encoder
+  over DataLoader epochs, ~9 ms a step) with a `Tracker`: each of the Tracker's hooks (``step``, the model's
+  forward pre-hook and hook, the optimizer's step pre-hook) timed per call, with the run's own account
+  (``actual.own_time``). Its hooks run right after a real forward and backward, with the CPU's caches cold
+  for PreNeT's code: they cost several times what the same code costs in the tight loop above.
 
 The wrappers add a clock read per call themselves (reported as ``timer_us``): subtract it to read a hook's cost.
 """
@@ -41,6 +47,46 @@ def primitives() -> dict[str, float]:
                                repeat=5)) / number
     return {"perf_counter_us": round(clock * 1e6, 3), "getrusage_us": round(faults * 1e6, 3),
             "timer_us": round(2 * clock * 1e6, 3)}
+
+
+def after_a_step(steps: int = 600) -> dict[str, dict[str, float]]:
+    """Microseconds of the same primitives right after a real training step (a transformer encoder's, ~9 ms),
+    in turns, with the CPU's caches cold for them: what a batch end pays. ``getrusage`` of the whole process and
+    ``/proc/self/stat`` sum the process's CPU time over its threads; ``RUSAGE_THREAD`` reads the calling thread."""
+    import resource
+
+    import torch
+
+    from examples.plain_loop import Regressor
+
+    torch.manual_seed(0)
+    model, x = Regressor(), torch.randn(16, 32, 64)
+    optimizer, target = torch.optim.AdamW(model.parameters()), x.mean(dim=1)[:, :1]
+    stat = os.open("/proc/self/stat", os.O_RDONLY)
+    reads = {"perf_counter": time.perf_counter,
+             "getrusage_self": lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt,
+             "getrusage_thread": lambda: resource.getrusage(resource.RUSAGE_THREAD).ru_minflt,
+             "proc_self_stat": lambda: os.pread(stat, 1024, 0)}
+    seconds: dict[str, list[float]] = {name: [] for name in reads}
+    names = list(reads)
+    try:
+        for index in range(steps):
+            torch.nn.functional.mse_loss(model(x), target).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            name = names[index % len(names)]
+            started = time.perf_counter()
+            reads[name]()
+            seconds[name].append(time.perf_counter() - started)
+    finally:
+        os.close(stat)
+    out = {}
+    for name, values in seconds.items():
+        values.sort()
+        out[name] = {"median_us": round(statistics.median(values) * 1e6, 2),
+                     "p90_us": round(values[int(0.9 * (len(values) - 1))] * 1e6, 2),
+                     "mean_us": round(statistics.fmean(values) * 1e6, 2), "calls": len(values)}
+    return out
 
 
 def _timed_hooks(callback: Any) -> dict[str, list[tuple[int, float]]]:
@@ -124,18 +170,69 @@ def tracker_steps(out_dir: str, steps: int = 3000) -> dict[str, Any]:
             "share_of_loop": round((sum(s for _, s in calls) + close_s) / fit_s, 5)}
 
 
+_PARTS = ("primitives", "after_a_step", "lightning", "tracker", "tracker_hooks")
+_TRACKER_HOOKS = ("step", "_on_forward_pre", "_on_forward", "_on_optimizer_pre", "close")
+
+
+def tracker_hooks(out_dir: str, workload: str = "loop_encoder_loader_epochs", scale: float = 1.0) -> dict[str, Any]:
+    """One run of a plain-loop workload with its Tracker's hooks timed (class-level wrappers, undone after)."""
+    from benchmarks.loop_workloads import run_loop
+    from prenet_callbacks import Tracker
+
+    calls: dict[str, list[tuple[int, float]]] = {name: [] for name in _TRACKER_HOOKS}
+    originals = {name: Tracker.__dict__[name] for name in _TRACKER_HOOKS}
+
+    def timed(name: str, original: Any) -> Any:
+        def hook(self: Any, *args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                calls[name].append((self.run.steps, time.perf_counter() - started))
+        return hook
+
+    for name, original in originals.items():
+        setattr(Tracker, name, timed(name, original))
+    try:
+        result = run_loop(workload, with_prenet=True, out_dir=out_dir, scale=scale)
+    finally:
+        for name, original in originals.items():
+            setattr(Tracker, name, original)
+    steps = result["steps"]
+    hooks = {name: _summary(rows) for name, rows in calls.items() if rows}
+    for name, rows in calls.items():
+        if name in hooks and name != "close":
+            steady = [s for index, s in rows if index >= _STEADY_FROM]
+            hooks[name]["steady_calls_per_step"] = round(len(steady) / max(1, steps - _STEADY_FROM), 3)
+            hooks[name]["steady_us_per_step"] = round(sum(steady) / max(1, steps - _STEADY_FROM) * 1e6, 2)
+    per_step = sum(h.get("steady_us_per_step", 0.0) for h in hooks.values())
+    own = result["report"].actual.get("own_time") if result["report"] is not None else None
+    return {"workload": workload, "scale": scale, "steps": steps, "fit_s": round(result["fit_s"], 3),
+            "step_ms": round(result["fit_s"] / max(1, steps) * 1e3, 3), "hooks": hooks,
+            "steady_us_per_step": round(per_step, 2), "own_time": own}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", default=str(ROOT / "benchmarks/results/session_costs.json"))
     parser.add_argument("--out", default="/tmp/prenet-session-costs")
+    parser.add_argument("--parts", nargs="*", default=list(_PARTS), choices=list(_PARTS),
+                        help="which parts to run (default: all)")
+    parser.add_argument("--workload", default="loop_encoder_loader_epochs", help="the tracker_hooks part's loop")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import torch
 
     torch.set_num_threads(int(os.environ.get("PRENET_BENCH_THREADS", "1")))
-    result = {"benchmark": "session_costs", "command": "python benchmarks/session_costs.py",
-              "date": time.strftime("%Y-%m-%d %H:%M"), "primitives": primitives(),
-              "lightning": lightning_hooks(args.out), "tracker": tracker_steps(args.out)}
+    command = "python benchmarks/session_costs.py" + ("" if args.parts == list(_PARTS) else
+                                                       f" --parts {' '.join(args.parts)}")
+    if args.workload != "loop_encoder_loader_epochs":
+        command += f" --workload {args.workload}"
+    result: dict[str, Any] = {"benchmark": "session_costs", "command": command, "date": time.strftime("%Y-%m-%d %H:%M")}
+    runs = {"primitives": primitives, "after_a_step": after_a_step, "lightning": lambda: lightning_hooks(args.out),
+            "tracker": lambda: tracker_steps(args.out), "tracker_hooks": lambda: tracker_hooks(args.out, args.workload)}
+    for part in args.parts:
+        result[part] = runs[part]()
     print(json.dumps(result, indent=1))
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=1) + "\n")

@@ -220,24 +220,30 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
         if batch_idx == 0 and _in_fit(trainer):
             self.session.facts.note_validation_batch_size(batch_size_of(batch))
 
-    @guarded_hook
+    # The four phase hooks do nothing between the steps whose phases are timed (`phase_sampling`): one
+    # attribute read, then the session's own guarded event.
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
+        if self.session.phase_marks:
+            self._batch_start(batch)
+
+    @guarded_hook
+    def _batch_start(self, batch: Any) -> None:
         session = self.session
         if "batch_size" not in session.report.current:
             session.facts.note_run_facts(batch_size=batch_size_of(batch))
         session.batch_start()
 
-    @guarded_hook
     def on_before_backward(self, trainer: Any, pl_module: Any, loss: torch.Tensor) -> None:
-        self.session.before_backward()
+        if self.session.phase_marks:
+            self.session.before_backward()
 
-    @guarded_hook
     def on_after_backward(self, trainer: Any, pl_module: Any) -> None:
-        self.session.after_backward()
+        if self.session.phase_marks:
+            self.session.after_backward()
 
-    @guarded_hook
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
-        self.session.before_optimizer_step()
+        if self.session.phase_marks:
+            self.session.before_optimizer_step()
 
     @guarded_hook
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:

@@ -21,8 +21,9 @@
 The run is timed from the tracker's creation to `close()` (also the end of a ``with Tracker(...)``
 block). Given the ``model``, forward hooks mark where each step's compute begins (what comes
 before is data loading) and a short window is profiled per module; given the ``optimizer``, its
-step hooks mark the optimizer phase. With an ``accelerator``, world size, device, mixed precision
-and the main process come from it, ``step()`` calls that do not end an accumulation cycle
+step hooks mark the optimizer phase. After the first prediction these hooks are registered for one
+step in eight only (`prenet_callbacks.measure.phase_sampling`); ``step()`` times every step. With an
+``accelerator``, world size, device, mixed precision and the main process come from it, ``step()`` calls that do not end an accumulation cycle
 (``accelerator.sync_gradients`` is False) are ignored, and ``prenet/*`` metrics go to
 ``accelerator.log``.
 """
@@ -37,7 +38,7 @@ import torch
 from torch import nn
 
 from integrations.loop_run import LoopRun, check_schedule, loop_config, memory_account, module_profiler, torch_optimizer
-from integrations.plumbing import note_once
+from integrations.plumbing import PhaseHooks, note_once
 from prenet_callbacks.session.arguments import metrics_interval
 from prenet_callbacks.measure.loader_epochs import watch_loader_epochs
 from prenet_callbacks.projection.ops.precision import PRECISIONS, parse_precision
@@ -147,7 +148,8 @@ class Tracker:
         self._open = False           # a step's compute has started (and not yet ended)
         self._forward_done = False   # its first forward has returned (backward comes next)
         self._noted: set[str] = set()  # batch sizes already noted ("train", "validation")
-        self._handles: list[Any] = []
+        self._phase_hooks = PhaseHooks(self._register_phase_hooks)
+        self._loader_watch: Any = None
         device, self._devices, strategy = _where(model, accelerator)
         session = self.run.session
         try:
@@ -191,15 +193,17 @@ class Tracker:
             if self.accelerator is not None and not bool(getattr(self.accelerator, "sync_gradients", True)):
                 return  # inside an accumulation cycle: the optimizer did not step
             session = self.run.session
-            if not self._open:
-                self._open_step()
+            if not self._open and self._phase_hooks.on:
+                self._open_step()   # the step's forward was not seen: its compute is timed from here
             if session.measurements.state_bytes is None and session.steps_seen >= 1 and self.model is not None:
                 session.facts.set_memory_account(memory_account(self.model, [self.optimizer], world=self._devices))
                 session.note_optimizer(torch_optimizer(self.optimizer) if self.optimizer is not None else None)
             self.run.steps += 1
             self._open = self._forward_done = False
             session.batch_end(stepped=True, global_step=self.run.steps)
-            if self.model is None and self.run.active:
+            live = not session.guard.disabled   # the run was active above; only a failure inside batch_end ends it
+            self._phase_hooks.follow(session.phase_marks and live)
+            if self.model is None and live:
                 self._open_step()
         except Exception as error:  # noqa: BLE001
             self.run.session.fail(error, where="Tracker.step")
@@ -221,9 +225,19 @@ class Tracker:
             raise
         self.step()
 
-    def validation(self) -> contextlib.AbstractContextManager[None]:
+    @contextlib.contextmanager
+    def validation(self) -> Iterator[None]:
         """``with tracker.validation():`` around an evaluation: timed apart from training steps."""
-        return self.run.validation()
+        # the first evaluation's batch size comes from the forward pre-hook: on for it between phase samples too
+        hooks_for_size = self.run.active and "validation" not in self._noted and not self._phase_hooks.on
+        if hooks_for_size:
+            self._guard(lambda: self._phase_hooks.follow(True))
+        try:
+            with self.run.validation():
+                yield
+        finally:
+            if hooks_for_size:
+                self._guard(lambda: self._phase_hooks.follow(self.run.session.phase_marks and self.run.active))
 
     def checkpoint(self) -> contextlib.AbstractContextManager[None]:
         """``with tracker.checkpoint():`` around a checkpoint save: timed apart from training steps."""
@@ -257,17 +271,28 @@ class Tracker:
 
     def _install_hooks(self) -> None:
         self.run.session.add_cleanup(self._remove_hooks)
-        if self.model is not None:
-            self._handles.append(self.model.register_forward_pre_hook(self._on_forward_pre))
-            self._handles.append(self.model.register_forward_hook(self._on_forward))
-        if self.optimizer is not None and hasattr(self.optimizer, "register_step_pre_hook"):
-            self._handles.append(self.optimizer.register_step_pre_hook(self._on_optimizer_pre))
+        self._phase_hooks.follow(True)
         # a DataLoader's epochs: planned from its length, each new iterator an epoch boundary (loader_epochs)
-        self._handles.append(watch_loader_epochs(self.run.session, lambda: self.run.active and not self.run.in_block))
+        self._loader_watch = watch_loader_epochs(self.run.session, lambda: self.run.active and not self.run.in_block)
+
+    def _register_phase_hooks(self) -> list[Any]:
+        """The model's forward pre-hook and hook, and until phases are sampled the optimizer's step pre-hook (the
+        backward and optimizer split is the profiling window's alone); `PhaseHooks` registers them for the
+        steps whose phases are timed."""
+        handles = []
+        if self.model is not None:
+            handles.append(self.model.register_forward_pre_hook(self._on_forward_pre))
+            handles.append(self.model.register_forward_hook(self._on_forward))
+        if (self.optimizer is not None and hasattr(self.optimizer, "register_step_pre_hook")
+                and not self.run.session.phase_sampler.sampling):
+            handles.append(self.optimizer.register_step_pre_hook(self._on_optimizer_pre))
+        return handles
 
     def _remove_hooks(self) -> None:
-        while self._handles:
-            self._handles.pop().remove()
+        self._phase_hooks.remove()
+        watch, self._loader_watch = self._loader_watch, None
+        if watch is not None:
+            watch.remove()
 
     def _training_forward(self) -> bool:
         return self.run.active and not self.run.in_block and torch.is_grad_enabled()

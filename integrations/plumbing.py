@@ -4,7 +4,8 @@ wrapping, limitations noted once, and where the report goes.
 The rule (docs/DESIGN.md) is that the callback never breaks the run: an error in PreNeT's own code
 becomes one warning, every hook and wrapper is removed, and the session steps aside. The session's
 `guarded` does that for its own methods; `guarded_hook` applies the same guard to an adapter's
-hook, and `wrap_method` makes every patch of a framework object undoable exactly.
+hook, and `wrap_method` makes every patch of a framework object undoable exactly. `PhaseHooks` keeps
+the hooks that time a step's phases on the steps whose phases are timed, and off between them.
 """
 from __future__ import annotations
 
@@ -64,6 +65,37 @@ def wrap_method(obj: Any, name: str, make_wrapper: Callable[[Callable[..., Any]]
             del obj.__dict__[name]
 
     return restore
+
+
+class PhaseHooks:
+    """Hooks that mark a step's phases (forward hooks on the model, an optimizer step pre-hook), registered
+    only while the session times the phases (`prenet_callbacks.measure.phase_sampling`): between samples a module
+    without hooks runs PyTorch's fast call path and nothing of PreNeT runs inside the step.
+
+    Args:
+        register: registers the hooks and returns their handles (each with ``remove()``).
+    """
+
+    def __init__(self, register: Callable[[], list[Any]]) -> None:
+        self.register = register
+        self.handles: list[Any] = []
+        self.on = False
+
+    def follow(self, wanted: bool) -> None:
+        """Register the hooks when ``wanted`` and they are off, remove them when not and they are on."""
+        if wanted == self.on:
+            return
+        if wanted:
+            self.handles = self.register()
+        else:
+            self.remove()
+        self.on = wanted
+
+    def remove(self) -> None:
+        """Remove every hook (idempotent; the session's cleanup calls it too)."""
+        self.on = False
+        while self.handles:
+            self.handles.pop().remove()
 
 
 def note_once(session: PredictionSession, limitation: str) -> None:

@@ -38,7 +38,7 @@ except ImportError as error:  # the optional extra: say what to install
                       "pip install 'prenet-callbacks[transformers]'") from error
 
 from integrations.loop_run import exception_reason, memory_account, module_profiler, torch_optimizer
-from integrations.plumbing import default_report_path, guarded_hook, note_once, wrap_method
+from integrations.plumbing import PhaseHooks, default_report_path, guarded_hook, note_once, wrap_method
 from integrations.transformers_plan import TrainerPlan, plan_from_trainer
 from integrations.transformers_run import describe_trainer_run, end_reason, run_limits
 from prenet_callbacks.measure.clocks import clock_for
@@ -146,6 +146,7 @@ class PreNeTTrainerCallback(TrainerCallback):
         self._optimizer: Any = None
         self._open = False              # a micro-batch's compute has started
         self._forward_done = False      # its forward has returned
+        self._forward_hook: PhaseHooks | None = None   # on for the steps whose phases are timed
         self._evaluations_left = 0      # on_evaluate calls still to come in this evaluation (one per dataset)
         self._eval_datasets = 1
         self._sanity = False            # the evaluation before training (eval_on_start)
@@ -308,6 +309,8 @@ class PreNeTTrainerCallback(TrainerCallback):
                                                       world=int(args.world_size or 1)))
         self._open = False
         session.batch_end(stepped=True, global_step=int(state.global_step))
+        if self._forward_hook is not None:
+            self._forward_hook.follow(session.phase_marks and not session.guard.disabled)
         self._before_log_save_evaluate(control)
 
     @_trainer_event
@@ -397,8 +400,10 @@ class PreNeTTrainerCallback(TrainerCallback):
         self.session.batch_start()
 
     def _install_forward_hook(self, model: torch.nn.Module) -> None:
-        handle = model.register_forward_hook(self._on_forward)
-        self.session.add_cleanup(handle.remove)
+        """Where backward begins, on the steps whose phases are timed (`PhaseHooks`; removed at the end)."""
+        hook = self._forward_hook = PhaseHooks(lambda: [model.register_forward_hook(self._on_forward)])
+        hook.follow(True)
+        self.session.add_cleanup(hook.remove)
 
     def _on_forward(self, module: torch.nn.Module, args: Any, output: Any) -> None:
         if self._open and not self._forward_done and torch.is_grad_enabled() and not self.session.guard.disabled:

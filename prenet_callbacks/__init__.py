@@ -10,7 +10,8 @@ Lightning, DeepSpeed or transformers. The engine's own names come from its modul
 adapters (`PreNeTCallback`: the ``lightning`` or ``pytorch-lightning`` extra, `PreNeTTrainerCallback`: the
 ``transformers`` extra, `Tracker`: no extra) live in the package above the engine, which declares them in
 the package metadata (entry-point group ``prenet_callbacks.adapters`` in pyproject.toml); they are looked up
-there, so that the engine never names the package above it. Without its extra, an adapter raises an
+there (or, in a checkout used without installing it, in that pyproject.toml's table), so that the engine never
+names the package above it. Without its extra, an adapter raises an
 `ImportError` that says which extra to install.
 """
 from __future__ import annotations
@@ -53,11 +54,30 @@ def __getattr__(name: str) -> Any:
 def _adapter(name: str) -> Any:
     """The adapter the installed package declares under ``name`` (loading it imports its framework)."""
     found = list(entry_points(group=ADAPTER_GROUP, name=name))
-    if not found:
+    if found:
+        return found[0].load()
+    target = _checkout_declarations().get(name)
+    if target is None:
         raise ImportError(f"prenet_callbacks.{name} is declared in the package's metadata (entry point group "
                           f"{ADAPTER_GROUP!r}), which this environment does not have: install the package "
                           "(pip install prenet-callbacks, or pip install -e . in a checkout)")
-    return found[0].load()
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def _checkout_declarations() -> dict[str, str]:
+    """The adapters' declarations in the checkout's pyproject.toml, for a source tree used without installing
+    it (``PYTHONPATH=.``): the same table the package metadata is built from."""
+    import tomllib
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    try:
+        table = tomllib.loads(pyproject.read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+    declared = table.get("project", {}).get("entry-points", {}).get(ADAPTER_GROUP, {})
+    return {str(key): str(value) for key, value in declared.items()}
 
 
 def __dir__() -> list[str]:

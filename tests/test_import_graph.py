@@ -186,3 +186,17 @@ def test_the_engine_resolving_an_adapter_by_module_path_is_upward(tmp_path):
                     'def __getattr__(name):\n    return getattr(importlib.import_module(_LAZY[name]), name)\n')
     targets = _imports("prenet_callbacks", path, set(_modules()))
     assert [t for t in targets if _layer(t) > _layer("prenet_callbacks")] == ["integrations.lightning"]
+
+
+def test_an_uninstalled_checkout_finds_its_adapters_in_its_pyproject(monkeypatch):
+    """``PYTHONPATH=.`` on a source tree has no package metadata: the adapters come from pyproject.toml's table,
+    the one the metadata is built from (the engine still names no module above it)."""
+    import prenet_callbacks
+    from integrations.loop import Tracker
+
+    monkeypatch.setattr(prenet_callbacks, "entry_points", lambda **_: [])
+    monkeypatch.delitem(vars(prenet_callbacks), "Tracker", raising=False)
+    assert prenet_callbacks._adapter("Tracker") is Tracker
+    assert set(prenet_callbacks._checkout_declarations()) == set(prenet_callbacks._ADAPTERS)
+    with pytest.raises(ImportError, match="pip install -e ."):
+        prenet_callbacks._adapter("NotAnAdapter")

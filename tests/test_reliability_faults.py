@@ -238,7 +238,7 @@ INTERNAL_FAULTS = {
     "state_sizes": lambda mp: mp.setattr(lightning_module, "state_sizes", _raise),
     "printer": lambda mp: mp.setattr(lightning_module, "print_report", _raise),
     # writing the report
-    "report_to_json": lambda mp: mp.setattr(report_module.Report, "to_json", _raise),
+    "report_write": lambda mp: mp.setattr(report_module.Report, "save_if_changed", _raise),
 }
 
 

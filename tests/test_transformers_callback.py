@@ -186,10 +186,10 @@ def _fail_in_evaluation(monkeypatch):
 def _fail_writing_the_report(monkeypatch):
     from prenet_callbacks.report import Report as R
 
-    def broken(self, path):
+    def broken(self, path, previous=None):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(R, "save", broken)
+    monkeypatch.setattr(R, "save_if_changed", broken)
 
 
 FAULTS = {"plan": _fail_plan, "mid_run": _fail_mid_run, "evaluation": _fail_in_evaluation,

@@ -53,8 +53,8 @@ class CompileClock:
 
     def seconds(self) -> float:
         """Compile seconds so far, counting a compilation still in progress up to now (called at every
-        batch end: without Dynamo it returns at once)."""
-        if self._handler is None and not self._open:
+        batch end: with nothing compiling it returns at once)."""
+        if not self._open:   # nothing compiling now (one list read, atomic under the GIL): no lock, no clock read
             return self._done
         with self._lock:
             now = self._clock()

@@ -10,13 +10,18 @@ faults a step (an LSTM, batch 16, on this project's 2-core host; an encoder show
 plain-loop benchmark that flip came after the first prediction in 2 of 3 runs and made them 25% slower.
 
 `HeapWatch` watches without changing anything: it counts the timed batches' minor faults (``getrusage``),
-which say what the run pays now. A run seen faulting heavily pays that on the run itself: at
-`seconds_per_fault` each, `HeapRisk` prices the batches without those faults, the band reaches down to
-them (`prenet_callbacks.forecast.eta`), and a note names the fix. The other state, a run that does not fault now
-starting to, cannot be seen without changing the process, so by default it is neither priced nor in the
-band. With ``allocator_probe=True`` the user opts in to a probe that does: the watch trims the heap
-(``malloc_trim(0)``, which changes the process's heap for the rest of the run) before one untimed warm-up
-batch and counts that batch's faults, the pages a step touches afresh when nothing is kept, and the band
+which say what the run pays now: every batch until the first prediction, then as often as the reads keep
+within `READ_SHARE` of the run's time (`read_due`), each read spread over the batches since the last one.
+A read is one ``getrusage`` of the whole process: ~0.5 us in a tight loop, but right after a training step
+on this project's shared 2-core host 14 us at the median and 1.6 ms on average (6-13 ms in one call in ten;
+``/proc/self/stat``, which also sums the process's CPU time over its threads, has the same tail;
+``RUSAGE_THREAD`` has none, but misses the faults of torch's worker threads). A run seen faulting heavily
+pays that on the run itself: at `seconds_per_fault` each, `HeapRisk` prices the batches without those
+faults, the band reaches down to them (`prenet_callbacks.forecast.eta`), and a note names the fix. The other state,
+a run that does not fault now starting to, cannot be seen without changing the process, so by default it
+is neither priced nor in the band. With ``allocator_probe=True`` the user opts in to a probe that does:
+the watch trims the heap (``malloc_trim(0)``, which changes the process's heap for the rest of the run)
+before one untimed warm-up batch and counts that batch's faults, the pages a step touches afresh when nothing is kept, and the band
 reaches that state too. jemalloc or tcmalloc (``LD_PRELOAD``), or ``MALLOC_TOP_PAD_`` (bytes glibc keeps at
 the heap's top), keep the pages: the probe then finds few to fault, or is skipped.
 
@@ -25,17 +30,22 @@ Only on Linux with glibc (``malloc_trim`` resolves); elsewhere nothing is watche
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import statistics
 import sys
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
 from prenet_callbacks.units import format_step_time
 
-# Timed batches whose faults are kept (the median of the latest says what the run pays now).
+# Reads of timed batches' faults kept (the median of the latest says what the run pays now).
 _RECENT_BATCHES = 64
+# After the first prediction the count is read while reads cost at most this share of the run (`read_due`):
+# on a quiet host a read right after a step takes 15-20 us, so about one read every 35 ms.
+READ_SHARE = 0.0005
 # The note is shown when the measured (or probed) cost of a batch's faults is above this share of the batch.
 _NOTE_SHARE = 0.05
 _PAGE_BYTES = 4096
@@ -109,17 +119,22 @@ class HeapWatch:
         fault_cost: seconds one first-touch fault costs here (`sanity.seconds_per_fault`).
         trim: returns free heap memory to the kernel (`glibc_trim`); None (the default): never called,
             nothing probed, the process is left as it is (``allocator_probe=True`` passes it).
+        clock: the session's clock, for what a read costs (`read_due`).
     """
 
     def __init__(self, faults: Callable[[], int | None], fault_cost: Callable[[], float | None],
-                 trim: Callable[[], object] | None = None) -> None:
+                 trim: Callable[[], object] | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
         self.faults = faults
         self.fault_cost = fault_cost
         self.trim = trim
+        self.clock = clock
+        self._read_at = -math.inf    # when the count was last read (session time) and what reading it cost
+        self._read_cost = 0.0
         self.probe_faults: int | None = None
         self._probe_from: int | None = None
         self._last_end: int | None = None
-        self._recent: deque[int] = deque(maxlen=_RECENT_BATCHES)
+        self._unread = 0             # batch ends since the last count read (`skip_batch`)
+        self._recent: deque[float] = deque(maxlen=_RECENT_BATCHES)   # faults per batch, per read
 
     @property
     def probes(self) -> bool:
@@ -133,20 +148,34 @@ class HeapWatch:
         self.trim()
         self._probe_from = self.faults()
 
+    def read_due(self, now: float) -> bool:
+        """Whether a read at session time ``now`` keeps reads within `READ_SHARE` of the run: the last read's
+        cost against the time since it."""
+        return self._read_cost <= READ_SHARE * (now - self._read_at)
+
     def batch_end(self, *, timing: bool) -> None:
-        """A training batch ended: the probe's faults, or a timed batch's (since the previous batch end)."""
+        """A training batch ended: the probe's faults, or the timed batches' since the last read, per batch."""
+        started = self.clock()
         now = self.faults()
+        self._read_at = self.clock()
+        self._read_cost = self._read_at - started
         if now is None:
             return
+        batches, self._unread = self._unread + 1, 0
         if self._probe_from is not None:
             self.probe_faults, self._probe_from = now - self._probe_from, None
         elif timing and self._last_end is not None:
-            self._recent.append(now - self._last_end)
+            self._recent.append((now - self._last_end) / batches)
         self._last_end = now
+
+    def skip_batch(self) -> None:
+        """A batch end whose count is not read (`read_due`): the next read spreads its faults over this one."""
+        self._unread += 1
 
     def skip_interval(self) -> None:
         """What ran since the last batch end (a prediction, the profiler's stop) is not a batch's faults."""
         self._last_end = self.faults()
+        self._unread = 0
 
     def risk(self) -> HeapRisk | None:
         """What the timed batches' faults cost (and, with a probe, the other state), once some were counted."""

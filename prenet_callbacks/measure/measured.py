@@ -7,6 +7,7 @@ wait, validation, checkpoints, epoch boundaries, set-up, how steps were timed).
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -25,8 +26,8 @@ def close_window(report: Report, m: RunMeasurements, window: ProfilingWindow, *,
     """Stop the profiler and write the window's measurements and the profiler's limitations.
 
     ``device_phases``: clean steps are timed on the device (a GPU); ``measure_host``: time eager
-    PyTorch's per-op host cost on this CPU (~0.1 s, once), what a GPU target keeps paying. Returns the
-    profiled steps' device forwards per batch when their phases came from CUDA events (else None).
+    PyTorch's per-op host cost on this CPU (20-60 ms, once per process), what a GPU target keeps paying.
+    Returns the profiled steps' device forwards per batch when their phases came from CUDA events (else None).
     """
     found: dict[str, Any] = {}
     table, limitations = window.stop()
@@ -39,9 +40,7 @@ def close_window(report: Report, m: RunMeasurements, window: ProfilingWindow, *,
     if table is not None:  # None: the profiler could not be stopped (and was dropped)
         found["layers"] = table.to_dict()
         if measure_host:
-            from prenet_callbacks.projection.pricing.host import measure_host_costs
-
-            found["host"] = measure_host_costs()
+            found["host"] = dict(_host_costs())
         window.keep_table(table, device_phases=device_phases)
         m.eval_forward_share = table.eval_forward_share()
         found["coverage"] = window.coverage(m.batch.mean)
@@ -54,6 +53,15 @@ def close_window(report: Report, m: RunMeasurements, window: ProfilingWindow, *,
         if limitation not in report.limitations:
             report.limitations.append(limitation)
     return gpu_forwards
+
+
+@functools.lru_cache(maxsize=1)
+def _host_costs() -> dict[str, Any]:
+    """Eager PyTorch's per-op host costs on this CPU (`measure_host_costs`, 20-60 ms), measured once per process:
+    a property of the CPU and the torch build, not of the run (a second fit in the process reuses it)."""
+    from prenet_callbacks.projection.pricing.host import measure_host_costs
+
+    return measure_host_costs()
 
 
 def update_measured(measured: dict[str, Any], m: RunMeasurements, window: ProfilingWindow, *, warmup_steps: int,

@@ -224,7 +224,11 @@ class StepAccount:
 
     def close_step(self, now: float) -> dict[str, float] | None:
         """An optimizer step ended at ``now``: its phases if it was profiled (else None); a fresh phase clock."""
-        clock, self.step_clock = self.step_clock, StepClock()
+        clock = self.step_clock
+        if clock.step_start is None and clock.before_backward is None and not clock.in_window:
+            clock.batches = 0   # a step between phase samples (`phase_sampling`): nothing else was recorded
+            return None
+        self.step_clock = StepClock()
         if clock.step_start is None or not clock.in_window:
             return None
         phases = dict(clock.phases)

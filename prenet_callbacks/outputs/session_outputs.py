@@ -58,10 +58,12 @@ class SessionOutputs:
         self.line_printer: Callable[[str], None] = print_line  # on a line of its own beside progress bars
         self.publishers: list[Publisher] = []
         self.last_report_write = -math.inf
+        self.last_report: int | None = None   # the fingerprint of what was written last (`Report.save_if_changed`)
 
     def new_fit(self) -> None:
         """A fit starts: its first report is written at once."""
         self.last_report_write = -math.inf
+        self.last_report = None
 
     def add_page_publisher(self) -> None:
         """The HTML page beside the JSON report (rank 0; once per session, also across resumes)."""
@@ -99,14 +101,16 @@ class SessionOutputs:
             sink({k: float(v) for k, v in metrics.items() if v is not None}, step)
 
     def write_report(self, report: Report, *, force: bool = False) -> None:
-        """Save the report (rank 0, where a path is set), at most every `REPORT_WRITE_INTERVAL_S` unless forced."""
+        """Save the report (rank 0, where a path is set), at most every `REPORT_WRITE_INTERVAL_S` unless forced,
+        and not when nothing in it changed since the last write."""
         path = self.config.report_path
         if not self.is_rank_zero or path is None:
             return
-        if not force and self.now() - self.last_report_write < REPORT_WRITE_INTERVAL_S:
+        now = self.now()
+        if not force and now - self.last_report_write < REPORT_WRITE_INTERVAL_S:
             return
-        self.last_report_write = self.now()
-        report.save(path)
+        self.last_report_write = now
+        self.last_report = report.save_if_changed(path, self.last_report)
 
     def publish(self, report: Report, stage: str) -> None:
         """Print the panel ("first") and hand the report to every publisher, rank 0 only."""

@@ -22,7 +22,8 @@ writes the report, and records how the run ended. It keeps the events that need 
   ``actual`` blocks;
 - `measure.subnormals.SubnormalWatch`: on a CPU, optimizer-state entries decaying towards subnormal floats;
 - `measure.heap_faults.HeapWatch`: on a CPU, the timed steps' page faults (a heap trim only if
-  ``allocator_probe``).
+  ``allocator_probe``);
+- `measure.phase_sampling.PhaseSampler`: after the first prediction, the steps whose phases are timed.
 
 The session must never break a run (`session.guard`): every event method is guarded, and an exception
 inside it becomes one warning, all hooks are removed and the session goes quiet. An adapter calls a part
@@ -42,6 +43,7 @@ from prenet_callbacks.measure.heap_faults import HeapWatch, glibc_trim
 from prenet_callbacks.session.lifecycle import check_reason, check_start
 from prenet_callbacks.measure.measured import close_window, update_measured
 from prenet_callbacks.session.own_time import OwnTime
+from prenet_callbacks.measure.phase_sampling import PhaseSampler, estimators_fed
 from prenet_callbacks.forecast.plan import RunLimits, RunPlan
 from prenet_callbacks.measure.profiling_window import ProfilingWindow, WindowProfiler
 from prenet_callbacks.report import Report
@@ -104,6 +106,9 @@ class PredictionSession:
         self.epoch_start_batch: int | None = None  # done_batches when this fit's current epoch began
         self.limits = RunLimits()      # what may end the run (`fit_start`)
         self.steps = StepAccount(lambda: self.now(), self.measurements, self.compile_clock)
+        self.phase_sampler = PhaseSampler()
+        # the step about to run has its phases timed (`measure.phase_sampling`): integrations read it every batch
+        self.phase_marks = True
         self.window.new_fit(self.device_clock)
         self.outputs.new_fit()
         self.predictions.new_fit()
@@ -146,7 +151,7 @@ class PredictionSession:
         elif self.count_faults is not None and self.heap_trim is not None:
             # counting faults changes nothing; trimming the heap changes the process: only when asked
             self.heap_watch = HeapWatch(self.count_faults, self.fault_cost,
-                                        self.heap_trim if self.config.allocator_probe else None)
+                                        self.heap_trim if self.config.allocator_probe else None, clock=self.now)
 
     def use_clock(self, clock: DeviceClock) -> None:
         """The `DeviceClock` of the device the model trains on (chosen by the integration)."""
@@ -198,6 +203,8 @@ class PredictionSession:
 
     @guarded
     def batch_start(self) -> None:
+        if not self.phase_marks:
+            return  # a step between phase samples: only its end is timed
         in_window = not self.window.done and self.schedule.profiles(self.steps_seen)
         if (self.heap_watch is not None and self.heap_watch.probes  # by default no probe: no per-batch look-up
                 and self.steps_seen == self.schedule.heap_probe_step
@@ -208,16 +215,22 @@ class PredictionSession:
 
     @guarded
     def before_backward(self) -> None:
+        if not self.phase_marks:
+            return
         self.steps.forward_end(timing=self.schedule.times(self.steps_seen))
         self.window.begin_phase("backward", self.steps.in_window)
 
     @guarded
     def after_backward(self) -> None:
+        if not self.steps.in_window:
+            return  # the backward and optimizer split is the profiling window's alone
         self.steps.backward_end()
         self.window.mark("after_backward", self.steps.in_window)
 
     @guarded
     def before_optimizer_step(self) -> None:
+        if not self.steps.in_window:
+            return
         self.steps.optimizer_start()
         self.window.begin_phase("optimizer", self.steps.in_window)
 
@@ -226,29 +239,49 @@ class PredictionSession:
         """One training batch finished; ``stepped`` if it ended with an optimizer step."""
         now = self.now()
         timing = self.schedule.times(self.steps_seen)
-        self.window.mark("end", self.steps.in_window)
+        window = self.window
+        if not window.done:
+            window.mark("end", self.steps.in_window)
         self.steps.batch_end(now, timing=timing)
-        if self.heap_watch is not None:
-            self.heap_watch.batch_end(timing=timing)
+        heap = self.heap_watch
+        if heap is not None:
+            # the page-fault count: every batch until the first prediction, then within its reads' budget
+            if not self.predictions.first_made or heap.read_due(now):
+                heap.batch_end(timing=timing)
+            else:
+                heap.skip_batch()
         self.done_batches += 1
-        self.window.suspend()
+        if window.active:
+            window.suspend()
         if not stepped:
             return
         self.steps_seen += 1
         self.done_steps = global_step if global_step is not None else self.done_steps + 1
-        self.window.end_step(self.steps.close_step(now))
-        if self.window.active and not self.schedule.profiles(self.steps_seen):
-            self._finish_profile_window()
+        phases = self.steps.close_step(now)
+        if not window.done:
+            window.end_step(phases)
+            if window.active and not self.schedule.profiles(self.steps_seen):
+                self._finish_profile_window()
         if not self.predictions.first_made:
             if self.schedule.first_prediction_due(self.steps_seen, device_timed=self.steps.device_timed,
                                                   clean_steps=self.measurements.batch.count):
                 self._predict(first=True)
         elif self._refinement_due(self.done_steps):
-            self._predict(first=False)
+            self._refine()
         every = self.config.metrics_every_n_steps
         if every is not None and self.done_steps % every == 0:
             self.log_metrics(self.done_steps)
         self._watch_subnormals()
+        self._sample_phases()
+
+    def _sample_phases(self) -> None:
+        """Whether the next step's phases are timed: every step until the first prediction is made and the
+        phase estimators are fed, then one in `phase_sampling.EVERY`."""
+        sampler = self.phase_sampler
+        if not sampler.sampling and self.predictions.first_made:
+            m = self.measurements
+            sampler.start_when(estimators_fed(m.data_per_batch.count, m.forward_per_batch.count))
+        self.phase_marks = sampler.marks(self.steps_seen)
 
     def _watch_subnormals(self) -> None:
         """Sample the moment buffers one step before a prediction may come, to find the dead entries then."""
@@ -263,8 +296,10 @@ class PredictionSession:
             self._break_run()  # sampling is not part of the next step
 
     def _refinement_due(self, step: int) -> bool:
-        """Whether a refinement is due at optimizer ``step`` (one every ``refine_every_n_steps``)."""
-        return step - self.predictions.last_step >= self.config.refine_every_n_steps
+        """Whether a refinement is due at optimizer ``step``: one every ``refine_every_n_steps``, while refinements
+        cost at most `session_predictions.REFINEMENT_SHARE` of the run."""
+        return (step - self.predictions.last_step >= self.config.refine_every_n_steps
+                and self.predictions.allows_refinement(self.now()))
 
     @guarded
     def log_metrics(self, step: int | None = None) -> None:
@@ -294,6 +329,12 @@ class PredictionSession:
     # -- predictions --------------------------------------------------------------------------------
     def _elapsed(self) -> float:
         return self.now() - (self.fit_start_time if self.fit_start_time is not None else self.now())
+
+    def _refine(self) -> None:
+        """A refinement after the first prediction; its cost sets when the next may come."""
+        started = self.now()
+        self._predict(first=False)
+        self.predictions.refined(started, self.now())
 
     def _predict(self, *, first: bool, fit_done: bool = False) -> Prediction | None:
         with self.own_time.part("predictions"):

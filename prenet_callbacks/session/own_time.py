@@ -7,7 +7,8 @@ its own account: every event method of the session (`session.guard.guarded`) add
 caller's time), and the session marks the larger pieces inside them (closing the profiling window,
 predicting and projecting, the end) as parts. Two clock reads a call (~0.1 us each).
 
-Not in the account: the framework's own cost of calling a hook, and the slower steps of the profiling
+Not in the account: the framework's own cost of calling a hook (and an adapter's one-attribute check before
+a phase event on the steps between phase samples, `phase_sampling`), and the slower steps of the profiling
 window while the per-module profiler is on (those are training steps, timed as such).
 """
 from __future__ import annotations
