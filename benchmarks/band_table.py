@@ -1,6 +1,6 @@
-"""The regime band table (`prenet_callbacks/projection/bands.py`) from the committed evaluation results.
+"""The regime band table (`prenet_callbacks/projection/rows/bands.py`) from the committed evaluation results.
 
-    python benchmarks/band_table.py            # reads benchmarks/results/, writes prenet_callbacks/projection/band_table.json
+    python benchmarks/band_table.py            # reads benchmarks/results/, writes prenet_callbacks/projection/rows/band_table.json
 
 Rows: every measured step of ``projection_accuracy.json`` (absolute steps on public GPUs, the
 host-bound CNN set, the transformer set, data-parallel steps; the anchored relative-speed set), of
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from predictor_models.hardware import lookup_hardware  # noqa: E402
-from prenet_callbacks.projection.bands import QUANTILE, TABLE_PATH, build_table, has_matrix_units, width_from  # noqa: E402
+from prenet_callbacks.projection.rows.bands import QUANTILE, TABLE_PATH, build_table, has_matrix_units, width_from  # noqa: E402
 
 RESULTS = ROOT / "benchmarks/results"
 

@@ -89,7 +89,7 @@ def _lightning_run(out: str, steps: int):
 def loop(out: str, workload: str, steps: int) -> dict[str, Any]:
     """One run; the figures read from its report."""
     sys.path.insert(0, str(ROOT))
-    from prenet_callbacks.contention import LINE_START
+    from prenet_callbacks.measure.contention import LINE_START
 
     report = (_lightning_run if workload == "lightning" else _tracker_run)(out, steps)
     rows = [row for row in report.targets if not row.get("current")]     # in TARGETS' order, by catalog name

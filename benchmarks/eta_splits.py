@@ -3,8 +3,8 @@
 DEVELOPMENT holds every workload the ETA model's constants were chosen on: the Lightning sets of
 `workloads.py` (default, validation-heavy, compiled), the `transformers.Trainer` workloads of
 `hf_workloads.py` and the `Tracker` loops of `loop_workloads.py`. `_HOST_DRIFT` and `_TRAIN_DRIFT`
-(`prenet_callbacks/eta.py`) were fitted on the pace drift of 21 of these runs, the `UNCERTAINTY` table and the
-validation rule (`prenet_callbacks/eta_validation.py`, `benchmarks/validation_rules.py`) on the
+(`prenet_callbacks/forecast/eta.py`) were fitted on the pace drift of 21 of these runs, the `UNCERTAINTY` table and the
+validation rule (`prenet_callbacks/forecast/eta_validation.py`, `benchmarks/validation_rules.py`) on the
 validation-heavy set, and the band's allocator reach and subnormal note were checked on the loops and the
 default set. Their coverage says how well the constants fit the runs they were chosen on, nothing more.
 

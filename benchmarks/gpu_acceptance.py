@@ -172,7 +172,7 @@ def _collect(work: Path) -> dict[str, Any]:
     from predictor_models.collect import collect
     from predictor_models.datasets import read_rows
     from predictor_models.hardware import lookup_hardware
-    from prenet_callbacks.projection.predictor_source import resolve_predictor
+    from prenet_callbacks.projection.pricing.predictor_source import resolve_predictor
 
     path = collect(work / "collect", quick=True, log=lambda line: print("[collect]", line, flush=True))
     samples = read_rows([path])

@@ -3,7 +3,7 @@
     python benchmarks/gpu_one_off.py      # writes benchmarks/results/gpu_one_off.json
 
 A CPU run's one-off time (slow warm-up steps, a profiling window at the CPU's pace) is not what a GPU would
-spend; the projection gives each target row its own (`prenet_callbacks/projection/one_off.py`). Its figures
+spend; the projection gives each target row its own (`prenet_callbacks/projection/rows/one_off.py`). Its figures
 come from the committed reports of the H200 runs (2026-11-30): at the first prediction, the time elapsed in
 training beyond the steps at their measured pace is the run's start-up (the first kernels, library handles,
 cuDNN's choices) plus the excess of its profiled steps; the profiled steps' slowdown is the profiled window's

@@ -47,14 +47,14 @@ def glibc_malloc_trim() -> bool:
 
 def _without_trim() -> None:
     """Sessions made from now on count faults but their probe trims nothing (the default since issue 39)."""
-    import prenet_callbacks.session as session_module
+    import prenet_callbacks.session.machine as session_module
 
     session_module.glibc_trim = lambda: (lambda: None)
 
 
 def _with_trim() -> None:
     """Sessions made from now on opt in to the heap probe (``allocator_probe=True``), whatever built them."""
-    import prenet_callbacks.session as session_module
+    import prenet_callbacks.session.machine as session_module
 
     cls = session_module.PredictionSession
     if getattr(cls, "_bench_opted_in", False):
@@ -106,7 +106,7 @@ def trace(runs: int, steps: int = 150, skip: int = 20) -> list[dict[str, float]]
 
 
 def loop(pairs: int, scale: float) -> list[dict[str, Any]]:
-    import prenet_callbacks.session as session_module
+    import prenet_callbacks.session.machine as session_module
     from benchmarks.loop_workloads import run_loop
 
     real = session_module.glibc_trim

@@ -4,7 +4,7 @@ meta, the batch real or meta) and for real (model and batch on the CPU).
 
     python benchmarks/hf_mask_capture.py [--json benchmarks/results/hf_mask_capture.json]
 
-Per case: the H100 row's step time and the notes about value reads (`projection/meta_values.py`), or the error.
+Per case: the H100 row's step time and the notes about value reads (`projection/ops/meta_values.py`), or the error.
 A meta capture answers the mask's reads as for a batch without padding (one note), so its padded cases equal its
 all-ones ones; the real capture of a padded batch runs attention with an explicit mask, and the difference
 between the two is what that assumption leaves out. Built from configs, nothing downloaded.

@@ -8,7 +8,7 @@ that slow drifts of the machine hit both sides alike; separate processes differ 
 from one another (memory layout, CPU placement), which would hide a sub-percent effect. Reported:
 the whole-run wall-time ratio (with / without) per pair and its median; target <= 1.02 for each
 workload; beside it, from each run's report, PreNeT's own time as a share of that run (``actual.own_time``,
-`prenet_callbacks.own_time`), which the machine's drift between runs does not scatter. What the first run of a process pays once to import the projection and load the
+`prenet_callbacks.session.own_time`), which the machine's drift between runs does not scatter. What the first run of a process pays once to import the projection and load the
 predictor is measured apart (``import_s``). Torch runs single-threaded unless
 ``PRENET_BENCH_THREADS`` says otherwise. ``--scale 0.05 --pairs 1`` is a smoke test, not a measurement.
 """

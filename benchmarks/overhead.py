@@ -131,7 +131,7 @@ def main() -> None:
         "step_ratio_after_window_median": round(statistics.median(step_ratios), 4),
         "step_ratio_per_pair": [round(r, 4) for r in step_ratios],
         "fit_s_without_median": round(fit_without, 3),
-        # PreNeT's own time in each fit with it, from its report (`prenet_callbacks.own_time`)
+        # PreNeT's own time in each fit with it, from its report (`prenet_callbacks.session.own_time`)
         "own_time_share_median": round(statistics.median(r["own_time"]["share"] for r in with_cb), 5),
         "own_time_share_per_pair": [r["own_time"]["share"] for r in with_cb],
         "own_per_batch_us_median": round(statistics.median(r["own_time"]["per_batch_us"] for r in with_cb), 1),

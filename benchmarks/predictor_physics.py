@@ -108,7 +108,7 @@ def network_violations(predictor, devices) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from prenet_callbacks.projection.predictor_source import default_predictor
+    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the figures here")

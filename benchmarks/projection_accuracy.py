@@ -52,11 +52,11 @@ import projection_hostbound
 import projection_transformers
 
 from prenet_callbacks import estimate
-from prenet_callbacks.projection.predictor_source import default_predictor
-from prenet_callbacks.projection.project import RunShape, project_targets
-from prenet_callbacks.projection.scaling import unit_matrix
+from prenet_callbacks.projection.pricing.predictor_source import default_predictor
+from prenet_callbacks.projection.rows.project import RunShape, project_targets
+from prenet_callbacks.projection.pricing.scaling import unit_matrix
 from prenet_callbacks.projection.targets import parse_projection_target
-from prenet_callbacks.projection.workload import Unit
+from prenet_callbacks.projection.ops.workload import Unit
 
 GAVEL_DEVICES = {"k80": "K80", "p100": "P100-PCIe-16GB", "v100": "V100-SXM2-16GB"}
 GAVEL_REFERENCE = "v100"

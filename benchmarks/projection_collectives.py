@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from predictor_models.hardware import lookup_hardware  # noqa: E402
-from prenet_callbacks.projection.fabric import target_fabric  # noqa: E402
+from prenet_callbacks.projection.parallel.fabric import target_fabric  # noqa: E402
 
 XLA_DEVICES = {"sm_90": "H100-SXM5", "sm_100_B200": "B200", "sm_100_GB200": "GB200"}
 PUBLIC = HERE / "data/nccl_tests_public.json"

@@ -3,10 +3,10 @@
     python benchmarks/projection_host.py [--rounds 7] [--repeats 200] [--write]
 
 A timing benchmark: run it on a quiet machine. Each round runs
-`prenet_callbacks.projection.host.measure_host_costs` (a tiny transformer-like MLP's forward and
+`prenet_callbacks.projection.pricing.host.measure_host_costs` (a tiny transformer-like MLP's forward and
 backward on CPU tensors of a few elements, an aten ``add`` on one-element tensors, a foreach AdamW
 step on two tiny tensors); the minimum over rounds is kept (other processes only add time).
-``--write`` stores the result in ``prenet_callbacks/projection/host_constants.json``, which `estimate`
+``--write`` stores the result in ``prenet_callbacks/projection/pricing/host_constants.json``, which `estimate`
 and projections without a host measurement of their own use (with the CUDA launch cost of
 `host.LAUNCH_S`). The JSON also goes to ``benchmarks/results/projection_host.json``.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from prenet_callbacks.projection.host import CONSTANTS_PATH, LAUNCH_S, measure_host_costs
+from prenet_callbacks.projection.pricing.host import CONSTANTS_PATH, LAUNCH_S, measure_host_costs
 
 KEYS = ("fwd_op_s", "bwd_op_s", "aten_op_s", "opt_step_s")
 
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--repeats", type=int, default=200)
-    parser.add_argument("--write", action="store_true", help="update prenet_callbacks/projection/host_constants.json")
+    parser.add_argument("--write", action="store_true", help="update prenet_callbacks/projection/pricing/host_constants.json")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results/projection_host.json"))
     args = parser.parse_args(argv)
     rounds = [measure_host_costs(args.repeats) for _ in range(args.rounds)]

@@ -9,7 +9,7 @@ step there is ``model.zero_grad()`` (PyTorch ~1.7: one zero-fill kernel per para
 host-to-device copy of the batch, forward, cross-entropy and backward; no optimizer step.
 
 Each model is captured once on ``meta`` and projected with the host constants in
-``prenet_callbacks/projection/host_constants.json`` (this project's machine, see
+``prenet_callbacks/projection/pricing/host_constants.json`` (this project's machine, see
 ``benchmarks/projection_host.py``) and `host.LAUNCH_S`; nothing is fitted to these measurements.
 """
 from __future__ import annotations
@@ -29,14 +29,14 @@ sys.path.insert(0, str(HERE.parent))
 import projection_models as pm  # noqa: E402
 
 from predictor_models.op_spec import OpSpec  # noqa: E402
-from prenet_callbacks.estimation import workload_from_capture  # noqa: E402
-from prenet_callbacks.projection.capture import capture_step  # noqa: E402
-from prenet_callbacks.projection.host import ExecutionOptions  # noqa: E402
-from prenet_callbacks.projection.parallel import ZeroConfig  # noqa: E402
-from prenet_callbacks.projection.precision import parse_precision  # noqa: E402
-from prenet_callbacks.projection.project import RunShape, project_targets  # noqa: E402
+from prenet_callbacks.projection.estimation import workload_from_capture  # noqa: E402
+from prenet_callbacks.projection.ops.capture import capture_step  # noqa: E402
+from prenet_callbacks.projection.pricing.host import ExecutionOptions  # noqa: E402
+from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig  # noqa: E402
+from prenet_callbacks.projection.ops.precision import parse_precision  # noqa: E402
+from prenet_callbacks.projection.rows.project import RunShape, project_targets  # noqa: E402
 from prenet_callbacks.projection.targets import parse_projection_target  # noqa: E402
-from prenet_callbacks.projection.workload import Unit  # noqa: E402
+from prenet_callbacks.projection.ops.workload import Unit  # noqa: E402
 
 DATA = HERE / "data/ryujaehun_batch12_train.json"
 MODELS = {"resnet18": lambda: pm.resnet18(1000, cifar=False), "resnet34": pm.resnet34, "resnet50": pm.resnet50,
@@ -95,7 +95,7 @@ def summary(rows: list[dict]) -> dict:
 
 
 if __name__ == "__main__":
-    from prenet_callbacks.projection.predictor_source import default_predictor
+    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
 
     result = hostbound_rows(default_predictor()[0])
     for r in result:

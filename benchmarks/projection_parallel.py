@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from prenet_callbacks import estimate  # noqa: E402
-from prenet_callbacks.projection.predictor_source import default_predictor  # noqa: E402
+from prenet_callbacks.projection.pricing.predictor_source import default_predictor  # noqa: E402
 
 NEUSIGHT_GPUS = {"NVIDIA_H100_80GB_HBM3": "H100-SXM5", "NVIDIA_A100-SXM4-40GB": "A100-SXM4-40GB"}
 NEUSIGHT_MODES = {"dp4": "", "tp4": "tp=4", "pp4_1": "pp=4 microbatches=1"}

@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from predictor_models.hardware import list_hardware  # noqa: E402
 from prenet_callbacks.projection import project_report  # noqa: E402
-from prenet_callbacks.projection.predictor_source import default_predictor  # noqa: E402
+from prenet_callbacks.projection.pricing.predictor_source import default_predictor  # noqa: E402
 from prenet_callbacks.report import Report  # noqa: E402
 
 

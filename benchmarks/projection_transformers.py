@@ -26,13 +26,13 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from prenet_callbacks.estimation import workload_from_capture  # noqa: E402
-from prenet_callbacks.projection.capture import capture_step  # noqa: E402
-from prenet_callbacks.projection.host import ExecutionOptions  # noqa: E402
-from prenet_callbacks.projection.parallel import ZeroConfig  # noqa: E402
-from prenet_callbacks.projection.precision import parse_precision  # noqa: E402
-from prenet_callbacks.projection.recompute import apply_recompute  # noqa: E402
-from prenet_callbacks.projection.project import RunShape, project_targets  # noqa: E402
+from prenet_callbacks.projection.estimation import workload_from_capture  # noqa: E402
+from prenet_callbacks.projection.ops.capture import capture_step  # noqa: E402
+from prenet_callbacks.projection.pricing.host import ExecutionOptions  # noqa: E402
+from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig  # noqa: E402
+from prenet_callbacks.projection.ops.precision import parse_precision  # noqa: E402
+from prenet_callbacks.projection.ops.recompute import apply_recompute  # noqa: E402
+from prenet_callbacks.projection.rows.project import RunShape, project_targets  # noqa: E402
 from prenet_callbacks.projection.targets import ProjectionTarget, parse_projection_target  # noqa: E402
 
 DATA = HERE / "data/transformer_steps_public.json"
@@ -122,7 +122,7 @@ def transformer_rows(predictor) -> list[dict]:
         capture = capture_step(
             model, inputs, batch_size=b, layers=list(layers),
             loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, vocab), labels))
-        if point.get("activation_checkpointing"):   # the package's rule (prenet_callbacks/projection/recompute.py)
+        if point.get("activation_checkpointing"):   # the package's rule (prenet_callbacks/projection/ops/recompute.py)
             apply_recompute(capture, point["activation_checkpointing"])
         workload = workload_from_capture(capture, parse_precision(precision, "highest", conv_tf32=True), optimizer,
                                          ZeroConfig.from_sharding(sharding), ExecutionOptions())
@@ -153,7 +153,7 @@ def summary(rows: list[dict]) -> dict:
 
 
 if __name__ == "__main__":
-    from prenet_callbacks.projection.predictor_source import default_predictor
+    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
 
     result = transformer_rows(default_predictor()[0])
     for r in result:

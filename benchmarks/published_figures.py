@@ -214,7 +214,8 @@ PROJ, LAMBDA, H200_EST = RESULTS + "projection_accuracy.json", RESULTS + "projec
     RESULTS + "estimate_h200.json"
 SPEED, CALIB_SPEED = RESULTS + "projection_speed.json", RESULTS + "calibration_speed.json"
 HELDOUT = "predictor_models/pretrained/heldout_eval.json"
-BANDS = "prenet_callbacks/projection/band_table.json"
+BANDS = "prenet_callbacks/projection/rows/band_table.json"
+BANDS_BEFORE_ROOMS = "prenet_callbacks/projection/band_table.json"   # its path before issue 42
 H200 = RESULTS + "gpu/h200-2026-11-30.json"
 
 
@@ -766,7 +767,7 @@ QUOTES += [
 
 # -- docs/projection.md ---------------------------------------------------------------------------------------
 
-HOST = "prenet_callbacks/projection/host_constants.json"
+HOST = "prenet_callbacks/projection/pricing/host_constants.json"
 
 
 def band(cell: str) -> Callable[[Any], float]:
@@ -1423,7 +1424,7 @@ QUOTES += [
                   "per GPU)",
       F(PROJ, fp32_step_ratio(min), num(1)), F(PROJ, fp32_step_ratio(max), num(1))),
     Q(PROJECTION, "was covered {} % without itself: `band_table.json` at f8dd814).",
-      F(BANDS + "@f8dd814", "sets.relative_anchored.coverage_without_it", PCT0)),
+      F(BANDS_BEFORE_ROOMS + "@f8dd814", "sets.relative_anchored.coverage_without_it", PCT0)),
     Q(GPU_RUNS, "what the bf16 steps miss (up to {}% of the step, `benchmarks/results/estimate_h200.json`)",
       F(H200_EST + "@b86e3c5", lambda d: max(-r["error"] for r in d["rows"] if r["precision"] == "bf16-mixed"), PCT0)),
     Q(ACCURACY, "The compiled set's band is narrower ({}%)", F(COMPILED, "summary.median_band_half_width", PCT0)),

@@ -8,7 +8,7 @@ batches as timed and with their page faults' cost taken off, the warm training f
 and what a validation run then cost (the fit's validation time over its runs). For every candidate
 rule this prints the per-run estimate against the measured cost, per workload, raw and at the run's
 pace (`pace.py`: a neighbour slows validation batches as much as training ones), and each rule's
-worst case. ``shipped`` is `prenet_callbacks.eta` itself, run on the same inputs.
+worst case. ``shipped`` is `prenet_callbacks.forecast.eta` itself, run on the same inputs.
 """
 from __future__ import annotations
 
@@ -76,11 +76,11 @@ def _pair(a: Callable, b: Callable, how: Callable[[float, float], float]) -> Cal
 
 
 def shipped(x: dict[str, Any]) -> float | None:
-    """`prenet_callbacks.eta`'s rule as it is now, on the recorded inputs."""
+    """`prenet_callbacks.forecast.eta`'s rule as it is now, on the recorded inputs."""
     sys.path.insert(0, str(ROOT))
-    from prenet_callbacks.eta import RunMeasurements
-    from prenet_callbacks.eta_validation import per_validation_run as _per_validation_run
-    from prenet_callbacks.plan import RunPlan
+    from prenet_callbacks.forecast.eta import RunMeasurements
+    from prenet_callbacks.forecast.eta_validation import per_validation_run as _per_validation_run
+    from prenet_callbacks.forecast.plan import RunPlan
 
     m = RunMeasurements(train_batch_size=x.get("train_batch_size"), val_batch_size=x.get("val_batch_size"),
                         eval_forward_share=x.get("eval_forward_share"), eval_forward_s=x.get("eval_forward_s"),

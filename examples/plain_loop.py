@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> dict:
                 torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, out / "checkpoint.pt")
     report = tracker.close()
 
-    if report.actual and tracker.run.session.is_rank_zero:
+    if report.actual and tracker.run.session.outputs.is_rank_zero:
         # PreNeT's own last line compared its first prediction with the time the loop took
         print(f"Report: {out}/prenet_report.json  (re-render: prenet report {out}/prenet_report.json)")
     return report.to_dict()

@@ -31,11 +31,11 @@ import torch
 from integrations.deepspeed_config import describe_engine, precision_of
 from integrations.deepspeed_hooks import EngineEvents
 from integrations.loop_run import LoopRun, check_schedule, loop_config, module_profiler
-from prenet_callbacks.config import metrics_interval
+from prenet_callbacks.session.arguments import metrics_interval
 from prenet_callbacks.extras import require_extra
 from prenet_callbacks.report import Report
-from prenet_callbacks.run_info import describe_run
-from prenet_callbacks.session import PredictionSession
+from prenet_callbacks.session.run_info import describe_run
+from prenet_callbacks.session.machine import PredictionSession
 
 require_extra("deepspeed", "deepspeed", "integrations.deepspeed (attach)")   # imported when attach() runs
 
@@ -173,7 +173,7 @@ def attach(
                   make_profiler=lambda: module_profiler(engine.module, clock=session.device_clock, device=device,
                                                         precision=precision_of(engine)),
                   unknown_reason="attach(total_steps=None): the run's length was not given, so only a rate can be given")
-        if not session.disabled:  # a session that already stepped aside must not leave wrappers behind
+        if not session.guard.disabled:  # a session that already stepped aside must not leave wrappers behind
             handle.events = EngineEvents(engine, run)
             handle.events.install()
     except Exception as error:  # noqa: BLE001 - past validation, PreNeT problems never stop the run

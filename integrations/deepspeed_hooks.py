@@ -47,7 +47,7 @@ class EngineEvents:
             ("forward", self._on_forward, self._on_forward_end),
             ("backward", self._on_backward_start, self._on_backward_end),
             ("step", self._on_step_start, self._on_step_end),
-            ("save_checkpoint", self.session.checkpoint_start, self._on_save_end),
+            ("save_checkpoint", self._on_save_start, self._on_save_end),
         ):
             if callable(getattr(self.engine, name, None)):
                 self.session.add_cleanup(wrap_method(self.engine, name, self._wrapper(before, after)))
@@ -77,7 +77,7 @@ class EngineEvents:
 
     def fire(self, event: Callable[[], None]) -> None:
         """Run one event; PreNeT's own errors make the session step aside, never reach the run."""
-        if not self.active or self.session.disabled:
+        if not self.active or self.session.guard.disabled:
             return
         try:
             event()
@@ -101,7 +101,7 @@ class EngineEvents:
     def _on_forward_end(self) -> None:
         if self.evaluating:
             self.evaluating = False
-            self.session.validation_end()
+            self.session.guard.call(self.session.steps.validation_end)
             self.after_last_step("eval_forward")
 
     def _open_batch(self) -> None:
@@ -131,7 +131,8 @@ class EngineEvents:
         session = self.session
         if stepped and session.measurements.state_bytes is None and session.steps_seen >= 1:
             # after the first step: the optimizer's state exists; ZeRO partitions read from metadata
-            session.set_memory_account(memory_account(self.engine, world=int(getattr(self.engine, "world_size", 1))))
+            session.guard.call(session.facts.set_memory_account,
+                               memory_account(self.engine, world=int(getattr(self.engine, "world_size", 1))))
             session.note_optimizer(getattr(self.engine, "basic_optimizer", None))
         session.batch_end(stepped=stepped, global_step=global_steps)
         if not stepped:
@@ -144,8 +145,11 @@ class EngineEvents:
             else:
                 self.run.end()  # records the actual time, writes the report, unwraps
 
+    def _on_save_start(self) -> None:
+        self.session.guard.call(self.session.steps.checkpoint_start)
+
     def _on_save_end(self) -> None:
-        self.session.checkpoint_end()
+        self.session.guard.call(self.session.steps.checkpoint_end)
         self.after_last_step("ckpt")
 
     def after_last_step(self, event: str) -> None:

@@ -20,14 +20,14 @@ from integrations import lightning_compat as compat
 from integrations.lightning_plan import limits_from_trainer, plan_from_trainer
 from integrations.plumbing import default_report_path, guarded_hook, note_once, wrap_method
 from integrations.startup import startup_seconds
-from prenet_callbacks.clocks import clock_for
-from prenet_callbacks.config import metrics_interval, validate_session_config
-from prenet_callbacks.memory_account import state_sizes
-from prenet_callbacks.model_parallel_run import run_layout
-from prenet_callbacks.render import print_report
-from prenet_callbacks.run_info import batch_size_of, describe_run
-from prenet_callbacks.session import PredictionSession, SessionConfig
-from prenet_callbacks.terminal import print_line
+from prenet_callbacks.measure.clocks import clock_for
+from prenet_callbacks.session.arguments import metrics_interval, validate_session_config
+from prenet_callbacks.measure.memory_account import state_sizes
+from prenet_callbacks.session.model_parallel_run import run_layout
+from prenet_callbacks.outputs.render import print_report
+from prenet_callbacks.session.run_info import batch_size_of, describe_run
+from prenet_callbacks.session.machine import PredictionSession, SessionConfig
+from prenet_callbacks.outputs.terminal import print_line
 
 
 if not compat.installed_packages():
@@ -154,13 +154,13 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
     @guarded_hook
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
         session = self.session
-        session.is_rank_zero = bool(trainer.is_global_zero)
+        session.outputs.is_rank_zero = bool(trainer.is_global_zero)
         session.config.report_path = self._user_report_path or default_report_path(trainer.log_dir or
                                                                                      trainer.default_root_dir)
-        session.printer = print_report
-        session.logger_sinks = _logger_sinks(trainer, pl_module, own_rows=session.config.metrics_every_n_steps is not None)
-        session.publishers = [p for p in session.publishers if not getattr(p, "tensorboard", False)]
-        session.publishers[:0] = [_tensorboard_publisher(logger, trainer) for logger in trainer.loggers
+        session.outputs.printer = print_report
+        session.outputs.logger_sinks = _logger_sinks(trainer, pl_module, own_rows=session.config.metrics_every_n_steps is not None)
+        session.outputs.publishers = [p for p in session.outputs.publishers if not getattr(p, "tensorboard", False)]
+        session.outputs.publishers[:0] = [_tensorboard_publisher(logger, trainer) for logger in trainer.loggers
                                   if compat.is_tensorboard_logger(logger)]
         startup = startup_seconds(trainer, created_at=self._created_at)
         session.use_clock(clock_for(_root_device(trainer, pl_module)))
@@ -170,7 +170,7 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
         if trainer.fast_dev_run:
             note_once(session, f"fast_dev_run: Lightning runs {int(trainer.fast_dev_run)} batch(es) as a check, too "
                                 "few to predict from; remove fast_dev_run for a prediction")
-            if session.is_rank_zero and session.config.print_report:
+            if session.outputs.is_rank_zero and session.config.print_report:
                 print_line("PreNeT: fast_dev_run runs a few batches as a check: no prediction (remove "
                            "fast_dev_run to get one)")
         if startup is None and trainer.world_size > 1:
@@ -190,8 +190,8 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
             session.note_optimizer(trainer.optimizers[0])
         session.profile_model(lambda: _make_profiler(trainer, pl_module, session.device_clock))
         if compat.holds_whole_model(trainer.strategy):   # a sharded model cannot be called outside its step
-            session.probe_eval_forward(pl_module)
-        session.note_validation_batch_size(_val_batch_size(trainer))
+            session.window.probe_eval_forward(pl_module)
+        session.facts.note_validation_batch_size(_val_batch_size(trainer))
 
     @guarded_hook
     def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
@@ -218,7 +218,7 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
     def on_validation_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int,
                                   dataloader_idx: int = 0) -> None:
         if batch_idx == 0 and _in_fit(trainer):
-            self.session.note_validation_batch_size(batch_size_of(batch))
+            self.session.facts.note_validation_batch_size(batch_size_of(batch))
 
     # The four phase hooks do nothing between the steps whose phases are timed (`phase_sampling`): one
     # attribute read, then the session's own guarded event.
@@ -230,7 +230,7 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
     def _batch_start(self, batch: Any) -> None:
         session = self.session
         if "batch_size" not in session.report.current:
-            session.note_run_facts(batch_size=batch_size_of(batch))
+            session.facts.note_run_facts(batch_size=batch_size_of(batch))
         session.batch_start()
 
     def on_before_backward(self, trainer: Any, pl_module: Any, loss: torch.Tensor) -> None:
@@ -253,7 +253,7 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
         session = self.session
         if stepped and session.measurements.state_bytes is None and session.steps_seen >= 1:
             # after the first step: optimizers create their state lazily
-            session.set_memory_account(state_sizes(pl_module, trainer.optimizers, world=trainer.world_size))
+            session.facts.set_memory_account(state_sizes(pl_module, trainer.optimizers, world=trainer.world_size))
         session.batch_end(stepped=stepped, global_step=global_step)
         if stepped and session.config.metrics_every_n_steps is None and _trainer_logs(trainer):
             session.log_metrics(global_step)
@@ -271,11 +271,11 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
     @guarded_hook
     def on_validation_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
                                 batch_idx: int, dataloader_idx: int = 0) -> None:
-        self.session.validation_batch_end(sanity=bool(trainer.sanity_checking))
+        self.session.steps.validation_batch_end(sanity=bool(trainer.sanity_checking))
 
     @guarded_hook
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
-        self.session.validation_end(sanity=bool(trainer.sanity_checking))
+        self.session.steps.validation_end(sanity=bool(trainer.sanity_checking))
 
     # -- checkpoints ------------------------------------------------------------------------------
     def _wrap_save_checkpoint(self, trainer: Any) -> None:
@@ -290,11 +290,11 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
         def make(original: Callable[..., Any]) -> Callable[..., Any]:
             @functools.wraps(original)
             def timed_save_checkpoint(*args: Any, **kwargs: Any) -> Any:
-                session.checkpoint_start()
+                session.guard.call(session.steps.checkpoint_start)   # outside any hook: under the session's guard
                 try:
                     return original(*args, **kwargs)
                 finally:
-                    session.checkpoint_end()
+                    session.guard.call(session.steps.checkpoint_end)
 
             return timed_save_checkpoint
 
@@ -405,7 +405,7 @@ def _root_device(trainer: Any, pl_module: Any) -> Any:
 
 def _make_profiler(trainer: Any, pl_module: Any, clock: Any) -> Any:
     from prenet_callbacks.hardware import current_device
-    from prenet_callbacks.profiling import ModuleProfiler
+    from prenet_callbacks.measure.profiling import ModuleProfiler
 
     accelerator = current_device(device=_root_device(trainer, pl_module)).accelerator
     return ModuleProfiler(pl_module, clock=clock, accelerator=accelerator, precision=str(trainer.precision))

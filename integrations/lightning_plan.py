@@ -11,7 +11,7 @@ from typing import Any
 
 from integrations import lightning_compat as compat
 from integrations.lightning_compat import Note, raise_unknown
-from prenet_callbacks.plan import INF, CheckpointRule, RunLimits, RunPlan
+from prenet_callbacks.forecast.plan import INF, CheckpointRule, RunLimits, RunPlan
 
 # Trainer(max_epochs=None, max_steps=-1) trains for this many epochs (Lightning's default).
 _LIGHTNING_DEFAULT_MAX_EPOCHS = 1000

@@ -22,7 +22,7 @@ The run is timed from the tracker's creation to `close()` (also the end of a ``w
 block). Given the ``model``, forward hooks mark where each step's compute begins (what comes
 before is data loading) and a short window is profiled per module; given the ``optimizer``, its
 step hooks mark the optimizer phase. After the first prediction these hooks are registered for one
-step in eight only (`prenet_callbacks.phase_sampling`); ``step()`` times every step. With an
+step in eight only (`prenet_callbacks.measure.phase_sampling`); ``step()`` times every step. With an
 ``accelerator``, world size, device, mixed precision and the main process come from it, ``step()`` calls that do not end an accumulation cycle
 (``accelerator.sync_gradients`` is False) are ignored, and ``prenet/*`` metrics go to
 ``accelerator.log``.
@@ -39,19 +39,19 @@ from torch import nn
 
 from integrations.loop_run import LoopRun, check_schedule, loop_config, memory_account, module_profiler, torch_optimizer
 from integrations.plumbing import PhaseHooks, note_once
-from prenet_callbacks.config import metrics_interval
-from prenet_callbacks.loader_epochs import watch_loader_epochs
-from prenet_callbacks.projection.precision import PRECISIONS, parse_precision
+from prenet_callbacks.session.arguments import metrics_interval
+from prenet_callbacks.measure.loader_epochs import watch_loader_epochs
+from prenet_callbacks.projection.ops.precision import PRECISIONS, parse_precision
 from prenet_callbacks.report import Report
-from prenet_callbacks.model_parallel_run import run_layout
-from prenet_callbacks.run_info import batch_size_of, describe_run
+from prenet_callbacks.session.model_parallel_run import run_layout
+from prenet_callbacks.session.run_info import batch_size_of, describe_run
 
 # accelerate's mixed_precision -> Lightning's spelling (what the report and the projection read)
 _ACCELERATE_PRECISION = {"no": "32-true", "fp16": "16-mixed", "bf16": "bf16-mixed", "fp8": "bf16-mixed"}
 
 
 def _counted(method: Any) -> Any:
-    """A Tracker hook whose whole time is PreNeT's own (`prenet_callbacks.own_time`), the wrapper's included."""
+    """A Tracker hook whose whole time is PreNeT's own (`prenet_callbacks.session.own_time`), the wrapper's included."""
     @functools.wraps(method)
     def hook(self: "Tracker", *args: Any) -> Any:
         own = self.run.session.own_time
@@ -166,7 +166,8 @@ class Tracker:
                                             "apart from compute")
             self._install_hooks()
             if model is not None and not any(kind in strategy.upper() for kind in ("FSDP", "DEEPSPEED")):
-                session.probe_eval_forward(model)   # a sharded model cannot be called outside its step
+                # a sharded model cannot be called outside its step
+                session.guard.call(session.window.probe_eval_forward, model)
             if model is None:
                 self._open_step()  # without forward hooks, a step's time runs from the previous step's end
         except Exception as error:  # noqa: BLE001 - past validation, PreNeT problems never stop the run
@@ -195,12 +196,12 @@ class Tracker:
             if not self._open and self._phase_hooks.on:
                 self._open_step()   # the step's forward was not seen: its compute is timed from here
             if session.measurements.state_bytes is None and session.steps_seen >= 1 and self.model is not None:
-                session.set_memory_account(memory_account(self.model, [self.optimizer], world=self._devices))
+                session.facts.set_memory_account(memory_account(self.model, [self.optimizer], world=self._devices))
                 session.note_optimizer(torch_optimizer(self.optimizer) if self.optimizer is not None else None)
             self.run.steps += 1
             self._open = self._forward_done = False
             session.batch_end(stepped=True, global_step=self.run.steps)
-            live = not session.disabled   # the run was active above; only a failure inside batch_end ends it
+            live = not session.guard.disabled   # the run was active above; only a failure inside batch_end ends it
             self._phase_hooks.follow(session.phase_marks and live)
             if self.model is None and live:
                 self._open_step()
@@ -311,8 +312,8 @@ class Tracker:
         self._noted.add(kind)
         session = self.run.session
         size = batch_size_of(list(args))
-        self._guard(lambda: session.note_run_facts(batch_size=size) if kind == "train"
-                    else session.note_validation_batch_size(size))
+        self._guard(lambda: session.facts.note_run_facts(batch_size=size) if kind == "train"
+                    else session.facts.note_validation_batch_size(size))
 
     @_counted
     def _on_forward(self, module: nn.Module, args: Any, output: Any) -> None:

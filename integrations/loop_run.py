@@ -16,13 +16,13 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 
 from integrations.plumbing import default_report_path, note_once
-from prenet_callbacks.clocks import clock_for
-from prenet_callbacks.config import validate_session_config
-from prenet_callbacks.memory_account import state_sizes
-from prenet_callbacks.plan import RunLimits, RunPlan, plan_for_steps
-from prenet_callbacks.render import print_report as render_report
+from prenet_callbacks.measure.clocks import clock_for
+from prenet_callbacks.session.arguments import validate_session_config
+from prenet_callbacks.measure.memory_account import state_sizes
+from prenet_callbacks.forecast.plan import RunLimits, RunPlan, plan_for_steps
+from prenet_callbacks.outputs.render import print_report as render_report
 from prenet_callbacks.report import Report
-from prenet_callbacks.session import PredictionSession, SessionConfig
+from prenet_callbacks.session.machine import PredictionSession, SessionConfig
 
 Sink = Callable[[dict[str, float], int], None]
 
@@ -96,7 +96,7 @@ def memory_account(model: Any, optimizers: Sequence[Any] = (), *, world: int = 1
 def module_profiler(model: torch.nn.Module, *, clock: Any, device: Any, precision: str) -> Any:
     """The per-module profiler on the session's clock, with the device's catalog entry (for CT)."""
     from prenet_callbacks.hardware import current_device
-    from prenet_callbacks.profiling import ModuleProfiler
+    from prenet_callbacks.measure.profiling import ModuleProfiler
 
     return ModuleProfiler(model, clock=clock, accelerator=current_device(device=device).accelerator,
                           precision=precision)
@@ -148,8 +148,8 @@ class LoopRun:
         A run attached after steps already ran (``start_step`` > 0) starts "attached_late".
         """
         session = self.session
-        session.printer = render_report  # the session prints on rank 0 only
-        session.logger_sinks = list(sinks)
+        session.outputs.printer = render_report  # the session prints on rank 0 only
+        session.outputs.logger_sinks = list(sinks)
         session.use_clock(clock_for(device))
         session.fit_start(current=current, framework=framework,
                           start="attached_late" if self.start_step else "fresh",
@@ -162,18 +162,18 @@ class LoopRun:
                 "(pass eval_batches= for a better first estimate)")
         if make_profiler is not None:
             session.profile_model(make_profiler)
-        self.started = not session.disabled
+        self.started = not session.guard.disabled
 
     @property
     def active(self) -> bool:
-        return self.started and not self.ended and not self.session.disabled
+        return self.started and not self.ended and not self.session.guard.disabled
 
     @contextlib.contextmanager
     def validation(self) -> Iterator[None]:
         """Time an evaluation run (it is not a training step); exceptions pass through unchanged."""
         self.validating = True
         try:
-            with self._block(self.session.validation_start, self.session.validation_end):
+            with self._block(self.session.validation_start, self.session.steps.validation_end):
                 yield
         finally:
             self.validating = False
@@ -181,21 +181,21 @@ class LoopRun:
     @contextlib.contextmanager
     def checkpoint(self) -> Iterator[None]:
         """Time a checkpoint save; exceptions pass through unchanged."""
-        with self._block(self.session.checkpoint_start, self.session.checkpoint_end):
+        with self._block(self.session.steps.checkpoint_start, self.session.steps.checkpoint_end):
             yield
 
     @contextlib.contextmanager
     def _block(self, begin: Callable[[], None], end: Callable[[], None]) -> Iterator[None]:
         live = self.active
         if live:
-            begin()  # guarded: a PreNeT error becomes one warning, never the user's problem
+            self.session.guard.call(begin)  # a PreNeT error becomes one warning, never the user's problem
         self.in_block += 1
         try:
             yield
         finally:
             self.in_block -= 1
             if live and self.active:
-                end()
+                self.session.guard.call(end)
 
     def reached_end(self) -> bool:
         """The planned steps are done."""

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from prenet_callbacks.session import PredictionSession, guarded
+from prenet_callbacks.session.machine import PredictionSession, guarded
 
 F = TypeVar("F", bound=Callable[..., Any])
 Restore = Callable[[], None]
@@ -69,7 +69,7 @@ def wrap_method(obj: Any, name: str, make_wrapper: Callable[[Callable[..., Any]]
 
 class PhaseHooks:
     """Hooks that mark a step's phases (forward hooks on the model, an optimizer step pre-hook), registered
-    only while the session times the phases (`prenet_callbacks.phase_sampling`): between samples a module
+    only while the session times the phases (`prenet_callbacks.measure.phase_sampling`): between samples a module
     without hooks runs PyTorch's fast call path and nothing of PreNeT runs inside the step.
 
     Args:

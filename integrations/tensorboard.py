@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from prenet_callbacks.render import render_text
-from prenet_callbacks.terminal import LOG_WIDTH
+from prenet_callbacks.outputs.render import render_text
+from prenet_callbacks.outputs.terminal import LOG_WIDTH
 from prenet_callbacks.report import Report
 
 STAGES = {"first": "first prediction", "end": "end of the run"}

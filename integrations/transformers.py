@@ -41,10 +41,10 @@ from integrations.loop_run import exception_reason, memory_account, module_profi
 from integrations.plumbing import PhaseHooks, default_report_path, guarded_hook, note_once, wrap_method
 from integrations.transformers_plan import TrainerPlan, plan_from_trainer
 from integrations.transformers_run import describe_trainer_run, end_reason, run_limits
-from prenet_callbacks.clocks import clock_for
-from prenet_callbacks.config import metrics_interval, validate_session_config
-from prenet_callbacks.render import print_report
-from prenet_callbacks.session import PredictionSession, SessionConfig
+from prenet_callbacks.measure.clocks import clock_for
+from prenet_callbacks.session.arguments import metrics_interval, validate_session_config
+from prenet_callbacks.outputs.render import print_report
+from prenet_callbacks.session.machine import PredictionSession, SessionConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 _CALLER_DEPTH = 16  # frames searched for the Trainer that calls us (its handler is ~8 frames up)
@@ -208,10 +208,10 @@ class PreNeTTrainerCallback(TrainerCallback):
         self._trainer = weakref.ref(trainer) if trainer is not None else (lambda: None)
         called_at, self._train_called_at = self._train_called_at, None
         startup = time.perf_counter() - called_at if called_at is not None else None
-        session.is_rank_zero = bool(state.is_world_process_zero)
+        session.outputs.is_rank_zero = bool(state.is_world_process_zero)
         session.config.report_path = self._user_report_path or default_report_path(args.output_dir)
-        session.printer = print_report
-        session.logger_sinks = _reporting_sinks(self, trainer)
+        session.outputs.printer = print_report
+        session.outputs.logger_sinks = _reporting_sinks(self, trainer)
         session.use_clock(clock_for(args.device))
         session.fit_start(current=describe_trainer_run(args, trainer, model), framework="transformers",
                           start="resumed" if state.global_step else "fresh", limits=run_limits(args, trainer),
@@ -230,8 +230,8 @@ class PreNeTTrainerCallback(TrainerCallback):
         self._model, self._optimizer = model, torch_optimizer(optimizer)
         if self._optimizer is not None:
             session.note_optimizer(self._optimizer)
-        session.note_run_facts(batch_size=int(args.per_device_train_batch_size))
-        session.note_validation_batch_size(int(args.per_device_eval_batch_size))
+        session.facts.note_run_facts(batch_size=int(args.per_device_train_batch_size))
+        session.facts.note_validation_batch_size(int(args.per_device_eval_batch_size))
         if model is not None:
             precision = session.report.current.get("precision", "32-true")
             session.profile_model(lambda: module_profiler(model, clock=session.device_clock, device=args.device,
@@ -240,7 +240,7 @@ class PreNeTTrainerCallback(TrainerCallback):
             sharded = trainer is not None and (getattr(trainer, "is_deepspeed_enabled", False)
                                                or getattr(trainer, "is_fsdp_enabled", False))
             if not sharded:   # a sharded model cannot be called outside its step (the probe checks the modules)
-                session.probe_eval_forward(model)
+                session.window.probe_eval_forward(model)
         if trainer is not None and "train" not in trainer.__dict__:
             self._guard_method(trainer, "training_step")  # added after Trainer(): guard each step instead
         if args.eval_on_start:
@@ -305,12 +305,12 @@ class PreNeTTrainerCallback(TrainerCallback):
             # after the first step: optimizers create their state lazily; ZeRO partitions from metadata
             trainer = self._trainer()
             wrapped = getattr(trainer, "model_wrapped", None) if getattr(trainer, "is_deepspeed_enabled", False) else None
-            session.set_memory_account(memory_account(wrapped or self._model, [] if wrapped else [self._optimizer],
+            session.facts.set_memory_account(memory_account(wrapped or self._model, [] if wrapped else [self._optimizer],
                                                       world=int(args.world_size or 1)))
         self._open = False
         session.batch_end(stepped=True, global_step=int(state.global_step))
         if self._forward_hook is not None:
-            self._forward_hook.follow(session.phase_marks and not session.disabled)
+            self._forward_hook.follow(session.phase_marks and not session.guard.disabled)
         self._before_log_save_evaluate(control)
 
     @_trainer_event
@@ -327,35 +327,35 @@ class PreNeTTrainerCallback(TrainerCallback):
             self._evaluations_left = self._eval_datasets
             self.session.validation_start()
         elif control.should_save:
-            self.session.checkpoint_start()
+            self.session.steps.checkpoint_start()
 
     # -- evaluation and saves ----------------------------------------------------------------------
     @_trainer_event
     def on_prediction_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._sanity:
-            self.session.validation_batch_end(sanity=True)
+            self.session.steps.validation_batch_end(sanity=True)
 
     @_trainer_event
     def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         session = self.session
         if self._sanity:
             self._sanity = False
-            session.validation_end(sanity=True)
+            session.steps.validation_end(sanity=True)
             return
         if not self._training or self._evaluations_left <= 0:
             return  # an evaluation outside training (trainer.evaluate()) is not part of the run
         self._evaluations_left -= 1
         if self._evaluations_left:
             return  # more evaluation datasets to go
-        session.validation_end()
+        session.steps.validation_end()
         if control.should_save or self._save_after_eval:
             # a dangling start (no save after all: save_strategy="best") is replaced by the next one
-            session.checkpoint_start()
+            session.steps.checkpoint_start()
 
     @_trainer_event
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._training:
-            self.session.checkpoint_end()
+            self.session.steps.checkpoint_end()
 
     # -- an exception in the run: how it ended, and nothing left behind -------------------------------
     def _guard_method(self, trainer: Any, name: str) -> None:
@@ -406,7 +406,7 @@ class PreNeTTrainerCallback(TrainerCallback):
         self.session.add_cleanup(hook.remove)
 
     def _on_forward(self, module: torch.nn.Module, args: Any, output: Any) -> None:
-        if self._open and not self._forward_done and torch.is_grad_enabled() and not self.session.disabled:
+        if self._open and not self._forward_done and torch.is_grad_enabled() and not self.session.guard.disabled:
             self._forward_done = True
             try:
                 self.session.before_backward()

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from prenet_callbacks.plan import INF, RunPlan
+from prenet_callbacks.forecast.plan import INF, RunPlan
 
 
 @dataclass

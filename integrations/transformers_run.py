@@ -11,8 +11,8 @@ from typing import Any
 import torch
 from transformers import EarlyStoppingCallback
 
-from prenet_callbacks.plan import RunLimits
-from prenet_callbacks.run_info import describe_run
+from prenet_callbacks.forecast.plan import RunLimits
+from prenet_callbacks.session.run_info import describe_run
 
 
 def trainer_precision(args: Any, model: Any) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from prenet_callbacks.plan import integer_counts
+from prenet_callbacks.forecast.plan import integer_counts
 from prenet_callbacks.report_parts import label_for
 
 # /1 target keys -> /2 keys

@@ -28,7 +28,7 @@ import torch
 import lightning.pytorch as pl
 
 from prenet_callbacks import PreNeTCallback
-from prenet_callbacks.session import PreNeTWarning
+from prenet_callbacks.session.machine import PreNeTWarning
 from tests.lightning_helpers import RecordingLogger, TinyModule, loaders
 
 STEP_SLEEP_S = 0.01
@@ -77,7 +77,7 @@ def _failing_report_fit(out: Path) -> dict:
         warnings.simplefilter("always")
         trainer.fit(SleepyModule(), *loaders(train_batches=60, val_batches=4))
     return {"prenet_warnings": [str(w.message) for w in caught if issubclass(w.category, PreNeTWarning)],
-            "disabled": callback.session.disabled, "global_step": trainer.global_step}
+            "disabled": callback.session.guard.disabled, "global_step": trainer.global_step}
 
 
 def main() -> None:
@@ -106,9 +106,9 @@ def main() -> None:
     result = {
         "rank": rank,
         "world_size": trainer.world_size,
-        "is_rank_zero": session.is_rank_zero,
-        "disabled": session.disabled,
-        "failure": session.failure,
+        "is_rank_zero": session.outputs.is_rank_zero,
+        "disabled": session.guard.disabled,
+        "failure": session.guard.failure,
         "prenet_warnings": [str(w.message) for w in caught if issubclass(w.category, PreNeTWarning)],
         "predictions": session.report.predictions,
         "actual": session.report.actual,

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from prenet_callbacks.projection import project_report, recommend
-from prenet_callbacks.render import render_text
+from prenet_callbacks.outputs.render import render_text
 from tests.projection_fixtures import ScaledBound, make_report
 
 TARGET_SETS = [["A100", "T4", "8x H100"], ["T4", "L4"], ["H100", "2x8 H100", "4x8 H100"], None, ["P100", "V100"]]

@@ -14,8 +14,8 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from prenet_callbacks.projection.autocast import CPU_POLICY, CUDA_POLICY, AutocastEmulation
-from prenet_callbacks.projection.capture import capture_step
+from prenet_callbacks.projection.ops.autocast import CPU_POLICY, CUDA_POLICY, AutocastEmulation
+from prenet_callbacks.projection.ops.capture import capture_step
 from predictor_models.aten_ops import is_free_op
 
 

@@ -5,9 +5,9 @@ import math
 
 import pytest
 
-from prenet_callbacks.eta import RunMeasurements, predict_fit
-from prenet_callbacks.heap_faults import HeapRisk
-from prenet_callbacks.plan import plan_for_steps
+from prenet_callbacks.forecast.eta import RunMeasurements, predict_fit
+from prenet_callbacks.measure.heap_faults import HeapRisk
+from prenet_callbacks.forecast.plan import plan_for_steps
 from prenet_callbacks.report_parts import Prediction
 
 NAMES = {"train_rate", "validation", "checkpoints", "epoch_boundaries", "pace_drift", "allocator"}

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from prenet_callbacks import estimate
-from prenet_callbacks.projection import bands
+from prenet_callbacks.projection.rows import bands
 from predictor_models.hardware import lookup_hardware
 
 

@@ -95,7 +95,7 @@ def test_calibration_corrects_the_device_and_nothing_else(rows_dir, tmp_path):
 
 def test_calibrated_folder_is_a_predictor_everywhere(rows_dir, tmp_path):
     from prenet_callbacks import PreNeTCallback
-    from prenet_callbacks.projection.predictor_source import load_predictor_option
+    from prenet_callbacks.projection.pricing.predictor_source import load_predictor_option
 
     calibrate_rows(rows_dir, tmp_path / "cal")
     assert isinstance(load_predictor_option(tmp_path / "cal"), CalibratedPredictor)
@@ -106,7 +106,7 @@ def test_calibrated_folder_is_a_predictor_everywhere(rows_dir, tmp_path):
 
 
 def test_calibration_of_another_base_is_refused_on_load(rows_dir, tmp_path):
-    from prenet_callbacks.projection.predictor_source import load_predictor_option
+    from prenet_callbacks.projection.pricing.predictor_source import load_predictor_option
 
     calibrate_rows(rows_dir, tmp_path / "cal")
     path = tmp_path / "cal" / "predictor.json"

@@ -7,7 +7,7 @@ import pytest
 import lightning.pytorch as pl
 
 from prenet_callbacks import PreNeTCallback, Tracker
-from prenet_callbacks.config import validate_session_config
+from prenet_callbacks.session.arguments import validate_session_config
 from tests.lightning_helpers import TinyModule, loaders, trainer
 
 _BASE = dict(warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=5, report_path=None,

@@ -358,7 +358,7 @@ def test_estimate_function(case):
     kwargs, word = ESTIMATE_OK_ERRORS[case]
     kwargs = dict(kwargs)
     example = kwargs.pop("example_input", torch.randn(4, 32))
-    from prenet_callbacks.projection.capture import CaptureError
+    from prenet_callbacks.projection.ops.capture import CaptureError
 
     with pytest.raises((ValueError, CaptureError)) as info:
         estimate(_mlp(), example, **kwargs)
@@ -368,7 +368,7 @@ def test_estimate_function(case):
 def test_public_estimate_is_the_function_after_the_submodule_is_imported():
     import importlib
 
-    importlib.import_module("prenet_callbacks.estimation")  # the implementation module
+    importlib.import_module("prenet_callbacks.projection.estimation")  # the implementation module
     importlib.import_module("prenet_callbacks.cli.estimate")
     from prenet_callbacks import estimate
 

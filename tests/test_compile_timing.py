@@ -15,7 +15,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from prenet_callbacks import PreNeTCallback
-from prenet_callbacks.compile_clock import CompileClock
+from prenet_callbacks.measure.compile_clock import CompileClock
 
 COMPILE_S = 1.5
 
@@ -75,7 +75,7 @@ def test_a_compiled_model_does_not_charge_compilation_to_every_validation_run(tm
     trainer.fit(model, DataLoader(data, batch_size=16), DataLoader(data, batch_size=64))
     torch.compiler.reset()
     report = callback.report
-    assert not callback.session.disabled
+    assert not callback.session.guard.disabled
     first = report.first_prediction
     # a validation run of 8 small batches: milliseconds, not the seconds of an eval-mode compilation
     assert first["rates"]["validation_run_s"] < COMPILE_S / 3

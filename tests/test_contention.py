@@ -1,4 +1,4 @@
-"""A busy machine (`prenet_callbacks.contention`): named in one line from what was measured (the run's threads'
+"""A busy machine (`prenet_callbacks.measure.contention`): named in one line from what was measured (the run's threads'
 wait for a CPU; the load only when the steps' spread agrees), shown in the panel, and kept out of the host
 time carried to other hardware."""
 from __future__ import annotations
@@ -8,12 +8,12 @@ import math
 
 import pytest
 
-from prenet_callbacks.contention import LINE_START, CpuWait, busy_line, contention, note_contention, thread_times
-from prenet_callbacks.estimators import RobustDuration
-from prenet_callbacks.plan import RunPlan
+from prenet_callbacks.measure.contention import LINE_START, CpuWait, busy_line, contention, note_contention, thread_times
+from prenet_callbacks.forecast.estimators import RobustDuration
+from prenet_callbacks.forecast.plan import RunPlan
 from prenet_callbacks.projection import project_report
-from prenet_callbacks.render import render_text
-from prenet_callbacks.session import PredictionSession, SessionConfig
+from prenet_callbacks.outputs.render import render_text
+from prenet_callbacks.session.machine import PredictionSession, SessionConfig
 from tests.projection_fixtures import ScaledBound, make_report
 
 

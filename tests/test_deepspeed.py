@@ -22,13 +22,13 @@ init_single_process_cpu()
 
 from integrations.deepspeed import attach  # noqa: E402 - after the process group exists
 from prenet_callbacks.report import Report  # noqa: E402
-from prenet_callbacks.session import PreNeTWarning  # noqa: E402
+from prenet_callbacks.session.machine import PreNeTWarning  # noqa: E402
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::FutureWarning"),
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     # PreNeT stepping aside is a failure here, except where a test provokes it
-    pytest.mark.filterwarnings("error::prenet_callbacks.session.PreNeTWarning"),
+    pytest.mark.filterwarnings("error::prenet_callbacks.session.machine.PreNeTWarning"),
 ]
 _DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 _WRAPPED = ("forward", "backward", "step", "save_checkpoint")
@@ -129,9 +129,9 @@ def test_predicts_whole_run_for_zero_stage(stage, dtype, accumulate, tmp_report,
 
 
 def test_profiled_layers_when_the_profiler_is_installed(tmp_report):
-    pytest.importorskip("prenet_callbacks.profiling", reason="ModuleProfiler not in this build")
+    pytest.importorskip("prenet_callbacks.measure.profiling", reason="ModuleProfiler not in this build")
     try:
-        from prenet_callbacks.profiling import ModuleProfiler  # noqa: F401
+        from prenet_callbacks.measure.profiling import ModuleProfiler  # noqa: F401
     except ImportError:
         pytest.skip("ModuleProfiler not in this build")
     engine = make_engine(3, "fp32", 1)
@@ -236,7 +236,7 @@ def test_a_failure_while_attached_warns_once_detaches_and_training_goes_on(tmp_r
     def broken_sink(metrics, step):
         raise RuntimeError("logger down")
 
-    handle.session.logger_sinks = [broken_sink]
+    handle.session.outputs.logger_sinks = [broken_sink]
     with pytest.warns(PreNeTWarning, match="logger down") as caught:
         losses = train(engine, 10)
     assert len([w for w in caught if issubclass(w.category, PreNeTWarning)]) == 1

@@ -30,7 +30,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::FutureWarning"),
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.filterwarnings("ignore::UserWarning"),  # Lightning's CPU / worker notices
-    pytest.mark.filterwarnings("error::prenet_callbacks.session.PreNeTWarning"),
+    pytest.mark.filterwarnings("error::prenet_callbacks.session.machine.PreNeTWarning"),
 ]
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from prenet_callbacks.lifecycle import actual_block, end_line
-from prenet_callbacks.render import render_text
+from prenet_callbacks.session.lifecycle import actual_block, end_line
+from prenet_callbacks.outputs.render import render_text
 from prenet_callbacks.report import Report
 from tests.projection_fixtures import make_report
 

@@ -8,7 +8,7 @@ from torch import nn
 
 from predictor_models.hardware import UnknownHardwareError
 from prenet_callbacks import estimate
-from prenet_callbacks.projection.capture import CaptureError
+from prenet_callbacks.projection.ops.capture import CaptureError
 from tests.projection_fixtures import ScaledBound
 
 

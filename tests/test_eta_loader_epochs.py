@@ -8,8 +8,8 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from integrations.loop import Tracker
-from prenet_callbacks.loader_epochs import watch_loader_epochs
-from prenet_callbacks.plan import plan_for_steps
+from prenet_callbacks.measure.loader_epochs import watch_loader_epochs
+from prenet_callbacks.forecast.plan import plan_for_steps
 
 FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=4, targets=[], print_report=False)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from prenet_callbacks.sanity import SanityTimer, graphs_compiled
+from prenet_callbacks.measure.sanity import SanityTimer, graphs_compiled
 
 
 def _timed(graphs_during: int) -> tuple[float, float, float]:

@@ -6,7 +6,7 @@ import itertools
 import torch
 from torch import nn
 
-from prenet_callbacks.eval_probe import CALL_SAMPLES, REPEATS, EvalForwardProbe
+from prenet_callbacks.measure.eval_probe import CALL_SAMPLES, REPEATS, EvalForwardProbe
 
 
 class Recorder(nn.Module):
@@ -106,7 +106,7 @@ def test_a_failing_replay_raises_with_the_model_as_it_was():
 def test_only_a_model_held_whole_is_replayed_outside_its_step():
     from torch import nn
 
-    from prenet_callbacks.eval_probe import holds_whole_model
+    from prenet_callbacks.measure.eval_probe import holds_whole_model
 
     class FullyShardedDataParallel(nn.Module):   # stands for torch's FSDP wrapper, matched by class name
         pass

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from integrations.loop import Tracker
-from prenet_callbacks.eval_probe import REPEATS, EvalForwardProbe, precision_now, running_under
+from prenet_callbacks.measure.eval_probe import REPEATS, EvalForwardProbe, precision_now, running_under
 
 FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=5, targets=[], print_report=False,
             html=False)

@@ -14,10 +14,10 @@ from predictor_models.hardware import lookup_hardware
 from predictor_models.op_spec import OpSpec
 from prenet_callbacks import estimate
 from prenet_callbacks.cli import main
-from prenet_callbacks.projection.capture import capture_step
-from prenet_callbacks.projection.fp8 import backward_ops, forward_ops
-from prenet_callbacks.projection.fp8_rates import rate_table, reference_device, speedups
-from prenet_callbacks.projection.precision import parse_precision
+from prenet_callbacks.projection.ops.capture import capture_step
+from prenet_callbacks.projection.ops.fp8 import backward_ops, forward_ops
+from prenet_callbacks.projection.pricing.fp8_rates import rate_table, reference_device, speedups
+from prenet_callbacks.projection.ops.precision import parse_precision
 from tests.projection_fixtures import importable_models
 
 

@@ -11,13 +11,13 @@ import pytest
 import torch
 
 from integrations.loop import Tracker
-from prenet_callbacks import heap_faults
-from prenet_callbacks.eta import RunMeasurements, predict_fit
-from prenet_callbacks.heap_faults import HeapRisk, HeapWatch, glibc_trim
-from prenet_callbacks.plan import RunPlan
-from prenet_callbacks.sanity import minor_faults
-from prenet_callbacks.session import PredictionSession, SessionConfig
-from prenet_callbacks.session_schedule import Schedule
+from prenet_callbacks.measure import heap_faults
+from prenet_callbacks.forecast.eta import RunMeasurements, predict_fit
+from prenet_callbacks.measure.heap_faults import HeapRisk, HeapWatch, glibc_trim
+from prenet_callbacks.forecast.plan import RunPlan
+from prenet_callbacks.measure.sanity import minor_faults
+from prenet_callbacks.session.machine import PredictionSession, SessionConfig
+from prenet_callbacks.session.schedule import Schedule
 
 
 class Faults:
@@ -267,4 +267,4 @@ def test_a_failing_opted_in_trim_makes_the_session_step_aside_with_one_warning()
             session.batch_start()
             clock[0] += 0.01
             session.batch_end(stepped=True, global_step=step + 1)
-    assert len(caught) == 1 and session.disabled   # warned once, then quiet: the loop went on
+    assert len(caught) == 1 and session.guard.disabled   # warned once, then quiet: the loop went on

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from integrations.tensorboard import TEXT_TAG, publish
-from prenet_callbacks.render import render_text
+from prenet_callbacks.outputs.render import render_text
 from prenet_callbacks.report import Report
-from prenet_callbacks.terminal import LOG_WIDTH
+from prenet_callbacks.outputs.terminal import LOG_WIDTH
 from tests.html_fixtures import variant
 
 

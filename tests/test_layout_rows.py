@@ -12,8 +12,8 @@ from torch import nn
 from layout_models import ids, tiny_lm
 from prenet_callbacks import estimate
 from prenet_callbacks.projection import project_report
-from prenet_callbacks.projection.memory import FRAGMENTATION
-from prenet_callbacks.projection.pipeline import layer_activation_bytes
+from prenet_callbacks.projection.rows.memory import FRAGMENTATION
+from prenet_callbacks.projection.parallel.pipeline import layer_activation_bytes
 from prenet_callbacks.report import Report
 from tests.projection_fixtures import ScaledBound, make_report
 
@@ -115,7 +115,7 @@ class _RecordedProfiler:
 
 def _profiled_tiny_gpt():
     from layout_models import TinyLM
-    from prenet_callbacks.profiling import ModuleProfiler
+    from prenet_callbacks.measure.profiling import ModuleProfiler
 
     torch.manual_seed(0)
     model = TinyLM(layers=2, heads=4)
@@ -140,7 +140,7 @@ def session_report():
     """A fake-clock session whose layer table is a real CPU step of a tiny GPT (2 layers, 4 heads)."""
     from test_session import FakeClock, _train, plan
 
-    from prenet_callbacks.session import PredictionSession, SessionConfig
+    from prenet_callbacks.session.machine import PredictionSession, SessionConfig
 
     clock = FakeClock()
     config = SessionConfig(warmup_steps=1, profile_steps=2, timing_steps=3, predictor=PREDICTOR,
@@ -151,7 +151,7 @@ def session_report():
     session.attach_profiler(_RecordedProfiler(_profiled_tiny_gpt()))
     session.train_epoch_start()
     _train(session, clock, steps=12, forward_s=lambda profiled: 0.2)
-    assert not session.disabled
+    assert not session.guard.disabled
     return session.report
 
 

@@ -10,9 +10,10 @@ import torch
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import ModelCheckpoint
 
-import prenet_callbacks.session as session_module
+import prenet_callbacks.session.machine as session_module
 from prenet_callbacks import PreNeTCallback
-from prenet_callbacks.session import PreNeTWarning
+from prenet_callbacks.measure.step_account import StepAccount
+from prenet_callbacks.session.machine import PreNeTWarning
 from tests.lightning_helpers import RecordingLogger, Stream, TinyModule, loaders, trainer
 from torch.utils.data import DataLoader
 
@@ -58,7 +59,7 @@ def test_accepted_by_the_standalone_pytorch_lightning_trainer(tmp_path):
     t = ptl.Trainer(max_epochs=1, callbacks=[callback], logger=False, enable_checkpointing=False,
                     enable_progress_bar=False, enable_model_summary=False, default_root_dir=str(tmp_path))
     t.fit(PTLModule(), loaders(train_batches=30)[0])
-    assert callback.report.first_prediction is not None and not callback.session.disabled
+    assert callback.report.first_prediction is not None and not callback.session.guard.disabled
 
 
 def test_metrics_reach_every_logger(tmp_path):
@@ -87,8 +88,7 @@ def test_injected_failure_warns_once_and_leaves_the_run_unchanged(tmp_path, monk
     if where == "predict_fit":
         monkeypatch.setattr(session_module, "predict_fit", lambda *a, **k: 1 / 0)
     elif where == "save_checkpoint":
-        monkeypatch.setattr(session_module.PredictionSession, "checkpoint_end",
-                            session_module.guarded(lambda self: 1 / 0))
+        monkeypatch.setattr(StepAccount, "checkpoint_end", lambda self: 1 / 0)
     else:
         kwargs["logger"] = BrokenLogger()
     callback = PreNeTCallback(report_path=tmp_path / "r.json", profile_layers=False, **FAST)
@@ -97,7 +97,7 @@ def test_injected_failure_warns_once_and_leaves_the_run_unchanged(tmp_path, monk
         module = fit(tmp_path / "run", callback, **kwargs)
     ours = [w for w in caught if issubclass(w.category, PreNeTWarning)]
     assert len(ours) == 1, [str(w.message) for w in ours]
-    assert callback.session.disabled
+    assert callback.session.guard.disabled
     for a, b in zip(reference.parameters(), module.parameters()):
         assert torch.equal(a, b)
     assert module.trainer.global_step == reference.trainer.global_step
@@ -181,7 +181,7 @@ def test_report_path_that_is_a_directory_is_refused(tmp_path):
 @pytest.mark.parametrize("where", ["construct", "start"])
 def test_a_profiler_failure_keeps_step_timing_with_one_warning(tmp_path, monkeypatch, where):
     import integrations.lightning as lightning_module
-    from prenet_callbacks.profiling import ModuleProfiler
+    from prenet_callbacks.measure.profiling import ModuleProfiler
 
     if where == "construct":
         monkeypatch.setattr(lightning_module, "_make_profiler", lambda pl_module: 1 / 0)
@@ -193,7 +193,7 @@ def test_a_profiler_failure_keeps_step_timing_with_one_warning(tmp_path, monkeyp
         warnings.simplefilter("always")
         module = fit(tmp_path / "run", callback)
     assert len([w for w in caught if issubclass(w.category, PreNeTWarning)]) == 1
-    assert not callback.session.disabled and callback.report.first_prediction is not None
+    assert not callback.session.guard.disabled and callback.report.first_prediction is not None
     assert any("per-module profile unavailable" in text for text in callback.report.limitations)
     for a, b in zip(reference.parameters(), module.parameters()):
         assert torch.equal(a, b)

@@ -96,4 +96,4 @@ def test_a_custom_checkpoint_callback_is_planned_and_said_so(tmp_path):
                               warmup_steps=1, profile_steps=1, timing_steps=3)
     tiny_trainer(tmp_path, [EveryEpoch(), callback], max_epochs=2, enable_checkpointing=True).fit(TinyModule(), *loaders(train_batches=10))
     assert any("EveryEpoch is not a ModelCheckpoint" in note for note in callback.report.limitations)
-    assert callback.report.plan["checkpoint_saves"] == 2 and not callback.session.disabled
+    assert callback.report.plan["checkpoint_saves"] == 2 and not callback.session.guard.disabled

@@ -14,7 +14,7 @@ from torch import nn
 from integrations.loop import Tracker
 from prenet_callbacks import PreNeTCallback
 from prenet_callbacks.report import Report
-from prenet_callbacks.session import PredictionSession, PreNeTWarning
+from prenet_callbacks.session.machine import PredictionSession, PreNeTWarning
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "prenet_callbacks" / "schemas" / "prenet-report-2.schema.json").read_text())
 FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, metrics_every_n_steps=4, targets=[], print_report=False)
@@ -250,7 +250,7 @@ def test_an_internal_failure_warns_once_and_changes_nothing(tmp_path, reference,
         loop.run(tracker, tmp_path)
         tracker.close()
     assert len([w for w in caught if issubclass(w.category, PreNeTWarning)]) == 1
-    assert tracker.run.session.disabled
+    assert tracker.run.session.guard.disabled
     assert hooks_left(loop.model) == 0 and not loop.optimizer._optimizer_step_pre_hooks
     assert torch._C._len_torch_dispatch_stack() == 0
     assert all(torch.equal(a, b) for a, b in zip(loop.weights(), reference))
@@ -261,7 +261,7 @@ def test_user_errors_pass_through_blocks(tmp_path):
     with pytest.raises(KeyError):
         with tracker.validation():
             raise KeyError("user bug")
-    assert tracker.steps == 0 and not tracker.run.session.disabled and tracker.run.in_block == 0
+    assert tracker.steps == 0 and not tracker.run.session.guard.disabled and tracker.run.in_block == 0
     tracker.close()
 
 
@@ -278,7 +278,7 @@ def test_an_exception_out_of_a_step_ends_the_run_inside_the_profiling_window(tmp
                 optimizer.step()
                 optimizer.zero_grad()
     assert torch._C._len_torch_dispatch_stack() == 0 and hooks_left(model) == 0
-    assert tracker.report.actual["steps"] == 1 and not tracker.run.session.disabled
+    assert tracker.report.actual["steps"] == 1 and not tracker.run.session.guard.disabled
     assert tracker.report.run["ended"]["reason"] == "interrupted"
 
 

@@ -1,4 +1,4 @@
-"""Capture what Hugging Face users run (`projection/meta_values.py`): value reads of ``meta`` tensors answered
+"""Capture what Hugging Face users run (`projection/ops/meta_values.py`): value reads of ``meta`` tensors answered
 by rule, with a note when an answer rests on an assumption; BERT, GPT-2 (gradient checkpointing,
 ``use_cache=False``), Llama, T5 and ViT estimated with their masks in Python and through ``prenet estimate``."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 from benchmarks.hf_mask_capture import BATCH, SEQ, batch, build
 from prenet_callbacks import estimate
 from prenet_callbacks.cli import main
-from prenet_callbacks.projection.meta_values import MetaValues
+from prenet_callbacks.projection.ops.meta_values import MetaValues
 
 
 # -- the rules, on plain tensors ---------------------------------------------------------------------

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from prenet_callbacks import estimate
-from prenet_callbacks.projection.layout import LAYOUT_NAME, runs_layout_transforms
+from prenet_callbacks.projection.ops.layout import LAYOUT_NAME, runs_layout_transforms
 from predictor_models.hardware import lookup_hardware
 
 

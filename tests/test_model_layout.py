@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from prenet_callbacks.projection.model_layout import bubble_share, check_against_model
-from prenet_callbacks.projection.pipeline import in_flight, layer_activation_bytes, pipeline_time, stage_layers
+from prenet_callbacks.projection.parallel.model_layout import bubble_share, check_against_model
+from prenet_callbacks.projection.parallel.pipeline import in_flight, layer_activation_bytes, pipeline_time, stage_layers
 from prenet_callbacks.projection.targets import parse_projection_target, resolve_targets, target_names
 
 
@@ -74,7 +74,7 @@ def test_impossible_layouts_are_refused_with_the_reason(text, words):
     (dict(pp=4, virtual_stages=4), "16 model chunks is more than the model's 12 layers"),
 ])
 def test_layouts_the_model_cannot_run_say_why(degrees, reason):
-    from prenet_callbacks.projection.model_layout import ModelLayout
+    from prenet_callbacks.projection.parallel.model_layout import ModelLayout
 
     assert reason in check_against_model(ModelLayout(**degrees), heads=12, hidden=768, layers=12)
     assert check_against_model(ModelLayout(tp=4, pp=4), heads=12, hidden=768, layers=12) is None

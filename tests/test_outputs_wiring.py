@@ -51,7 +51,7 @@ def test_the_page_is_written_beside_the_report_and_tensorboard_gets_the_panel(tm
     callback = PreNeTCallback(report_path=tmp_path / "run.json", html=True, **FAST)
     trainer(tmp_path, [callback], max_epochs=2, logger=logger).fit(TinyModule(), *loaders(train_batches=20))
     # complete when fit() returns: no wait, no renderer left, no file but the report and the page
-    page = next(p for p in callback.session.publishers if isinstance(p, PagePublisher))
+    page = next(p for p in callback.session.outputs.publishers if isinstance(p, PagePublisher))
     assert len(page.seconds) == 2   # first prediction and end, each drawn in the caller's thread
     assert sorted(p.name for p in tmp_path.glob("run*")) == ["run.html", "run.json"]
     assert not list(tmp_path.glob(".run.html*"))
@@ -66,7 +66,7 @@ def test_html_false_writes_no_page(tmp_path):
     callback = PreNeTCallback(report_path=tmp_path / "run.json", html=False, **FAST)
     trainer(tmp_path, [callback], max_epochs=2).fit(TinyModule(), *loaders(train_batches=20))
     assert (tmp_path / "run.json").exists() and not (tmp_path / "run.html").exists()
-    assert not any(isinstance(p, PagePublisher) for p in callback.session.publishers)
+    assert not any(isinstance(p, PagePublisher) for p in callback.session.outputs.publishers)
 
 
 def test_the_page_is_on_by_default_and_html_is_checked():
@@ -78,7 +78,7 @@ def test_the_page_is_on_by_default_and_html_is_checked():
 def test_a_page_that_cannot_be_drawn_warns_once_and_the_report_is_still_written(tmp_path, monkeypatch):
     import warnings
 
-    from prenet_callbacks.session import PreNeTWarning
+    from prenet_callbacks.session.machine import PreNeTWarning
 
     def fail(report, path):
         raise RuntimeError("no drawing today")
@@ -90,6 +90,6 @@ def test_a_page_that_cannot_be_drawn_warns_once_and_the_report_is_still_written(
         trainer(tmp_path, [callback], max_epochs=2).fit(TinyModule(), *loaders(train_batches=20))
     prenet = [w for w in caught if issubclass(w.category, PreNeTWarning)]
     assert len(prenet) == 1 and "no drawing today" in str(prenet[0].message)
-    assert not callback.session.disabled and callback.report.actual is not None
+    assert not callback.session.guard.disabled and callback.report.actual is not None
     assert any("no drawing today" in line for line in callback.report.limitations)
     assert (tmp_path / "run.json").exists()

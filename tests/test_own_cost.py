@@ -11,12 +11,12 @@ from torch import nn
 
 from integrations.loop import Tracker
 from prenet_callbacks import report as report_module
-from prenet_callbacks.heap_faults import READ_SHARE, HeapWatch
-from prenet_callbacks.phase_sampling import EVERY, MIN_SAMPLES, PhaseSampler
-from prenet_callbacks.plan import RunPlan
+from prenet_callbacks.measure.heap_faults import READ_SHARE, HeapWatch
+from prenet_callbacks.measure.phase_sampling import EVERY, MIN_SAMPLES, PhaseSampler
+from prenet_callbacks.forecast.plan import RunPlan
 from prenet_callbacks.report import Report
-from prenet_callbacks.session import PredictionSession, SessionConfig
-from prenet_callbacks.session_predictions import REFINEMENT_SHARE
+from prenet_callbacks.session.machine import PredictionSession, SessionConfig
+from prenet_callbacks.session.predictions import REFINEMENT_SHARE
 from tests.test_session import FakeClock
 
 FORWARD_S, BACKWARD_S, OPTIMIZER_S, DATA_S = 0.04, 0.03, 0.01, 0.02
@@ -71,7 +71,7 @@ def test_after_the_first_prediction_phases_are_sampled_and_still_feed_the_estima
     session, clock = start()
     m = session.measurements
     marked = [train_step(session, clock, follow_marks=follow_marks) for _ in range(300)]
-    assert session.first_prediction_made and session.phase_sampler.sampling
+    assert session.predictions.first_made and session.phase_sampler.sampling
     # every step is marked until the first prediction is made and both estimators hold MIN_SAMPLES samples
     first_unmarked = marked.index(False)
     assert all(marked[:first_unmarked])
@@ -98,12 +98,12 @@ def test_a_sampled_run_still_predicts_a_constant_run_exactly():
 def test_refinements_keep_within_their_share_of_the_run_and_metrics_keep_their_rhythm():
     session, clock = start(total=2000)
     logged: list[tuple[int, dict[str, float]]] = []
-    session.logger_sinks.append(lambda metrics, step: logged.append((step, metrics)))
+    session.outputs.logger_sinks.append(lambda metrics, step: logged.append((step, metrics)))
     cost = 0.0105   # each refinement takes 10.5 ms of the run (the first prediction is not a refinement)
     add = session.predictions.add
 
     def costly_add(*args, **kwargs):
-        if session.first_prediction_made:
+        if session.predictions.first_made:
             clock.advance(cost)
         return add(*args, **kwargs)
 

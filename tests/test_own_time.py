@@ -1,4 +1,4 @@
-"""PreNeT's own time in the run it watches (`prenet_callbacks.own_time`): counted once per outermost call,
+"""PreNeT's own time in the run it watches (`prenet_callbacks.session.own_time`): counted once per outermost call,
 its parts inside the total, written to the report and the end line, and what a real loop's report says."""
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import torch
 from torch import nn
 
 from integrations.loop import Tracker
-from prenet_callbacks.lifecycle import end_line
-from prenet_callbacks.own_time import OwnTime
-from prenet_callbacks.session_guard import guarded
+from prenet_callbacks.session.lifecycle import end_line
+from prenet_callbacks.session.own_time import OwnTime
+from prenet_callbacks.session.guard import Containment, guarded
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "prenet_callbacks" / "schemas" / "prenet-report-2.schema.json").read_text())
 
@@ -26,17 +26,18 @@ class FakeClock:
         return self.now
 
 
+class LoudGuard(Containment):
+    def fail(self, error: BaseException, where: str = "") -> None:
+        raise AssertionError(f"unexpected failure in {where}: {error}")
+
+
 class Owner:
     """A guarded object like the session: its events advance a fake clock."""
-
-    disabled = False
 
     def __init__(self, clock: FakeClock) -> None:
         self.clock = clock
         self.own_time = OwnTime(clock)
-
-    def fail(self, error: BaseException, where: str = "") -> None:
-        raise AssertionError(f"unexpected failure in {where}: {error}")
+        self.guard = LoudGuard(release=lambda: None, own_time=self.own_time)
 
     @guarded
     def inner(self) -> None:

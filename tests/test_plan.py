@@ -8,7 +8,7 @@ import lightning.pytorch as pl
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from integrations.lightning_plan import plan_from_trainer
-from prenet_callbacks.plan import INF, CheckpointRule, RunPlan, plan_for_steps
+from prenet_callbacks.forecast.plan import INF, CheckpointRule, RunPlan, plan_for_steps
 from tests.lightning_helpers import SaveCounter, Stream, TinyModule, loaders, trainer
 from torch.utils.data import DataLoader
 

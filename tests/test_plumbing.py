@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from integrations.plumbing import REPORT_FILENAME, default_report_path, guarded_hook, note_once, wrap_method
-from prenet_callbacks.session import PredictionSession, PreNeTWarning, SessionConfig
+from prenet_callbacks.session.machine import PredictionSession, PreNeTWarning, SessionConfig
 
 
 class Adapter:
@@ -34,7 +34,7 @@ def test_a_guarded_hook_returns_its_value_and_steps_aside_once_on_an_error():
         assert adapter.on_event(5) is None  # the session stepped aside: the body no longer runs
     ours = [w for w in caught if issubclass(w.category, PreNeTWarning)]
     assert len(ours) == 1 and "Adapter.on_event" in str(ours[0].message)
-    assert adapter.calls == 2 and cleaned == [1] and adapter.session.disabled
+    assert adapter.calls == 2 and cleaned == [1] and adapter.session.guard.disabled
     assert Adapter.on_event.__name__ == "on_event"
 
 

@@ -8,7 +8,7 @@ from predictor_models.datasets.common import elementwise_op, gemm_op, norm_op
 from predictor_models.hardware import lookup_hardware
 from predictor_models.predictor import Predictor
 from predictor_models.predictor.monotone import HELD_DTYPES, smaller_ops
-from prenet_callbacks.projection.predictor_source import default_predictor
+from prenet_callbacks.projection.pricing.predictor_source import default_predictor
 
 GPUS = ("T4", "V100", "A100", "H100", "RTX 4090", "L4", "B200")
 

@@ -112,7 +112,7 @@ def test_a_capture_records_which_gradients_a_convolution_backward_computes():
     import torch
 
     from predictor_models.aten_ops import op_spec_from_call
-    from prenet_callbacks.projection.capture import capture_step
+    from prenet_callbacks.projection.ops.capture import capture_step
 
     with torch.device("meta"):
         model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3))

@@ -8,7 +8,7 @@ import torch
 from lightning_helpers import TinyModule, loaders, trainer
 from predictor_models.predictor import Predictor, load_predictor, save_predictor
 from prenet_callbacks import PreNeTCallback, estimate
-from prenet_callbacks.projection.predictor_source import load_predictor_option
+from prenet_callbacks.projection.pricing.predictor_source import load_predictor_option
 from tests.model_zoo import MLP
 
 

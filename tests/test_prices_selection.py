@@ -13,7 +13,7 @@ from predictor_models.hardware import lookup_hardware
 from predictor_models.hardware.prices import choose_price
 from predictor_models.hardware.providers import check_provider, known_providers
 from predictor_models.hardware.spec import Price
-from prenet_callbacks.projection.cost import run_cost
+from prenet_callbacks.projection.rows.cost import run_cost
 
 
 def _p(provider, n, usd, date="2026-01-01", gpu_only=False, instance=None):
@@ -179,7 +179,7 @@ def test_cli_provider_option_on_estimate_and_report(fixture_prices, tmp_path, mo
 
 
 def test_the_table_says_who_priced_each_row():
-    from prenet_callbacks.projection.cost import listing_label
+    from prenet_callbacks.projection.rows.cost import listing_label
 
     assert listing_label("Lambda", "8x NVIDIA H100 SXM", "2026-09-20") == "Lambda 8x NVIDIA H100 SXM, 2026-09-20"
     assert listing_label("Lambda", "8x NVIDIA H100 SXM", "2026-09-20", instance_chars=0) == "Lambda, 2026-09-20"

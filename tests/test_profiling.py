@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from model_zoo import ZOO, MLP, loss_fn, train_steps
-from prenet_callbacks.profiling import (OPTIMIZER_NAME, ROOT_NAME, LayerTable, ModuleProfiler,
+from prenet_callbacks.measure.profiling import (OPTIMIZER_NAME, ROOT_NAME, LayerTable, ModuleProfiler,
                                         ProfilerError, hook_snapshot)
 
 
@@ -206,7 +206,7 @@ def test_start_failing_half_way_leaves_nothing(monkeypatch):
 
 
 def test_internal_failure_is_contained(monkeypatch):
-    import prenet_callbacks.profiling.profiler as prof_mod
+    import prenet_callbacks.measure.profiling.profiler as prof_mod
     model, batch = ZOO["mlp"]()
     ref, _ = ZOO["mlp"]()
     before = hook_snapshot(model)
@@ -337,7 +337,7 @@ def test_other_dispatch_mode_pushed_above_ours():
 def test_profiling_package_does_not_import_lightning():
     import subprocess
     import sys
-    code = ("import sys, prenet_callbacks.profiling, predictor_models.aten_ops, "
+    code = ("import sys, prenet_callbacks.measure.profiling, predictor_models.aten_ops, "
             "predictor_models.layer_features; "
             "bad = [m for m in sys.modules if m.split('.')[0] in "
             "('lightning', 'pytorch_lightning', 'deepspeed', 'torch._dynamo')]; "

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from prenet_callbacks.clocks import CpuClock, DeviceClock, clock_for
-from prenet_callbacks.phase_events import PhaseEvents
-from prenet_callbacks.step_timer import StepTimer
+from prenet_callbacks.measure.clocks import CpuClock, DeviceClock, clock_for
+from prenet_callbacks.measure.phase_events import PhaseEvents
+from prenet_callbacks.measure.step_timer import StepTimer
 
 
 @dataclass
@@ -134,8 +134,8 @@ def test_cuda_clock_uses_its_own_device_stream_and_memory(monkeypatch):
 
 
 def test_clocks_module_imports_no_torch():
-    code = ("import sys, prenet_callbacks.clocks, prenet_callbacks.step_timer, prenet_callbacks.phase_events; "
-            "c = prenet_callbacks.clocks.clock_for('cpu'); "
+    code = ("import sys, prenet_callbacks.measure.clocks, prenet_callbacks.measure.step_timer, prenet_callbacks.measure.phase_events; "
+            "c = prenet_callbacks.measure.clocks.clock_for('cpu'); "
             "bad = [m for m in sys.modules if m.split('.')[0] == 'torch']; print(bad); assert not bad")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -12,11 +12,11 @@ import torch
 from torch import nn
 
 from model_zoo import train_steps
-from prenet_callbacks.clocks import CudaClock, clock_for
-from prenet_callbacks.memory_account import state_sizes
-from prenet_callbacks.phase_events import PhaseEvents
-from prenet_callbacks.profiling import ModuleProfiler
-from prenet_callbacks.step_timer import StepTimer
+from prenet_callbacks.measure.clocks import CudaClock, clock_for
+from prenet_callbacks.measure.memory_account import state_sizes
+from prenet_callbacks.measure.phase_events import PhaseEvents
+from prenet_callbacks.measure.profiling import ModuleProfiler
+from prenet_callbacks.measure.step_timer import StepTimer
 
 pytestmark = [
     pytest.mark.cuda,

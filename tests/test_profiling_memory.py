@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from prenet_callbacks.memory_account import memory_summary, state_sizes
+from prenet_callbacks.measure.memory_account import memory_summary, state_sizes
 
 pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning"),
               pytest.mark.filterwarnings("ignore::DeprecationWarning"),

@@ -10,10 +10,10 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity
 
 from model_zoo import ZOO, train_steps
-from prenet_callbacks.clocks import CpuClock
-from prenet_callbacks.profiling import LayerTable, ModuleProfiler, ProfilerError, hook_snapshot
-from prenet_callbacks.profiling.op_timing import LABEL_PREFIX, ProfilerOpTimer, op_timer_for
-from prenet_callbacks.profiling.trace import label_times
+from prenet_callbacks.measure.clocks import CpuClock
+from prenet_callbacks.measure.profiling import LayerTable, ModuleProfiler, ProfilerError, hook_snapshot
+from prenet_callbacks.measure.profiling.op_timing import LABEL_PREFIX, ProfilerOpTimer, op_timer_for
+from prenet_callbacks.measure.profiling.trace import label_times
 
 
 @dataclass

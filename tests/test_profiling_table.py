@@ -8,9 +8,9 @@ import torch
 
 from model_zoo import ZOO, train_steps
 from predictor_models.op_spec import OpSpec
-from prenet_callbacks.clocks import CpuClock
+from prenet_callbacks.measure.clocks import CpuClock
 from prenet_callbacks.hardware import lookup_hardware
-from prenet_callbacks.profiling import LayerRecord, LayerTable, ModuleProfiler, OpEntry
+from prenet_callbacks.measure.profiling import LayerRecord, LayerTable, ModuleProfiler, OpEntry
 
 
 def _profile(model, batch, **kw) -> LayerTable:

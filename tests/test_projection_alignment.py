@@ -4,7 +4,7 @@ from torch import nn
 
 from predictor_models.op_spec import OpSpec
 from prenet_callbacks import estimate
-from prenet_callbacks.projection.alignment import unaligned_dims, unaligned_gemm_note
+from prenet_callbacks.projection.ops.alignment import unaligned_dims, unaligned_gemm_note
 
 
 def _gemm(m, n, k, dtype="bfloat16", tf32=False):

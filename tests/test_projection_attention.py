@@ -9,8 +9,8 @@ from torch import nn
 
 from predictor_models.hardware import lookup_hardware
 from prenet_callbacks import estimate
-from prenet_callbacks.projection.attention import SdpaShape, math_ops, saved_bytes, sdpa_backend
-from prenet_callbacks.projection.capture import capture_step
+from prenet_callbacks.projection.ops.attention import SdpaShape, math_ops, saved_bytes, sdpa_backend
+from prenet_callbacks.projection.ops.capture import capture_step
 from tests.projection_fixtures import ScaledBound
 
 

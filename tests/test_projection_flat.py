@@ -1,4 +1,4 @@
-"""The flat view of a step's ops (`projection/flat.py`) and the per-target rewrites built on it."""
+"""The flat view of a step's ops (`projection/ops/flat.py`) and the per-target rewrites built on it."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,10 +6,10 @@ import pytest
 
 from predictor_models.hardware import lookup_hardware
 from predictor_models.op_spec import OpSpec
-from prenet_callbacks.projection.flat import flatten
-from prenet_callbacks.projection.precision import parse_precision
-from prenet_callbacks.projection.scaling import unit_matrix
-from prenet_callbacks.projection.workload import Unit, Variant, Workload
+from prenet_callbacks.projection.ops.flat import flatten
+from prenet_callbacks.projection.ops.precision import parse_precision
+from prenet_callbacks.projection.pricing.scaling import unit_matrix
+from prenet_callbacks.projection.ops.workload import Unit, Variant, Workload
 
 
 def _gemm(m: int, flops: float = 1e9) -> OpSpec:
@@ -105,7 +105,7 @@ def test_workload_variants_scale_the_batch_and_expand_math_attention():
 
 
 def test_unit_matrix_predicts_a_device_named_twice_once_and_alike(monkeypatch):
-    from prenet_callbacks.projection.predictor_source import default_predictor
+    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
 
     predictor, _ = default_predictor()
     calls = []

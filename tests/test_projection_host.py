@@ -9,7 +9,7 @@ from torch import nn
 
 from prenet_callbacks import estimate
 from prenet_callbacks.projection import project_report
-from prenet_callbacks.projection.host import (
+from prenet_callbacks.projection.pricing.host import (
     ExecutionOptions,
     calibrate_host_scale,
     measure_host_costs,

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from predictor_models.hardware import lookup_hardware
-from prenet_callbacks.projection.fabric import target_fabric
-from prenet_callbacks.projection.links import node_link
-from prenet_callbacks.projection.parallel import ZeroConfig, ddp_exposed_seconds, zero_comm_seconds
+from prenet_callbacks.projection.parallel.fabric import target_fabric
+from prenet_callbacks.projection.parallel.links import node_link
+from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig, ddp_exposed_seconds, zero_comm_seconds
 from prenet_callbacks.projection import project_report
 from tests.projection_fixtures import ScaledBound, make_report
 

@@ -15,8 +15,8 @@ import pytest
 from lightning.pytorch.callbacks import ModelCheckpoint
 from prenet_callbacks import PreNeTCallback
 from prenet_callbacks.projection import project_report
-from prenet_callbacks.projection.one_off import target_one_off_s
-from prenet_callbacks.render import render_text
+from prenet_callbacks.projection.rows.one_off import target_one_off_s
+from prenet_callbacks.outputs.render import render_text
 from prenet_callbacks.report import Report
 from tests.lightning_helpers import TinyModule, loaders, trainer
 
@@ -83,7 +83,7 @@ def test_gpu_rows_of_a_resumed_cpu_run_carry_their_own_warm_up(tmp_path):
 def test_the_warm_up_figures_are_the_committed_gpu_runs():
     """`one_off.py`'s figures are what `benchmarks/gpu_one_off.py` reads from the H200 reports, and that file."""
     from benchmarks.gpu_one_off import OUT, REPORTS, one_run
-    from prenet_callbacks.projection.one_off import GPU_START_S, PROFILED_SLOWDOWN
+    from prenet_callbacks.projection.rows.one_off import GPU_START_S, PROFILED_SLOWDOWN
 
     committed = json.loads(OUT.read_text())
     assert committed["summary"] == {"start_s": GPU_START_S, "profiled_slowdown": PROFILED_SLOWDOWN,

@@ -7,13 +7,13 @@ import pytest
 
 from predictor_models.hardware import UnknownHardwareError, lookup_hardware
 from predictor_models.op_spec import OpSpec
-from prenet_callbacks.projection.advice import recommend
-from prenet_callbacks.projection.cost import run_cost
-from prenet_callbacks.projection.memory import fit_memory, model_state_bytes
-from prenet_callbacks.projection.fabric import Fabric, target_fabric
-from prenet_callbacks.projection.links import node_link
-from prenet_callbacks.projection.parallel import ZeroConfig, ddp_exposed_seconds, zero_comm_seconds
-from prenet_callbacks.projection.precision import convert, parse_precision, precision_note, retune
+from prenet_callbacks.projection.rows.advice import recommend
+from prenet_callbacks.projection.rows.cost import run_cost
+from prenet_callbacks.projection.rows.memory import fit_memory, model_state_bytes
+from prenet_callbacks.projection.parallel.fabric import Fabric, target_fabric
+from prenet_callbacks.projection.parallel.links import node_link
+from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig, ddp_exposed_seconds, zero_comm_seconds
+from prenet_callbacks.projection.ops.precision import convert, parse_precision, precision_note, retune
 from prenet_callbacks.projection.targets import DEFAULT_TARGETS, resolve_targets
 
 
@@ -141,8 +141,8 @@ def test_recommendation_stay_fastest_cheapest():
 
 def test_memory_is_judged_in_gib_against_what_the_target_really_holds():
     """A "16 GB" T4 holds 16e9 bytes = 14.9 GiB; a job that needs 15.2 GiB (under 16 "GB") does not fit it (issue 26)."""
-    from prenet_callbacks.projection.memory import GIB, RESERVED_BYTES, capacity_bytes, usable_gib
-    from prenet_callbacks.projection.parallel import ZeroConfig as Zero
+    from prenet_callbacks.projection.rows.memory import GIB, RESERVED_BYTES, capacity_bytes, usable_gib
+    from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig as Zero
 
     assert capacity_bytes(16) / GIB == pytest.approx(14.90, abs=0.01)
     assert usable_gib(16) == pytest.approx(14.90 - RESERVED_BYTES / GIB, abs=0.01)

@@ -7,7 +7,7 @@ import pytest
 from predictor_models.hardware import UnknownHardwareError, lookup_hardware
 from prenet_callbacks.projection import project_report
 from prenet_callbacks.projection.from_report import workload_from_report
-from prenet_callbacks.render import render_text
+from prenet_callbacks.outputs.render import render_text
 from tests.projection_fixtures import ScaledBound, make_report
 
 
@@ -38,7 +38,7 @@ def test_anchored_self_projection_reproduces_the_measurement(predictor):
     report = make_report()
     workload = workload_from_report(report)
     assert workload.anchor is not None
-    from prenet_callbacks.projection.project import RunShape, project_targets
+    from prenet_callbacks.projection.rows.project import RunShape, project_targets
     from predictor_models.hardware import parse_target
 
     row = project_targets(workload, [parse_target("A100-SXM4-80GB")], predictor, RunShape(10_000))[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from prenet_callbacks.projection import project_report
-from prenet_callbacks.projection.memory import FRAGMENTATION, GIB
+from prenet_callbacks.projection.rows.memory import FRAGMENTATION, GIB
 from tests.projection_fixtures import ScaledBound, make_report
 
 

@@ -1,4 +1,4 @@
-"""Activation checkpointing in a capture (`prenet_callbacks/projection/recompute.py`), as the transformer
+"""Activation checkpointing in a capture (`prenet_callbacks/projection/ops/recompute.py`), as the transformer
 benchmark (`benchmarks/projection_transformers.py`) reproduces its sources' set-ups and `estimate()` offers it."""
 import importlib.util
 from pathlib import Path
@@ -10,7 +10,7 @@ from predictor_models.op_spec import OpSpec
 
 transformers = pytest.importorskip("transformers", reason="the transformer benchmark builds Hugging Face Llama models")
 
-from prenet_callbacks.projection.recompute import apply_recompute  # noqa: E402
+from prenet_callbacks.projection.ops.recompute import apply_recompute  # noqa: E402
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -25,7 +25,7 @@ def bench():
 
 def _capture_with_spans(bench, model, layers, vocab: int):
     """One training step of ``model`` (batch 2 x 16 tokens) captured on meta, with its layers' spans."""
-    from prenet_callbacks.projection.capture import capture_step
+    from prenet_callbacks.projection.ops.capture import capture_step
 
     labels = torch.empty(2 * 16, dtype=torch.long, device="meta")
     capture = capture_step(model, {"input_ids": torch.empty(2, 16, dtype=torch.long, device="meta")}, batch_size=2,
@@ -62,10 +62,10 @@ def test_each_layer_recomputes_its_forward_but_attention_and_every_other_matmul(
 
 
 def test_the_checkpointed_points_project_slower_than_without_recompute(bench):
-    from prenet_callbacks.estimation import workload_from_capture
-    from prenet_callbacks.projection.host import ExecutionOptions
-    from prenet_callbacks.projection.parallel import ZeroConfig
-    from prenet_callbacks.projection.precision import parse_precision
+    from prenet_callbacks.projection.estimation import workload_from_capture
+    from prenet_callbacks.projection.pricing.host import ExecutionOptions
+    from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig
+    from prenet_callbacks.projection.ops.precision import parse_precision
 
     capture, spans = _capture(bench, layers=2)
     precision = parse_precision("bf16-true", "highest", conv_tf32=True)

@@ -31,14 +31,15 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 import integrations.lightning as lightning_module
 import prenet_callbacks
 import prenet_callbacks.report as report_module
-import prenet_callbacks.session as session_module
+import prenet_callbacks.session.machine as session_module
 from prenet_callbacks import PreNeTCallback
-from prenet_callbacks.profiling import ModuleProfiler, hook_snapshot
-from prenet_callbacks.profiling import profiler as profiler_module
-from prenet_callbacks.profiling import table_builder
-from prenet_callbacks.profiling.op_timing import HostOpTimer
-from prenet_callbacks.profiling.capture import CaptureMode
-from prenet_callbacks.session import PreNeTWarning
+from prenet_callbacks.measure.profiling import ModuleProfiler, hook_snapshot
+from prenet_callbacks.measure.profiling import profiler as profiler_module
+from prenet_callbacks.measure.profiling import table_builder
+from prenet_callbacks.measure.profiling.op_timing import HostOpTimer
+from prenet_callbacks.measure.profiling.capture import CaptureMode
+from prenet_callbacks.measure.step_account import StepAccount
+from prenet_callbacks.session.machine import PreNeTWarning
 from tests.lightning_helpers import RecordingLogger, TinyModule, loaders, trainer
 
 # warm-up 1 step, profile steps 1-2, clean timing 3-5, first prediction after step 6
@@ -128,8 +129,8 @@ def assert_clean(module: nn.Module, t: pl.Trainer, callback: PreNeTCallback | No
     assert torch._C._len_torch_dispatch_stack() == 0
     assert "save_checkpoint" not in t.__dict__
     if callback is not None:
-        assert callback.session.profiler is None and not callback.session.profiling
-        assert not callback.session._cleanups
+        assert callback.session.window.profiler is None and not callback.session.window.active
+        assert not callback.session.guard.cleanups
 
 
 def assert_same_weights(module: nn.Module, reference: list[torch.Tensor]) -> None:
@@ -162,7 +163,7 @@ def test_profiled_run_is_bit_identical_and_leaves_nothing_behind(tmp_path, tmp_p
     assert raised is None and [str(w.message) for w in ours] == []
     assert_same_weights(module, reference_weights(tmp_path_factory))
     assert_clean(module, t, callback)
-    assert not callback.session.disabled
+    assert not callback.session.guard.disabled
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["measured"]["profiled_steps"] == 2 and data["measured"]["layers"]
     assert data["actual"]["steps"] == EPOCHS * TRAIN_BATCHES
@@ -260,7 +261,7 @@ def test_internal_fault_warns_at_most_once_and_changes_nothing(tmp_path, tmp_pat
     # profiler that fails outright is dropped with one warning (predictions go on from step timing);
     # any other fault gives exactly one warning and the callback steps aside.
     assert len(ours) <= 1, [str(w.message) for w in ours]
-    if ours and not callback.session.disabled:
+    if ours and not callback.session.guard.disabled:
         assert "profile" in str(ours[0].message) and "Training is unchanged" in str(ours[0].message)
         assert any("per-module profile unavailable" in x for x in callback.report.limitations)
         assert callback.report.first_prediction is not None and callback.report.actual["steps"] == t.global_step
@@ -294,7 +295,7 @@ def test_warnings_turned_into_errors_still_do_not_break_the_run(tmp_path, tmp_pa
     with warnings.catch_warnings():
         warnings.simplefilter("error", PreNeTWarning)
         t.fit(module, *loaders(train_batches=TRAIN_BATCHES))
-    assert callback.session.disabled
+    assert callback.session.guard.disabled
     assert_same_weights(module, reference)
     assert_clean(module, t, callback)
 
@@ -302,7 +303,7 @@ def test_warnings_turned_into_errors_still_do_not_break_the_run(tmp_path, tmp_pa
 def test_warnings_as_errors_inside_the_checkpoint_wrapper(tmp_path, tmp_path_factory, monkeypatch):
     """The save_checkpoint timing wrapper calls the session outside any Lightning hook wrapper."""
     reference = reference_weights(tmp_path_factory)
-    monkeypatch.setattr(session_module.PredictionSession, "checkpoint_end", session_module.guarded(_raise))
+    monkeypatch.setattr(StepAccount, "checkpoint_end", _raise)
     callback = PreNeTCallback(report_path=tmp_path / "r.json", **FAST)
     ckpt = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True)
     module, t, ours, raised = run(tmp_path, callback, extra_callbacks=[ckpt], enable_checkpointing=True,
@@ -320,7 +321,7 @@ def test_session_used_directly_never_raises_its_warning(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         session.fit_start()
-    assert session.disabled and "injected fault" in session.failure
+    assert session.guard.disabled and "injected fault" in session.guard.failure
 
 
 def test_broken_model_after_a_fault_is_still_released(tmp_path, monkeypatch):
@@ -403,7 +404,7 @@ def test_report_that_cannot_be_written_warns_once_and_leaves_no_temp_file(tmp_pa
     assert raised is None
     assert_same_weights(module, reference)
     assert_clean(module, t, callback)
-    assert len(ours) == 1 and callback.session.disabled
+    assert len(ours) == 1 and callback.session.guard.disabled
     assert "cannot write report" in str(ours[0].message) and str(report_path) in str(ours[0].message)
     if report_dir.is_dir():
         assert [p.name for p in report_dir.iterdir()] == [], "a temporary report file was left behind"

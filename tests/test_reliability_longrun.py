@@ -16,11 +16,11 @@ import tracemalloc
 
 import pytest
 
-from prenet_callbacks.estimators import RobustDuration
-from prenet_callbacks.plan import CheckpointRule, RunPlan
-from prenet_callbacks.profiling.table import LayerTable
+from prenet_callbacks.forecast.estimators import RobustDuration
+from prenet_callbacks.forecast.plan import CheckpointRule, RunPlan
+from prenet_callbacks.measure.profiling.table import LayerTable
 from prenet_callbacks.report import MAX_HISTORY
-from prenet_callbacks.session import PredictionSession, SessionConfig
+from prenet_callbacks.session.machine import PredictionSession, SessionConfig
 
 STEPS = 8_000
 BATCHES_PER_EPOCH = 1_000
@@ -71,8 +71,8 @@ def _deep_size(obj, seen=None) -> int:
 
 
 def _session_size(session: PredictionSession) -> int:
-    parts = [session.report.to_dict(), session.measurements.state_dict(), session.window_phases,
-             session.sanity.__dict__, session._cleanups, session.logger_sinks]
+    parts = [session.report.to_dict(), session.measurements.state_dict(), session.window.phases,
+             session.steps.sanity.__dict__, session.guard.cleanups, session.outputs.logger_sinks]
     return sum(_deep_size(p) for p in parts)
 
 
@@ -89,8 +89,8 @@ class LongRun:
         self.session = PredictionSession(config, clock=self.clock)
         self.logged = 0
         self.printed = 0
-        self.session.logger_sinks.append(self._log)
-        self.session.printer = self._print
+        self.session.outputs.logger_sinks.append(self._log)
+        self.session.outputs.printer = self._print
         self.profiler = FakeProfiler()
         self.session.fit_start({"device": "cpu"})
         self.clock.t += 2.0
@@ -122,10 +122,10 @@ class LongRun:
             if g % VAL_EVERY == 0:
                 s.validation_start()
                 clock.t += 1.5
-                s.validation_end()
-                s.checkpoint_start()
+                s.steps.validation_end()
+                s.steps.checkpoint_start()
                 clock.t += 0.4
-                s.checkpoint_end()
+                s.steps.checkpoint_end()
             if g % BATCHES_PER_EPOCH == 0:
                 s.epoch_end()
             self.batch = g
@@ -173,7 +173,7 @@ def long_run(tmp_path_factory):
 def test_the_run_completes_and_stays_healthy(long_run):
     run = long_run["run"]
     session = run.session
-    assert not session.disabled, session.failure
+    assert not session.guard.disabled, session.guard.failure
     assert session.report.actual["steps"] == STEPS
     assert run.printed == 1  # the table is printed once, after the first prediction
     assert run.profiler.calls.count("start") == 1 and run.profiler.calls.count("stop") == 1

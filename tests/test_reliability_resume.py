@@ -96,6 +96,6 @@ def test_resume_with_a_different_report_path_still_works(first_fit, tmp_path):
     callback = PreNeTCallback(report_path=tmp_path / "other.json", **FAST)
     t = trainer(tmp_path, [callback], max_epochs=3, limit_val_batches=2)
     t.fit(Sleepy(), *loaders(train_batches=BPE), ckpt_path=str(base / "steps" / "step=30.ckpt"))
-    assert not callback.session.disabled
+    assert not callback.session.guard.disabled
     assert callback.report.plan["start_step"] == 30 and t.global_step == 3 * BPE
     assert (tmp_path / "other.json").is_file()

@@ -19,7 +19,7 @@ import lightning.pytorch as pl
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
 from prenet_callbacks import PreNeTCallback
-from prenet_callbacks.render import render_text
+from prenet_callbacks.outputs.render import render_text
 from prenet_callbacks.report import Report
 from tests.lightning_helpers import SaveCounter, Stream, TinyModule, loaders, trainer
 

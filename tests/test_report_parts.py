@@ -9,8 +9,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from prenet_callbacks import PreNeTCallback, report_view
-from prenet_callbacks.eta import Prediction as EtaPrediction
+from prenet_callbacks import PreNeTCallback
+from prenet_callbacks.outputs import report_view
+from prenet_callbacks.forecast.eta import Prediction as EtaPrediction
 from prenet_callbacks.projection import project_report
 from prenet_callbacks.report import Report
 from prenet_callbacks.report_parts import Measured, Prediction, TargetRow
@@ -123,8 +124,8 @@ def test_the_current_row_leaves_out_what_only_projections_have():
                                              ("deepspeed", "run"), ("loop", "run")])
 def test_one_word_for_the_run_everywhere(framework, word):
     from prenet_callbacks.html import view
-    from prenet_callbacks.lifecycle import actual_block, end_line
-    from prenet_callbacks.render import render_text
+    from prenet_callbacks.session.lifecycle import actual_block, end_line
+    from prenet_callbacks.outputs.render import render_text
 
     report = make_report()
     report.run["framework"] = framework

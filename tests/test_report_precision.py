@@ -154,7 +154,7 @@ def _h200_cnn_report() -> Report:
 
 
 def test_half_reprojection_of_convolutions_pays_cudnn_layout_transforms_unless_channels_last():
-    from prenet_callbacks.projection.layout import is_layout_op
+    from prenet_callbacks.projection.ops.layout import is_layout_op
 
     def transforms(workload):
         return Counter(u.phase for u in workload.units for s, c in u.ops for _ in range(int(c)) if is_layout_op(s))
@@ -194,7 +194,7 @@ def test_mixed_reprojection_casts_fp32_activations_into_gemms_and_keeps_batch_no
     """Autocast casts an fp32 activation entering a GEMM (the model's input, a layer norm's output, which
     autocast keeps fp32) and its gradient back; a batch norm runs in its input's half dtype, so the
     convolution after it reads half and pays no cast."""
-    from prenet_callbacks.projection.autocast import CAST_NAME
+    from prenet_callbacks.projection.ops.autocast import CAST_NAME
 
     def norm(name, rows, cols, backward=0):
         return {"op_class": "norm", "dtype": "float32", "flops": 5.0 * rows * cols, "bytes_read": 4.0 * rows * cols,

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from prenet_callbacks.report import Report, ReportError
-from prenet_callbacks.render import render_text
-from prenet_callbacks.run_info import _plain_name, batch_size_of
+from prenet_callbacks.outputs.render import render_text
+from prenet_callbacks.session.run_info import _plain_name, batch_size_of
 from prenet_callbacks.units import format_duration, format_step_time, format_usd
 
 

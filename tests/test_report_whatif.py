@@ -111,7 +111,7 @@ def test_accumulate_repeats_the_micro_batches_and_the_optimizer_runs_once(report
     assert b["global_batch"] == 4 * a["global_batch"] == 4 * BATCH
     assert _target(four, "8x H100-SXM5")["global_batch"] == 4 * _target(one, "8x H100-SXM5")["global_batch"]
     assert b["steps"] == a["steps"]                                   # the run keeps its optimizer steps
-    # the steps, and the target's own warm-up, whose profiled steps are longer too (`projection/one_off.py`)
+    # the steps, and the target's own warm-up, whose profiled steps are longer too (`projection/rows/one_off.py`)
     own = b["assumed"]["one_off_s"] - a["assumed"]["one_off_s"]
     assert b["total_s"] - a["total_s"] == pytest.approx(a["steps"] * (b["step_s"] - a["step_s"]) + own, abs=0.02)
     assert any("re-projection at accumulate=4 (the run: 1)" in note for note in b["notes"])

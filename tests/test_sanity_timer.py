@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from prenet_callbacks.sanity import SanityTimer, minor_faults, seconds_per_fault
+from prenet_callbacks.measure.sanity import SanityTimer, minor_faults, seconds_per_fault
 
 
 class Counter:

@@ -5,12 +5,12 @@ import warnings
 
 import pytest
 
-from prenet_callbacks.eta_validation import validation_estimate as _validation_estimate, validation_uncertainty as _validation_uncertainty
-from prenet_callbacks.plan import CheckpointRule, RunPlan
-from prenet_callbacks.profiling.table import LayerTable
-from prenet_callbacks.sanity import minor_faults
-from prenet_callbacks.session import PredictionSession, PreNeTWarning, SessionConfig
-from prenet_callbacks.session_schedule import Schedule
+from prenet_callbacks.forecast.eta_validation import validation_estimate as _validation_estimate, validation_uncertainty as _validation_uncertainty
+from prenet_callbacks.forecast.plan import CheckpointRule, RunPlan
+from prenet_callbacks.measure.profiling.table import LayerTable
+from prenet_callbacks.measure.sanity import minor_faults
+from prenet_callbacks.session.machine import PredictionSession, PreNeTWarning, SessionConfig
+from prenet_callbacks.session.schedule import Schedule
 
 
 class FakeClock:
@@ -37,15 +37,15 @@ def simulate(plan: RunPlan, *, batch_s=0.1, val_s=None, ckpt_s=0.2, boundary_s=0
     session = PredictionSession(config or SessionConfig(warmup_steps=2, profile_steps=2, timing_steps=5,
                                                         refine_every_n_steps=10, metrics_every_n_steps=10, profile_layers=False), clock=clock)
     logged = []
-    session.logger_sinks.append(lambda metrics, step: logged.append((step, metrics)))
+    session.outputs.logger_sinks.append(lambda metrics, step: logged.append((step, metrics)))
     session.fit_start({"device": "cpu"})
     clock.advance(1.0)
     if sanity:
         session.validation_start(sanity=True)
         for _ in range(2):
             clock.advance(sanity_cold * val_s / plan.val_batches)
-            session.validation_batch_end(sanity=True)
-        session.validation_end(sanity=True)
+            session.steps.validation_batch_end(sanity=True)
+        session.steps.validation_end(sanity=True)
     session.set_plan(plan)
     bpe = int(plan.batches_per_epoch)
     for g in range(1, int(plan.total_batches) + 1):
@@ -64,11 +64,11 @@ def simulate(plan: RunPlan, *, batch_s=0.1, val_s=None, ckpt_s=0.2, boundary_s=0
         for _ in range(plan.validation_runs_between(g - 1, g)):
             session.validation_start()
             clock.advance(val_s)
-            session.validation_end()
+            session.steps.validation_end()
         for _ in range(plan.checkpoint_saves_between(g - 1, g)):
-            session.checkpoint_start()
+            session.steps.checkpoint_start()
             clock.advance(ckpt_s)
-            session.checkpoint_end()
+            session.steps.checkpoint_end()
         if stop_after is not None and g == stop_after:
             return session, clock.t, logged
     clock.advance(boundary_s)
@@ -201,13 +201,13 @@ def test_an_internal_error_warns_once_runs_cleanups_and_goes_quiet():
         session.fit_start()
         session.plan = "not a plan"  # the next prediction will fail inside predict_fit
         session.steps_seen = 100
-        session.first_prediction_made = False
+        session.predictions.first_made = False
         session.schedule = Schedule(warmup_steps=0, profile_steps=0, timing_steps=1)
         session.batch_end(stepped=True, global_step=101)
         session.batch_end(stepped=True, global_step=102)
     prenet = [w for w in caught if issubclass(w.category, PreNeTWarning)]
     assert len(prenet) == 1 and "continues unchanged" in str(prenet[0].message)
-    assert session.disabled and undone == [True]
+    assert session.guard.disabled and undone == [True]
 
 
 def test_state_dict_round_trip_keeps_history():
@@ -234,7 +234,7 @@ class FakeEvent:
 
 
 def test_gpu_phases_come_from_events_resolved_once():
-    from prenet_callbacks.phase_events import CudaPhaseEvents
+    from prenet_callbacks.measure.phase_events import CudaPhaseEvents
 
     clock = FakeClock()
     syncs = []
@@ -297,7 +297,7 @@ def _train(session, clock, *, steps, forward_s) -> None:
     """Plain steps: forward (``forward_s(in the profiled window)``), 0.3 s backward, 0.1 s optimizer."""
     for g in range(1, steps + 1):
         session.batch_start()
-        clock.advance(forward_s(session.step_clock.in_window))
+        clock.advance(forward_s(session.steps.step_clock.in_window))
         session.before_backward()
         clock.advance(0.3)
         session.after_backward()
@@ -311,7 +311,7 @@ def test_session_on_cuda_times_window_phases_with_events():
     session = PredictionSession(SessionConfig(warmup_steps=1, profile_steps=2, timing_steps=3), clock=clock)
     device = FakeCudaClock(clock)
     session.use_clock(device)
-    session.set_memory_account({"params_bytes": 1000, "grads_bytes": 1000, "optimizer_bytes": 2000,
+    session.facts.set_memory_account({"params_bytes": 1000, "grads_bytes": 1000, "optimizer_bytes": 2000,
                                 "sharding": "none", "world": 1})
     profiler = FakeProfiler()
     session.fit_start({"device": "cuda"})
@@ -430,8 +430,8 @@ def test_the_sanity_checks_page_faults_are_counted_and_the_band_reaches_the_corr
     for _ in range(2):
         clock.advance(2 * val_s / p.val_batches)
         faults[0] += 100_000
-        session.validation_batch_end(sanity=True)
-    session.validation_end(sanity=True)
+        session.steps.validation_batch_end(sanity=True)
+    session.steps.validation_end(sanity=True)
     m = session.measurements
     assert m.sanity_val_per_batch == pytest.approx(val_s / p.val_batches)
     assert m.sanity_page_faults_s == pytest.approx(2 * extra_per_batch)

@@ -7,8 +7,8 @@ import warnings
 
 from test_session import FakeClock, _train, plan
 
-from prenet_callbacks.profiling.table import LayerTable
-from prenet_callbacks.session import PredictionSession, PreNeTWarning, SessionConfig
+from prenet_callbacks.measure.profiling.table import LayerTable
+from prenet_callbacks.session.machine import PredictionSession, PreNeTWarning, SessionConfig
 
 
 class StopFails:
@@ -42,7 +42,7 @@ def test_a_profiler_that_fails_to_stop_is_dropped_with_one_warning_and_predictio
         _train(session, clock, steps=12, forward_s=lambda profiled: 0.2)
     ours = [w for w in caught if issubclass(w.category, PreNeTWarning)]
     assert len(ours) == 1 and "could not profile layers" in str(ours[0].message)
-    assert not session.disabled and session.profiler is None and not session.profiling
+    assert not session.guard.disabled and session.window.profiler is None and not session.window.active
     assert profiler.calls.count("stop") == 1 and profiler.calls.count("start") == 1
     assert any("per-module profile unavailable" in x and "trace unreadable" in x for x in session.report.limitations)
     measured = session.report.measured
@@ -51,6 +51,6 @@ def test_a_profiler_that_fails_to_stop_is_dropped_with_one_warning_and_predictio
 
 
 def test_the_config_module_does_not_import_the_session():
-    code = ("import sys, prenet_callbacks.config; "
-            "assert 'prenet_callbacks.session' not in sys.modules, 'config imports the session'")
+    code = ("import sys, prenet_callbacks.session.arguments; "
+            "assert 'prenet_callbacks.session.machine' not in sys.modules, 'config imports the session'")
     subprocess.run([sys.executable, "-c", code], check=True)

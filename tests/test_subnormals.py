@@ -10,9 +10,9 @@ from torch import nn
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from integrations.loop import Tracker
-from prenet_callbacks.eta import RunMeasurements, predict_fit
-from prenet_callbacks.plan import RunPlan
-from prenet_callbacks.subnormals import SubnormalNote, SubnormalWatch, flushes_subnormals
+from prenet_callbacks.forecast.eta import RunMeasurements, predict_fit
+from prenet_callbacks.forecast.plan import RunPlan
+from prenet_callbacks.measure.subnormals import SubnormalNote, SubnormalWatch, flushes_subnormals
 
 TINY = torch.finfo(torch.float32).tiny
 

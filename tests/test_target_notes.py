@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from prenet_callbacks import estimate
-from prenet_callbacks.render import targets_table
+from prenet_callbacks.outputs.render import targets_table
 from prenet_callbacks.report import Report
 
 

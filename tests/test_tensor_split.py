@@ -9,8 +9,8 @@ from torch import nn
 
 from layout_models import LlamaBlock, ids, tiny_lm
 from prenet_callbacks import estimate
-from prenet_callbacks.projection.layout_workload import model_shape
-from prenet_callbacks.projection.tensor_split import CATEGORIES, recognise, split_units
+from prenet_callbacks.projection.parallel.layout_workload import model_shape
+from prenet_callbacks.projection.parallel.tensor_split import CATEGORIES, recognise, split_units
 
 # TinyLM defaults: vocab 128, hidden 64, 2 layers, 4 heads, MLP 256, sequence 16; batch 2 -> 32 tokens
 T, H, V, FFN, L = 32, 64, 128, 256, 2

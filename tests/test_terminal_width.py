@@ -19,10 +19,10 @@ from torch import nn
 import lightning.pytorch as pl
 from prenet_callbacks import PreNeTCallback
 from prenet_callbacks.cli import main
-from prenet_callbacks.render import render_text
+from prenet_callbacks.outputs.render import render_text
 from prenet_callbacks.report import Report
 from prenet_callbacks.report_parts import TargetRow
-from prenet_callbacks.terminal import LOG_WIDTH, output_width, print_block
+from prenet_callbacks.outputs.terminal import LOG_WIDTH, output_width, print_block
 from tests.lightning_helpers import dataset
 from tests.projection_fixtures import importable_models
 
@@ -171,7 +171,7 @@ def test_the_width_rule(monkeypatch):
 def test_print_block_renders_at_the_width_rule(report, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     out = io.StringIO()
-    from prenet_callbacks.render import report_renderable
+    from prenet_callbacks.outputs.render import report_renderable
 
     print_block(report_renderable(report, live=True), file=out)
     lines = out.getvalue().splitlines()

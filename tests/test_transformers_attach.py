@@ -89,5 +89,5 @@ def test_without_a_trainer_handle_the_run_goes_on_and_says_how_to_give_one(tmp_p
     callback = PreNeTTrainerCallback(**FAST)
     t = trainer(tmp_path, [callback], eval_dataset=Samples(12), **RUN)
     t.train()
-    assert callback.report.run["ended"]["reason"] == "completed" and not callback.session.disabled
+    assert callback.report.run["ended"]["reason"] == "completed" and not callback.session.guard.disabled
     assert any("callback.attach(trainer)" in note for note in callback.report.limitations)

@@ -17,7 +17,7 @@ from transformers.integrations import TensorBoardCallback  # noqa: E402
 import integrations.transformers as hf_module  # noqa: E402
 from prenet_callbacks import PreNeTCallback, PreNeTTrainerCallback  # noqa: E402
 from prenet_callbacks.report import Report  # noqa: E402
-from prenet_callbacks.session import PreNeTWarning  # noqa: E402
+from prenet_callbacks.session.machine import PreNeTWarning  # noqa: E402
 from tests.hf_helpers import EventCounter, Samples, TinyRegressor, trainer, weights_digest  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -75,7 +75,7 @@ def test_report_of_a_trainer_run(tmp_path, reference, capsys):
     tensorboard = RecordingTensorBoard()
     writer = tensorboard.tb_writer  # the Trainer closes and drops it at the end
     t, ours, counter = run(tmp_path, callback, extra=[tensorboard])
-    assert ours == [] and not callback.session.disabled
+    assert ours == [] and not callback.session.guard.disabled
     report = callback.report
     assert report.plan["total_steps"] == 18 and report.plan["validation_runs"] == counter.evaluations == 4
     assert report.plan["checkpoint_saves"] == counter.saves == 3
@@ -127,7 +127,7 @@ def test_evaluations_after_training_are_not_part_of_the_run(tmp_path):
     actual = dict(callback.report.actual)
     t.evaluate()
     t.predict(Samples(8))
-    assert callback.report.actual == actual and not callback.session.disabled
+    assert callback.report.actual == actual and not callback.session.guard.disabled
 
 
 def test_resumed_run_plans_what_remains(tmp_path):
@@ -152,8 +152,8 @@ def _fail_plan(monkeypatch):
 
 
 def _fail_mid_run(monkeypatch):
-    from prenet_callbacks.session import PredictionSession
-    from prenet_callbacks.session import guarded as session_guarded
+    from prenet_callbacks.session.machine import PredictionSession
+    from prenet_callbacks.session.machine import guarded as session_guarded
 
     original = PredictionSession.batch_end
     calls = {"n": 0}
@@ -169,7 +169,7 @@ def _fail_mid_run(monkeypatch):
 
 
 def _fail_in_profiler(monkeypatch):
-    from prenet_callbacks.profiling import ModuleProfiler
+    from prenet_callbacks.measure.profiling import ModuleProfiler
 
     def broken(self, *args):
         raise RuntimeError("injected profiler fault")
@@ -178,7 +178,7 @@ def _fail_in_profiler(monkeypatch):
 
 
 def _fail_in_evaluation(monkeypatch):
-    from prenet_callbacks.session import PredictionSession
+    from prenet_callbacks.session.machine import PredictionSession
 
     monkeypatch.setattr(PredictionSession, "validation_start", lambda self, sanity=False: 1 / 0)
 
@@ -202,7 +202,7 @@ def test_an_internal_failure_warns_once_and_changes_nothing(tmp_path, reference,
     callback = PreNeTTrainerCallback(**FAST)
     t, ours, counter = run(tmp_path, callback)
     assert len(ours) == 1, [str(w.message) for w in ours]
-    assert callback.session.disabled
+    assert callback.session.guard.disabled
     assert (weights_digest(t.model), t.state.global_step) == reference
     assert counter.evaluations == 4 and counter.saves == 3
     assert not t.model._forward_hooks and torch._C._len_torch_dispatch_stack() == 0
@@ -213,7 +213,7 @@ def test_a_profiler_failure_keeps_predicting_from_step_timing(tmp_path, referenc
     callback = PreNeTTrainerCallback(**FAST)
     t, ours, _ = run(tmp_path, callback)
     assert len(ours) == 1 and "could not profile layers" in str(ours[0].message)
-    assert not callback.session.disabled and callback.report.first_prediction is not None
+    assert not callback.session.guard.disabled and callback.report.first_prediction is not None
     assert any("per-module profile unavailable" in note for note in callback.report.limitations)
     assert (weights_digest(t.model), t.state.global_step) == reference
 
@@ -233,7 +233,7 @@ def test_exceptions_pass_through_unchanged_and_leave_nothing_behind(tmp_path, er
     t = trainer(tmp_path, [callback], model=model)
     with pytest.raises(type(error)):
         t.train()
-    assert not callback.session.disabled, "a user error is the user's: PreNeT did not fail"
+    assert not callback.session.guard.disabled, "a user error is the user's: PreNeT did not fail"
     ended = callback.report.run["ended"]
     assert ended["reason"] == ("interrupted" if isinstance(error, KeyboardInterrupt) else "failed")
     assert callback.report.actual["first_prediction_error"] is None
@@ -305,7 +305,7 @@ def test_max_steps_minus_one_with_an_unsized_stream_is_refused_by_the_trainer_it
         with pytest.raises(ValueError, match="max_steps"):
             trainer(tmp_path, [callback], train=Stream(), max_steps=-1)
     assert not [w for w in caught if issubclass(w.category, PreNeTWarning)]
-    assert callback.report.actual is None and not callback.session.disabled
+    assert callback.report.actual is None and not callback.session.guard.disabled
 
 
 def test_the_trainer_example_runs(tmp_path):

@@ -11,7 +11,7 @@ import torch
 pytestmark = [
     pytest.mark.cuda,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.cuda.is_available() is False)"),
-    pytest.mark.filterwarnings("error::prenet_callbacks.session.PreNeTWarning"),
+    pytest.mark.filterwarnings("error::prenet_callbacks.session.machine.PreNeTWarning"),
 ]
 
 FAST = dict(warmup_steps=2, profile_steps=2, timing_steps=5, metrics_every_n_steps=5, targets=["A100"], print_report=False)

@@ -14,8 +14,8 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset
 
 from prenet_callbacks import PreNeTCallback
-from prenet_callbacks.plan import RunPlan
-from prenet_callbacks.render import render_text
+from prenet_callbacks.forecast.plan import RunPlan
+from prenet_callbacks.outputs.render import render_text
 from tests.lightning_helpers import TinyModule, loaders, trainer
 
 FAST = dict(warmup_steps=1, profile_steps=1, timing_steps=3, targets=[], html=False)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from prenet_callbacks.eta import RunMeasurements, predict_fit
-from prenet_callbacks.eta_validation import validation_estimate as _validation_estimate, validation_uncertainty as _validation_uncertainty
-from prenet_callbacks.plan import RunPlan
+from prenet_callbacks.forecast.eta import RunMeasurements, predict_fit
+from prenet_callbacks.forecast.eta_validation import validation_estimate as _validation_estimate, validation_uncertainty as _validation_uncertainty
+from prenet_callbacks.forecast.plan import RunPlan
 
 
 def plan(val_batches: int = 8, **kwargs) -> RunPlan:

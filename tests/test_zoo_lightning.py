@@ -22,8 +22,8 @@ from torch.utils.data import DataLoader, Dataset
 import lightning.pytorch as pl
 
 from prenet_callbacks import PreNeTCallback
-from prenet_callbacks.profiling import hook_snapshot
-from prenet_callbacks.session import PreNeTWarning
+from prenet_callbacks.measure.profiling import hook_snapshot
+from prenet_callbacks.session.machine import PreNeTWarning
 from tests.lightning_helpers import trainer
 from tests.model_zoo import ZOO, loss_fn
 
@@ -167,7 +167,7 @@ def test_zoo_model_trains_with_the_callback(tmp_path, name):
 
     # the report is sane
     session = callback.session
-    assert not session.disabled, session.failure
+    assert not session.guard.disabled, session.guard.failure
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["actual"]["steps"] == t.global_step
     assert data["plan"]["total_steps"] == t.global_step

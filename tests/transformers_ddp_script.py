@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from prenet_callbacks import PreNeTTrainerCallback
-from prenet_callbacks.session import PreNeTWarning
+from prenet_callbacks.session.machine import PreNeTWarning
 from tests.hf_helpers import EventCounter, Samples, TinyRegressor, trainer, weights_digest
 from transformers.integrations import TensorBoardCallback
 
@@ -77,9 +77,9 @@ def main() -> None:
     result = {
         "rank": rank,
         "world_size": t.args.world_size,
-        "is_rank_zero": session.is_rank_zero,
-        "disabled": session.disabled,
-        "failure": session.failure,
+        "is_rank_zero": session.outputs.is_rank_zero,
+        "disabled": session.guard.disabled,
+        "failure": session.guard.failure,
         "prenet_warnings": [str(w.message) for w in caught if issubclass(w.category, PreNeTWarning)],
         "plan": session.report.plan,
         "predictions": session.report.predictions,

@@ -2,7 +2,7 @@
 
 The predictor is trained on bf16/fp32 rows only (`xla_tables` leaves the fp8 rows out). FP8 GEMMs are
 priced from their bf16 twin instead: time(fp8) = predicted time(bf16) / (fp8 rate / bf16 rate), the
-ratio measured by XLA at the same shape on the same GPU (`prenet_callbacks.projection.fp8_rates`).
+ratio measured by XLA at the same shape on the same GPU (`prenet_callbacks.projection.pricing.fp8_rates`).
 This module turns the raw table into that ratio table:
 
 - devices: sm_90 (H100 SXM) and sm_100_B200 (B200), 375 shapes each: b in {1,2,4}, m, n, k in

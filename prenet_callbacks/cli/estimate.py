@@ -111,11 +111,11 @@ def load_callable(path: str):
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from prenet_callbacks.estimation import estimate
-    from prenet_callbacks.projection.capture import CaptureError
+    from prenet_callbacks.projection.estimation import estimate
+    from prenet_callbacks.projection.ops.capture import CaptureError
     from prenet_callbacks.projection.targets import resolve_targets
 
-    from prenet_callbacks.projection.predictor_source import load_predictor_option
+    from prenet_callbacks.projection.pricing.predictor_source import load_predictor_option
 
     resolve_targets(args.targets)  # unknown names and a bad predictor fail before the model is built
     predictor = load_predictor_option(args.predictor, "--predictor")

@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from prenet_callbacks.projection.host import COMPILE_MODES
-from prenet_callbacks.projection.parallel import SHARDINGS
-from prenet_callbacks.projection.project import BATCH_CONVENTIONS
+from prenet_callbacks.projection.pricing.host import COMPILE_MODES
+from prenet_callbacks.projection.parallel.data_parallel import SHARDINGS
+from prenet_callbacks.projection.rows.project import BATCH_CONVENTIONS
 
 
 def add_projection_options(parser: argparse.ArgumentParser) -> None:

@@ -67,10 +67,10 @@ def _check_html_option(page: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from prenet_callbacks.projection import project_report
-    from prenet_callbacks.render import render_text
+    from prenet_callbacks.outputs.render import render_text
     from prenet_callbacks.report import Report
 
-    from prenet_callbacks.projection.predictor_source import load_predictor_option
+    from prenet_callbacks.projection.pricing.predictor_source import load_predictor_option
 
     targets = _targets(args.targets)  # unknown names: exit 2 with the closest names, before reading anything
     if args.predictor is not None and args.targets is None:
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--accumulate must be an integer >= 1 (micro-batches per optimizer step), got "
                          f"{args.accumulate}; pass e.g. --accumulate 4")
     if args.precision is not None:   # a bad name exits 2 before the report is read
-        from prenet_callbacks.projection.precision import parse_precision
+        from prenet_callbacks.projection.ops.precision import parse_precision
 
         try:
             parse_precision(args.precision, "highest", conv_tf32=True, allow_fp8=True)

@@ -8,11 +8,11 @@ import datetime as _dt
 from html import escape
 from typing import Any, Iterable
 
-from prenet_callbacks import report_view
+from prenet_callbacks.outputs import report_view
 from prenet_callbacks.html import view
-from prenet_callbacks.projection.cost import listing_label
+from prenet_callbacks.projection.rows.cost import listing_label
 from prenet_callbacks.report_parts import Prediction, TargetRow
-from prenet_callbacks.report_view import device_label, number
+from prenet_callbacks.outputs.report_view import device_label, number
 from prenet_callbacks.units import format_count, format_duration, format_percent, format_step_time, format_usd
 
 MAX_LAYER_ROWS = 10

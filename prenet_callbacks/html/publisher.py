@@ -1,6 +1,6 @@
 """A session publisher that keeps the HTML page beside the JSON report up to date.
 
-    session.publishers.append(PagePublisher(report_path.with_suffix(".html")))
+    session.outputs.publishers.append(PagePublisher(report_path.with_suffix(".html")))
 
 A page is a few dozen SVG shapes written from the report's data (`prenet_callbacks.html.plot`): it takes
 milliseconds, so it is drawn in the caller's thread, once after the first prediction and once at the

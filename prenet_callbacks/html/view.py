@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from prenet_callbacks import report_view
+from prenet_callbacks.outputs import report_view
 from prenet_callbacks.report_parts import Prediction, TargetRow
-from prenet_callbacks.report_view import BREAKDOWN_PARTS, OF_WHICH_PARTS, number, run_word
+from prenet_callbacks.outputs.report_view import BREAKDOWN_PARTS, OF_WHICH_PARTS, number, run_word
 
 __all__ = ["BREAKDOWN_PARTS", "OF_WHICH_PARTS", "HardwarePoint", "Layer", "Roof", "band", "breakdown",
            "hardware_points", "has_totals", "history", "latest_prediction", "layers", "no_layers_reason",
@@ -128,7 +128,7 @@ class Roof:
 def roof(data: dict[str, Any]) -> tuple[Roof | None, str]:
     """The current device's roof from the hardware catalog, or ``(None, why there is none)``."""
     from predictor_models.hardware import UnknownHardwareError, UnsupportedPrecisionError, lookup_hardware
-    from prenet_callbacks.projection.precision import parse_precision
+    from prenet_callbacks.projection.ops.precision import parse_precision
 
     current = data.get("current") or {}
     name = current.get("catalog_name")

@@ -3,6 +3,13 @@
     from prenet_callbacks.projection import project_report
     project_report(report, ["A100", "8x H100", "4x8 H100"])   # fills report.targets and the recommendation
 
+When it runs: at a fit's first prediction and its end (the session projects its own report), for ``prenet report``,
+and in `estimate()` (`estimation.py`, from a model alone). The ways in live here (`from_report`, `reproject`,
+`report_whatif`, `report_blocks`, `estimation`, `targets`); a row is built by four rooms in order: `ops` (what runs
+on the target), `pricing` (how long it takes), `parallel` (over how many devices, and what they exchange), `rows`
+(the row, its band, memory, cost, and the recommendation). It reads the report and the model, and writes only the
+report's ``targets``, ``recommendation`` and ``projection``.
+
 See ``docs/projection.md`` for the method, the assumptions and the measured accuracy.
 """
 from __future__ import annotations
@@ -12,23 +19,23 @@ from typing import Any, Sequence
 
 from predictor_models.hardware.providers import check_provider
 
-from prenet_callbacks.projection.advice import recommend
-from prenet_callbacks.projection.cost import run_cost
-from prenet_callbacks.projection.fp8 import fp8_targets
+from prenet_callbacks.projection.rows.advice import recommend
+from prenet_callbacks.projection.rows.cost import run_cost
+from prenet_callbacks.projection.ops.fp8 import fp8_targets
 from prenet_callbacks.projection.from_report import run_shape_from_report, workload_from_report
-from prenet_callbacks.projection.host import ExecutionOptions, measure_host_costs
-from prenet_callbacks.projection.layout_rows import check_layouts
-from prenet_callbacks.projection.memory import GIB, capacity_bytes
-from prenet_callbacks.projection.model_layout import ModelLayout
-from prenet_callbacks.projection.one_off import measured_one_off_s
-from prenet_callbacks.projection.optimizer_ops import optimizer_settings
-from prenet_callbacks.projection.parallel import ZeroConfig
-from prenet_callbacks.projection.precision import Precision, parse_precision
-from prenet_callbacks.projection.predictor_source import resolve_predictor
-from prenet_callbacks.projection.project import BATCH_CONVENTIONS, RunShape, check_batch_convention, project_targets
+from prenet_callbacks.projection.pricing.host import ExecutionOptions, measure_host_costs
+from prenet_callbacks.projection.rows.layout_rows import check_layouts
+from prenet_callbacks.projection.rows.memory import GIB, capacity_bytes
+from prenet_callbacks.projection.parallel.model_layout import ModelLayout
+from prenet_callbacks.projection.rows.one_off import measured_one_off_s
+from prenet_callbacks.projection.ops.optimizer_ops import optimizer_settings
+from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig
+from prenet_callbacks.projection.ops.precision import Precision, parse_precision
+from prenet_callbacks.projection.pricing.predictor_source import resolve_predictor
+from prenet_callbacks.projection.rows.project import BATCH_CONVENTIONS, RunShape, check_batch_convention, project_targets
 from prenet_callbacks.projection.report_whatif import check_whatif, reproject_whatif
 from prenet_callbacks.projection.targets import DEFAULT_TARGETS, ProjectionTarget, resolve_targets
-from prenet_callbacks.projection.workload import Unit, Workload
+from prenet_callbacks.projection.ops.workload import Unit, Workload
 from prenet_callbacks.report_parts import TargetRow
 
 __all__ = ["BATCH_CONVENTIONS", "DEFAULT_TARGETS", "ExecutionOptions", "Precision", "ProjectionTarget", "RunShape",
@@ -68,11 +75,8 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     Unknown names raise `UnknownHardwareError` (a ValueError naming the closest catalog entries); other
     bad values raise ValueError naming the value and the fix. Returns the rows.
     """
-    check_batch_convention(batch_convention)
-    check_whatif(accumulate, activation_checkpointing)
-    provider = check_provider(provider)
-    zero = ZeroConfig.from_sharding(sharding) if sharding is not None else None
-    options = ExecutionOptions(compile, cuda_graphs)
+    provider, zero, options = _checked_options(batch_convention, accumulate, activation_checkpointing, provider,
+                                               sharding, compile, cuda_graphs)
     chosen = resolve_targets(targets)
     if targets is not None and not chosen:
         report.targets = []
@@ -84,36 +88,69 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
                                     channels_last=channels_last)
     workload, whatif = reproject_whatif(recorded, report, accumulate=accumulate,
                                         activation_checkpointing=activation_checkpointing)
-    fp8_note: list[str] = []
-    if workload.precision.fp8:
-        chosen, fp8_note = fp8_targets(chosen, explicit=targets is not None)
-    if refuse_layouts and run_model_parallel(report) is None:
-        check_layouts(workload, chosen, batch_convention)
+    chosen, fp8_note = _targets_for(report, workload, chosen, explicit=targets is not None,
+                                    refuse_layouts=refuse_layouts, batch_convention=batch_convention)
     shape = run_shape_from_report(report, workload)
     predictor, predictor_note = resolve_predictor(predictor)
+    notes = list(workload.notes) + fp8_note + ([predictor_note] if predictor_note else [])
     current = _current_row(report, recorded, shape, batch_convention, provider)   # the run as it ran
+    rows = _target_rows(report, workload, whatif, chosen, current, predictor, shape, notes,
+                        batch_convention=batch_convention, zero=zero, provider=provider)
+    report.targets = ([current.to_dict()] if current else []) + rows
+    report.recommendation = recommend(report.targets)
+    report.projection = _projection_block(workload, whatif, current, shape, predictor, notes, batch_convention, rows)
+    return report.targets
+
+
+def _checked_options(batch_convention: str, accumulate: int | None, activation_checkpointing: str | None,
+                     provider: str | None, sharding: str | None, compile: str,
+                     cuda_graphs: bool) -> tuple[str | None, ZeroConfig | None, ExecutionOptions]:
+    """`project_report`'s options checked (a ValueError naming the fix): the provider, the targets' sharding
+    (None: as the run) and how they execute the step."""
+    check_batch_convention(batch_convention)
+    check_whatif(accumulate, activation_checkpointing)
+    provider = check_provider(provider)
+    zero = ZeroConfig.from_sharding(sharding) if sharding is not None else None
+    return provider, zero, ExecutionOptions(compile, cuda_graphs)
+
+
+def _targets_for(report, workload: Workload, chosen: list, *, explicit: bool, refuse_layouts: bool,
+                 batch_convention: str) -> tuple[list, list[str]]:
+    """The targets an FP8 projection keeps (and why others went), each layout checked when asked to refuse."""
+    fp8_note: list[str] = []
+    if workload.precision.fp8:
+        chosen, fp8_note = fp8_targets(chosen, explicit=explicit)
+    if refuse_layouts and run_model_parallel(report) is None:
+        check_layouts(workload, chosen, batch_convention)
+    return chosen, fp8_note
+
+
+def _target_rows(report, workload: Workload, whatif: dict[str, Any], chosen: list, current: TargetRow | None,
+                 predictor, shape: RunShape, notes: list[str], *, batch_convention: str, zero: ZeroConfig | None,
+                 provider: str | None) -> list[dict[str, Any]]:
+    """The other hardware's rows (the measured GPU among them only when re-projected); ``notes`` gets why
+    there are none."""
     current_key = (current.devices, current.name) if current else None
     if not workload.reprojected_from and not whatif:   # re-projected, the measured GPU is a target of its own
         chosen = [t for t in chosen if (t.count, t.accelerator.name) != current_key or t.nodes > 1]
-    notes = list(workload.notes) + fp8_note
-    if predictor_note:
-        notes.append(predictor_note)
     own = run_model_parallel(report)
     if own is not None:
-        rows = []
         notes.append(f"the run splits its model itself ({own['text']}, {own['source']}): its recorded ops are one "
                      "rank's shards, whose unsharded shapes the per-layer table does not hold, so other hardware "
                      "and layouts are not projected from it; estimate() on the unsplit model projects them")
-    elif not workload.units or not any(u.ops for u in workload.units):
-        rows = []
+        return []
+    if not workload.units or not any(u.ops for u in workload.units):
         notes.append("no per-layer profile in this report (profile_layers=False?): other hardware not projected")
-    else:
-        total = current.total_s if current else None
-        rows = project_targets(workload, chosen, predictor, shape, current_total_s=total,
-                               batch_convention=batch_convention, sharding=zero, provider=provider, notes=notes)
-    report.targets = ([current.to_dict()] if current else []) + rows
-    report.recommendation = recommend(report.targets)
-    report.projection = {
+        return []
+    total = current.total_s if current else None
+    return project_targets(workload, chosen, predictor, shape, current_total_s=total,
+                           batch_convention=batch_convention, sharding=zero, provider=provider, notes=notes)
+
+
+def _projection_block(workload: Workload, whatif: dict[str, Any], current: TargetRow | None, shape: RunShape,
+                      predictor, notes: list[str], batch_convention: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report's ``projection`` block: notes, assumptions, precision, predictor, the work, one-off time."""
+    projection = {
         "notes": notes,
         "assumptions": _assumptions(batch_convention),
         "batch_convention": batch_convention,
@@ -123,15 +160,15 @@ def project_report(report, targets: Sequence[str] | None = None, *, predictor=No
     }
     if rows and workload.anchor is None and current and current.total_s:
         # a CPU's (or unknown device's) warm-up and profiling stay in its own row; the others carry their own
-        report.projection["one_off"] = {
+        projection["one_off"] = {
             "measured_s": round(measured_one_off_s(shape.steps, workload.measured_step_s,
                                                    shape.fixed_s + shape.validation_s, current.total_s), 4),
             "fits": shape.fits}
     if workload.reprojected_from:
-        report.projection["reprojected_from"] = workload.reprojected_from   # the run's own precision
+        projection["reprojected_from"] = workload.reprojected_from   # the run's own precision
     if whatif:
-        report.projection["whatif"] = whatif   # {"accumulate": N, "activation_checkpointing": "full"}
-    return report.targets
+        projection["whatif"] = whatif   # {"accumulate": N, "activation_checkpointing": "full"}
+    return projection
 
 
 def _assumptions(convention: str) -> str:

@@ -13,14 +13,14 @@ from typing import Any
 
 from predictor_models.op_spec import OpSpec
 
-from prenet_callbacks.projection.alignment import unaligned_gemm_note
-from prenet_callbacks.projection.host import ExecutionOptions, HostCosts, default_host_costs
-from prenet_callbacks.projection.memory import StateAccount
-from prenet_callbacks.projection.parallel import ZeroConfig
-from prenet_callbacks.projection.precision import parse_precision, retune
-from prenet_callbacks.projection.project import RunShape
+from prenet_callbacks.projection.ops.alignment import unaligned_gemm_note
+from prenet_callbacks.projection.pricing.host import ExecutionOptions, HostCosts, default_host_costs
+from prenet_callbacks.projection.rows.memory import StateAccount
+from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig
+from prenet_callbacks.projection.ops.precision import Precision, parse_precision, retune
+from prenet_callbacks.projection.rows.project import RunShape
 from prenet_callbacks.projection.reproject import memory_scale, reproject_units, reprojection_note, requested_precision
-from prenet_callbacks.projection.workload import PHASES, Unit, Workload
+from prenet_callbacks.projection.ops.workload import PHASES, Unit, Workload
 from prenet_callbacks.units import format_step_time
 
 _PHASE_FIELDS = {"fwd": "forward_s", "bwd": "backward_s", "opt": "optimizer_s"}
@@ -113,20 +113,27 @@ def workload_from_report(report, *, options: ExecutionOptions | None = None,
         host_costs=costs, host_issue_s=(measured.get("host") or {}).get("issue_s"),
         options=options or ExecutionOptions(), ran_compiled=compiled, measured_units=measured_units,
         reprojected_from=run_precision.name if changed is not None else None)
+    if on_cpu:
+        _cpu_host_share(workload, measured, step_s, data_s, op_seconds, accumulate)
+        workload.input_bytes = _input_bytes(layers)
+    _add_notes(workload, current, run_precision, target, changed)
+    return workload
+
+
+def _add_notes(workload: Workload, current: dict[str, Any], run_precision: Precision, target: Precision | None,
+               changed: Any) -> None:
+    """The workload's notes: a re-projection to another precision (and its own notes), absolute target times
+    (no catalog GPU measured), GEMMs off the fast tensor-core kernels."""
     if changed is not None:
         workload.notes.append(reprojection_note(run_precision.name, target) + "; model state derived at "
                               f"{target.name}, activations x{memory_scale(run_precision, target):.2f}")
         workload.notes.extend(changed.notes)
-    if on_cpu:
-        _cpu_host_share(workload, measured, step_s, data_s, op_seconds, accumulate)
-        workload.input_bytes = _input_bytes(layers)
-    if anchor is None:
+    if workload.anchor is None:
         workload.notes.append(f"measured on {current.get('name') or current.get('device', 'an unknown device')}: "
                               "target times are absolute predictions, not anchored on measurements")
     note = unaligned_gemm_note(workload.flat().distinct_counts())
     if note:
         workload.notes.append(note)
-    return workload
 
 
 # A mean this much above the fast steps' pace was slowed by something else (a quiet host's clean steps
@@ -179,7 +186,7 @@ def _has_costs(host: Any) -> bool:
 def _optimizer_name(name: Any, kind: int | None) -> tuple[str, bool]:
     """(memory name, whether torch.optim's kernels can be synthesised for it). An optimizer this
     projection does not know (DeepSpeed's, a third party's) keeps its measured kernels on every target."""
-    from prenet_callbacks.projection.optimizer_ops import memory_optimizer_name
+    from prenet_callbacks.projection.ops.optimizer_ops import memory_optimizer_name
 
     fallback = _OPT_KIND.get(kind, "adamw") if kind is not None else "adamw"
     if not name:

@@ -28,10 +28,10 @@ from typing import Any
 
 from predictor_models.op_spec import OpSpec
 
-from prenet_callbacks.projection.accumulation import accumulation_ops, check_accumulate
-from prenet_callbacks.projection.recompute import check_policy, recomputed_ops
+from prenet_callbacks.projection.ops.accumulation import accumulation_ops, check_accumulate
+from prenet_callbacks.projection.ops.recompute import check_policy, recomputed_ops
 from prenet_callbacks.projection.report_blocks import ReportBlocks, find_blocks
-from prenet_callbacks.projection.workload import Unit, Workload
+from prenet_callbacks.projection.ops.workload import Unit, Workload
 
 _NOT_ACTIVATIONS = ("other", "optimizer")
 

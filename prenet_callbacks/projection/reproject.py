@@ -35,11 +35,11 @@ from typing import Any
 
 from predictor_models.op_spec import OpSpec
 
-from prenet_callbacks.projection import fp8
-from prenet_callbacks.projection.autocast import CAST_NAME
-from prenet_callbacks.projection.layout import layout_ops_from_dims
-from prenet_callbacks.projection.precision import Precision, activation_scale, convert, parse_precision
-from prenet_callbacks.projection.workload import Unit
+from prenet_callbacks.projection.ops import fp8
+from prenet_callbacks.projection.ops.autocast import CAST_NAME
+from prenet_callbacks.projection.ops.layout import layout_ops_from_dims
+from prenet_callbacks.projection.ops.precision import Precision, activation_scale, convert, parse_precision
+from prenet_callbacks.projection.ops.workload import Unit
 
 _WEIGHT_CLASSES = frozenset({"gemm", "conv", "recurrent"})
 

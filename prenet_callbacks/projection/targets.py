@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from predictor_models.hardware import Target, UnknownHardwareError, lookup_hardware
 
-from prenet_callbacks.projection.model_layout import ModelLayout, parse_layout, split_layout
+from prenet_callbacks.projection.parallel.model_layout import ModelLayout, parse_layout, split_layout
 
 DEFAULT_TARGETS: tuple[str, ...] = (
     "T4",                  # cheapest common cloud GPU (16 GB)

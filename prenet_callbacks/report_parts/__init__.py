@@ -4,7 +4,7 @@
 ``measured`` block) are frozen dataclasses whose fields are the JSON keys, in the order the report
 writes them; ``to_dict`` gives the report's dict and ``from_dict`` reads it back (keys a report lacks
 stay left out, keys this version does not know are kept). The JSON Schema in ``prenet_callbacks/schemas/``
-stays the outside contract; readers go through `prenet_callbacks.report_view`.
+stays the outside contract; readers go through `prenet_callbacks.outputs.report_view`.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The report's ``measured`` block, typed for its readers.
 
-Written piece by piece while a run goes on (`prenet_callbacks.measured`); read whole by the projection,
+Written piece by piece while a run goes on (`prenet_callbacks.measure.measured`); read whole by the projection,
 the panel and the page. Every key is optional: a run records what it got to measure. Keys this version
 does not know are kept in ``extra`` (a newer writer's, or a benchmark's own).
 """

@@ -1,0 +1,184 @@
+"""One model-parallel rank's share of a step, as a `Workload` the projection can price.
+
+From the captured (or recorded) step: one micro-batch's forward and backward (the step's ops over its
+accumulation, at the target's micro-batch size), tensor-split as Megatron runs it (`tensor_split.py`),
+each unit cut by pipeline category (embedding / layers / vocabulary head) so that a stage takes its
+layers' share; and the optimizer over the rank's parameters: the largest stage's over tp (the layers
+split evenly, the embedding on the first stage, the LM head on the last, a tied head kept as a copy there).
+
+A run measured on a catalog GPU stays anchored: each new unit carries its source unit's measured time in
+proportion to what the predictor gives the source's ops of that category on the measured GPU, and keeps
+those ops as its measured ops, so the ratio predicted(target) / predicted(measured) carries the split.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import numpy as np
+
+from prenet_callbacks.projection.parallel.model_layout import ModelLayout
+from prenet_callbacks.projection.parallel.pipeline import stage_layers
+from prenet_callbacks.projection.parallel.tensor_split import TransformerShape, recognise, shard_scaled, split_units
+from prenet_callbacks.projection.ops.workload import Unit, Workload, batch_scaled
+
+ACCUMULATION_UNIT = "gradient accumulation"   # estimate's and report_whatif's unit of gradient adds
+
+
+@dataclass(frozen=True)
+class MicroBatches:
+    """A layout target's micro-batches: how many per replica and step, their size, and what that makes of
+    the run's work."""
+
+    count: int
+    size: int | None            # samples per micro-batch (None: the run's, unknown)
+    scale: float                # size / the captured micro-batch
+    samples_per_step: float | None   # all replicas; None when the batch is unknown
+    steps_factor: float         # target optimizer steps per run step (the same data)
+
+
+def micro_batches(workload: Workload, layout: ModelLayout, convention: str) -> MicroBatches | str:
+    """The target's micro-batches, or why they cannot be (a batch that does not divide)."""
+    batch, run_acc = workload.batch_size, max(workload.accumulate, 1)
+    run_samples = batch * run_acc * workload.world if batch else None
+    if layout.global_batch:
+        if not batch:
+            return "global_batch= needs the run's micro-batch size, which this step does not record"
+        count, rest = divmod(layout.global_batch, batch * layout.dp)
+        if rest or not count:
+            return (f"global_batch={layout.global_batch} is not a multiple of micro-batch {batch} x dp={layout.dp}"
+                    f" = {batch * layout.dp}")
+        return MicroBatches(count, batch, 1.0, float(layout.global_batch), run_samples / layout.global_batch)
+    count = layout.microbatches or run_acc
+    if convention == "global" and batch:
+        size, rest = divmod(run_samples, count * layout.dp)
+        if rest or not size:
+            return (f"the run's global batch {run_samples} does not divide into {count} micro-batch(es) x "
+                    f"dp={layout.dp}")
+        return MicroBatches(count, size, size / batch, float(run_samples), 1.0)
+    samples = batch * count * layout.dp if batch else None
+    factor = run_samples / samples if samples else workload.world * run_acc / (count * layout.dp)
+    return MicroBatches(count, batch, 1.0, samples, factor)
+
+
+@dataclass
+class RankStep:
+    """The rank's units (one micro-batch's forward and backward, then the optimizer), their categories."""
+
+    workload: Workload
+    category: np.ndarray        # per unit: 0 pre, 1 layer, 2 post, 3 optimizer
+    shape: TransformerShape
+    param_share: float          # the rank's parameters / the model's (largest stage, over tp)
+    unsplit_share: float        # GEMM FLOPs no rank could split
+
+
+def _per_micro_batch(units: Sequence[Unit], accumulate: float, scale: float) -> list[Unit]:
+    """Forward and backward units at one micro-batch: counts over the accumulation, ops at `scale` x batch."""
+    out = []
+    for unit in units:
+        if unit.phase == "opt" or unit.name == ACCUMULATION_UNIT:
+            continue
+        ops = [(batch_scaled(s, scale) if scale != 1.0 else s, c / accumulate) for s, c in unit.ops]
+        out.append(replace(unit, ops=ops, measured_s=None if unit.measured_s is None else unit.measured_s / accumulate,
+                           python_s=None if unit.python_s is None else unit.python_s / accumulate))
+    return out
+
+
+def model_shape(workload: Workload, scale: float = 1.0) -> tuple[TransformerShape | None, str | None]:
+    """The transformer shape of one micro-batch of `workload` at `scale` x its batch, or why it has none."""
+    return recognise(_per_micro_batch(workload.units, max(workload.accumulate, 1), scale))
+
+
+def param_share(workload: Workload, shape: TransformerShape, layout: ModelLayout) -> float:
+    """Parameters of the rank with the most (a stage's layers, its embedding or head, over tp) / the model's."""
+    total = float(workload.params)
+    if total <= 0:
+        return 1.0 / (layout.tp * layout.pp)
+    vocab_size = (shape.vocab or 0) * shape.hidden
+    vocab = [n for n in workload.param_tensors if vocab_size and n == vocab_size] or (
+        [vocab_size] if vocab_size and not workload.param_tensors else [])
+    embedding, head = (vocab[0] if vocab else 0.0), (vocab[1] if len(vocab) > 1 else 0.0)
+    per_layer = max(0.0, total - embedding - head) / shape.layers
+    counts = stage_layers(shape.layers, layout.pp)
+    last = len(counts) - 1
+    stages = [n * per_layer + (embedding if s == 0 else 0.0)
+              + ((head or (embedding if layout.pp > 1 else 0.0)) if s == last else 0.0) for s, n in enumerate(counts)]
+    return min(1.0, max(stages) / layout.tp / total)
+
+
+def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predictor,
+              cache: dict | None = None) -> RankStep | str:
+    """The rank's step, or why the model cannot be split (not a recognisable transformer). ``cache``: a dict
+    shared by the targets of one projection (those with the same tp, sp and micro-batch share their split)."""
+    key = (layout.tp, layout.sp, mb.scale)
+    found = cache.get(key) if cache is not None else None
+    if found is None:
+        found = _split_step(workload, layout, mb, predictor)
+        if cache is not None:
+            cache[key] = found
+    if isinstance(found, str):
+        return found
+    shape, units, measured, category, unsplit = found
+    share = param_share(workload, shape, layout)
+    opt = [u for u in workload.units if u.phase == "opt"]
+    rank_opt = [replace(u, ops=[(shard_scaled(s, share), c) for s, c in u.ops], measured_s=u.measured_s if measured
+                        else None) for u in opt]
+    rank = workload.rebuilt(units=units + rank_opt, measured_units=measured + opt if measured else None,
+                            params=workload.params * share,
+                            param_tensors=[max(1, round(n * share)) for n in workload.param_tensors],
+                            accumulate=1, micro_batches=1.0, batch_size=mb.size)
+    return RankStep(rank, np.array(category + [3] * len(rank_opt), dtype=int), shape, share, unsplit)
+
+
+def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predictor):
+    """(shape, the rank's forward and backward units, their measured twins or None, categories, unsplit share)."""
+    accumulate = float(max(workload.accumulate, 1))
+    micro = _per_micro_batch(workload.units, accumulate, mb.scale)
+    shape, reason = recognise(micro)
+    if shape is None:
+        return reason
+    split = split_units(micro, shape, layout.tp, layout.sp)
+    anchored = workload.anchor is not None and any(u.measured_s is not None for u in workload.units)
+    measured = _measured_units(workload, split, shape, accumulate, predictor) if anchored else None
+    if measured is not None:
+        units = [replace(u, measured_s=m.measured_s, python_s=m.python_s) for u, m in zip(split.units, measured)]
+    else:
+        units = _python_shared(split.units, split.source, len(split.units))
+    unsplit = split.unsplit_flops / split.gemm_flops if split.gemm_flops else 0.0
+    return shape, units, measured, split.category, unsplit
+
+
+def _python_shared(units: list[Unit], source: list[int], n_split: int) -> list[Unit]:
+    """Unanchored units: no measured time; a source unit's Python time shared among its pieces by calls."""
+    calls = [sum(c for _, c in u.ops) for u in units[:n_split]]
+    per_source = np.bincount(source, weights=calls) if source else np.zeros(0)
+    out = []
+    for i, unit in enumerate(units):
+        python = unit.python_s
+        if python is not None and i < n_split:
+            total = per_source[source[i]]
+            python = python * (calls[i] / total if total > 0 else 1.0)
+        out.append(replace(unit, measured_s=None, python_s=python))
+    return out
+
+
+def _measured_units(workload: Workload, split, shape: TransformerShape, accumulate: float,
+                    predictor) -> list[Unit]:
+    """The run's own ops and time behind each split unit (see the module docstring)."""
+    from prenet_callbacks.projection.pricing.scaling import unit_matrix
+
+    run_accumulate = accumulate / max(workload.micro_batches, 1e-12)
+    recorded = _per_micro_batch(workload.measured_units or workload.units, run_accumulate, 1.0)
+    whole = split_units(recorded, shape, 1, False)
+    by_key = {(s, c): u for s, c, u in zip(whole.source, whole.category, whole.units)}
+    parts = [by_key.get((s, c), replace(recorded[s], ops=[])) for s, c in zip(split.source, split.category)]
+    predicted = unit_matrix(parts, [workload.anchor], predictor)[0][:, 0]
+    totals = np.bincount(split.source, weights=predicted, minlength=len(recorded))
+    pieces = np.bincount(split.source, minlength=len(recorded))
+    out = []
+    for part, source, value in zip(parts, split.source, predicted):
+        unit = recorded[source]
+        share = value / totals[source] if totals[source] > 0 else 1.0 / pieces[source]
+        out.append(replace(part, measured_s=None if unit.measured_s is None else unit.measured_s * share,
+                           python_s=None if unit.python_s is None else unit.python_s * share))
+    return out

@@ -1,0 +1,118 @@
+"""Device time of each unit of one step on target GPUs: anchored on measurements, or absolute.
+
+Anchored (the measured device is a catalog GPU): each unit (module x phase) takes its measured time
+times predicted(target) / predicted(current), so what the predictor gets wrong on both devices alike
+cancels out; the target's ops may differ from the measured ones (another SDPA kernel, another
+optimizer implementation, fused by compile), and the ratio is taken between what runs on each.
+Absolute (CPU or unknown device, or `estimate`): the sum of predicted op times.
+
+The host side (who issues these kernels, and how fast) is `host.py`'s job.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from prenet_callbacks.projection.ops.flat import Flat, flatten
+from prenet_callbacks.projection.pricing.fp8_rates import predict_times
+from prenet_callbacks.projection.ops.workload import PHASES, Unit, Variant, Workload
+
+
+@dataclass(frozen=True)
+class DeviceTimes:
+    """Per-unit device seconds on each target, ``(units, targets)``, and each target's band."""
+
+    per_unit: np.ndarray
+    kernels: np.ndarray            # (units, targets)
+    phase_of: np.ndarray           # (units,) index into PHASES
+    method: str                    # "anchored" | "absolute"
+    relative_error: np.ndarray     # (targets,)
+    unmodelled_share: np.ndarray   # (targets,)
+
+    def phase_totals(self, t: int) -> dict[str, float]:
+        return {p: float(self.per_unit[self.phase_of == i, t].sum()) for i, p in enumerate(PHASES)}
+
+
+def unit_matrix(units: list[Unit] | Flat, devices: Sequence, predictor) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Predicted seconds per unit and device, ``(units, devices)``, and per op class ``{class: (devices,)}``."""
+    flat = units if isinstance(units, Flat) else flatten(units)
+    n_dev = len(devices)
+    if not flat.specs or not n_dev:
+        return np.zeros((flat.n_units, n_dev)), {}
+    # "8x H100" and "H100" are one device to the predictor: predict each distinct device once
+    column: dict[int, int] = {}
+    distinct = []
+    for device in devices:
+        if id(device) not in column:
+            column[id(device)] = len(distinct)
+            distinct.append(device)
+    times = predict_times(predictor, flat.specs, distinct)  # (ops, distinct devices); fp8 GEMMs via bf16 twins
+    if len(distinct) < n_dev:
+        times = times[:, [column[id(d)] for d in devices]]
+    per_spec = times * flat.spec_counts[:, None]
+    return flat.per_unit(times), {name: per_spec[mask].sum(axis=0) for name, mask in flat.class_masks.items()}
+
+
+def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[Variant], predictor) -> DeviceTimes:
+    """Device seconds of every unit on each target accelerator under its variant."""
+    n_units, n = len(workload.units), len(accelerators)
+    anchor = workload.anchor
+    anchored = anchor is not None and any(u.measured_s is not None for u in workload.units)
+    per_unit = np.zeros((n_units, n))
+    kernels = np.zeros((n_units, n))
+    rel = np.full(n, 0.3)
+    unmodelled = np.zeros(n)
+    groups: dict[int, tuple[Flat, list[int]]] = {}
+    for t, variant in enumerate(variants):
+        flat = workload.flat_for(variant)
+        groups.setdefault(id(flat), (flat, []))[1].append(t)
+    base = workload.flat()
+    measured = workload.measured_flat()   # the run's own ops: base, unless re-tuned to another precision
+    if anchored and measured is base and id(base) not in groups:
+        groups[id(base)] = (base, [])
+    pred_anchor = None
+    for flat, members in groups.values():
+        with_anchor = anchored and flat is base and measured is base
+        devices = [accelerators[t] for t in members] + ([anchor] if with_anchor else [])
+        pred, by_class = unit_matrix(flat, devices, predictor)
+        if with_anchor:
+            pred_anchor = pred[:, -1]
+        m = len(members)
+        per_unit[:, members] = pred[:, :m]
+        kernels[:, members] = flat.kernels[:, None]
+        if by_class and m:
+            classes = sorted(by_class)
+            errors = np.array([predictor.relative_error(c) for c in classes])
+            modelled = np.array([_modelled_class(predictor, c) for c in classes])
+            shares = np.array([by_class[c][:m] for c in classes])   # (classes, members)
+            total = shares.sum(axis=0)
+            some = total > 0
+            safe = np.where(some, total, 1.0)
+            rel[members] = np.where(some, (shares * errors[:, None]).sum(axis=0) / safe, rel[members])
+            unmodelled[members] = np.where(some, shares[~modelled].sum(axis=0) / safe, 0.0)
+    if anchored and measured is not base:
+        pred_anchor = unit_matrix(measured, [anchor], predictor)[0][:, 0]
+    if anchored:
+        measured = np.array([u.measured_s if u.measured_s is not None else np.nan for u in workload.units])
+        known = ~np.isnan(measured)
+        total_anchor = pred_anchor[known].sum()
+        calibration = measured[known].sum() / total_anchor if total_anchor > 0 else 1.0
+        global_ratio = per_unit[known].sum(axis=0) / total_anchor if total_anchor > 0 else np.ones(n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(pred_anchor[:, None] > 0, per_unit / pred_anchor[:, None], global_ratio[None, :])
+        per_unit = np.where(known[:, None], np.nan_to_num(measured)[:, None] * ratio, per_unit * calibration)
+    return DeviceTimes(per_unit, kernels, workload.phase_index(), "anchored" if anchored else "absolute", rel, unmodelled)
+
+
+def _modelled_class(predictor, op_class: str) -> bool:
+    models = getattr(predictor, "models", None)
+    if models is None:
+        return True
+    from predictor_models.predictor.expand import PROXIED
+
+    if op_class in models:
+        return True
+    proxy = PROXIED.get(op_class)
+    return bool(proxy) and all(p in models for p in proxy.split("+"))
