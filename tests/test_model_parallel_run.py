@@ -2,8 +2,6 @@
 row, and not carried to other hardware (its recorded ops are one rank's shards)."""
 from __future__ import annotations
 
-import os
-import socket
 
 import pytest
 import torch
@@ -16,19 +14,13 @@ from prenet_callbacks.projection import project_report
 from tests.projection_fixtures import ScaledBound, make_report
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _worker(rank: int, world: int, port: int, queue) -> None:
+def _worker(rank: int, world: int, rendezvous: str, queue) -> None:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Shard, distribute_tensor
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    # a file rendezvous: no port picked here that another test's process group could take meanwhile
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world)
     try:
         torch.manual_seed(0)
         # Lightning's ModelParallelStrategy mesh: (data_parallel, tensor_parallel)
@@ -46,10 +38,11 @@ def _worker(rank: int, world: int, port: int, queue) -> None:
         dist.destroy_process_group()
 
 
-def test_dtensor_tensor_parallelism_is_read_from_the_parameters():
+def test_dtensor_tensor_parallelism_is_read_from_the_parameters(tmp_path):
     context = mp.get_context("spawn")
     queue = context.SimpleQueue()
-    mp.start_processes(_worker, args=(2, _free_port(), queue), nprocs=2, join=True, start_method="spawn")
+    mp.start_processes(_worker, args=(2, str(tmp_path / "rendezvous"), queue), nprocs=2, join=True,
+                       start_method="spawn")
     results = sorted(queue.get() for _ in range(2))
     for _, tensor_parallel, fsdp_only, plain in results:
         assert tensor_parallel["tp"] == 2 and tensor_parallel["pp"] == 1
