@@ -1611,6 +1611,19 @@ QUOTES += [
 ]
 
 
+CONTENTION_DATA = {(workload, burners): RESULTS + f"contention_trial_{workload}_data_quantile{suffix}.json"
+                   for workload in ("lightning", "tracker") for burners, suffix in ((2, ""), (4, "_4burners"))}
+
+QUOTES += [
+    Q(HOW, "with two burners the H100 rows came out x{} (Lightning) and x{} (`Tracker`) those without, inside the band",
+      F(CONTENTION_DATA["lightning", 2], "summary.H100-SXM5.busy_over_quiet", num(2)),
+      F(CONTENTION_DATA["tracker", 2], "summary.H100-SXM5.busy_over_quiet", num(2))),
+    Q(HOW, "x{} (Lightning, below the band) and x{} (`Tracker`, inside)",
+      F(CONTENTION_DATA["lightning", 4], "summary.H100-SXM5.busy_over_quiet", num(2)),
+      F(CONTENTION_DATA["tracker", 4], "summary.H100-SXM5.busy_over_quiet", num(2))),
+]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

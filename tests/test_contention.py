@@ -32,6 +32,12 @@ def test_a_quiet_machine_is_not_busy_and_says_nothing():
     assert not found["busy"] and found["spread"] < 1.1 and found["p20_s"] == pytest.approx(0.0102, rel=0.02)
     assert found["cpu_wait"] == 0.02 and busy_line(found) is None
     assert contention(_batches([0.01] * 7), threads=1, cores=2, load=0.5) is None   # too few clean batches
+    assert found["data_p20_s"] is None   # no data waits given
+    # the data waits' clean quantile: most fetches take 50 us, one in four was preempted for 8 ms
+    waits = [0.008 if i % 4 == 0 else 0.00005 for i in range(40)]
+    assert contention(_batches(STEADY), threads=2, wait=0.4, cores=2, load=3.0,
+                      data=_batches(waits))["data_p20_s"] == pytest.approx(0.00005)
+    assert contention(_batches(STEADY), threads=2, data=_batches(waits[:7]))["data_p20_s"] is None  # too few
 
 
 def test_a_lagging_load_average_alone_does_not_make_a_quiet_run_busy():
@@ -155,6 +161,18 @@ def test_gpu_rows_come_from_the_steps_without_the_wait_not_the_slowed_mean():
     del as_measured.measured["contention"]
     assert data_row["phases_s"]["host"] < project_report(as_measured, ["H100"],
                                                          predictor=ScaledBound())[1]["phases_s"]["host"] - 0.09
+    # the data wait's 20th-percentile batch, where a short fetch was not preempted: below the mean less the
+    # threads' wait (spinning threads hide part of the wait), it is the clean figure
+    quick_data = copy.deepcopy(data_report)
+    quick_data.measured["contention"]["data_p20_s"] = 0.01
+    quick_row = project_report(quick_data, ["H100"], predictor=ScaledBound())[1]
+    assert any(n.endswith("; the data wait 10.0 ms (the 20th-percentile batch's; the mean 200.0 ms)")
+               for n in quick_data.projection["notes"])
+    assert quick_row["phases_s"]["host"] == pytest.approx(data_row["phases_s"]["host"] - 0.09, abs=1e-3)
+    # a quantile above the mean less the wait changes nothing
+    slow_data = copy.deepcopy(data_report)
+    slow_data.measured["contention"]["data_p20_s"] = 0.15
+    assert project_report(slow_data, ["H100"], predictor=ScaledBound())[1]["phases_s"] == data_row["phases_s"]
     # no profiled window (profile_layers=False): the timed steps alone
     bare = _cpu_report(1.0, 0.5)
     del bare.measured["step_phases"]

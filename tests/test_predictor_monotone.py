@@ -7,7 +7,8 @@ import pytest
 from predictor_models.datasets.common import elementwise_op, gemm_op, norm_op
 from predictor_models.hardware import lookup_hardware
 from predictor_models.predictor import Predictor
-from predictor_models.predictor.monotone import HELD_DTYPES, smaller_ops
+from predictor_models.predictor.monotone import HELD_DTYPES, ladder_columns, smaller_ops, work_ladder
+from predictor_models.predictor.optable import op_columns
 from prenet_callbacks.projection.pricing.predictor_source import default_predictor
 
 GPUS = ("T4", "V100", "A100", "H100", "RTX 4090", "L4", "B200")
@@ -76,3 +77,17 @@ def test_the_lattice_holds_every_smaller_point_and_nothing_else() -> None:
     assert [o.dims["numel"] for o in smaller] == [512, 256, 128, 64, 32, 16, 8, 4, 2, 1]
     assert all(o.bytes_read == 2 * o.bytes_written for o in smaller)
     assert smaller_ops(gemm_op(1, 64, 64, 64, "float32")) == []   # GEMMs are not held (module docstring)
+
+
+def test_the_ladder_built_as_columns_is_the_lattice_of_ops() -> None:
+    """`ladder_columns` (what predictions use) builds the same rungs, in the same order, as `work_ladder`."""
+    ops = [norm_op(96, 640, "bfloat16", name="aten::native_layer_norm"), gemm_op(1, 64, 64, 64, "bfloat16"),
+           elementwise_op(3000, 3, "float16", name="aten::gelu"), elementwise_op(4096, 2, "float32", name="aten::add"),
+           norm_op(1, 1, "bfloat16", name="aten::softmax")]
+    expected, expected_owner = work_ladder(ops)
+    found, owner = ladder_columns(ops, op_columns(ops))
+    want = op_columns(expected)
+    assert owner.tolist() == expected_owner and len(found) == len(want) > 0
+    for field in ("op_class", "mode", "flops", "bytes", "dims", "heavy", "softmax", "esize"):
+        assert np.array_equal(getattr(found, field), getattr(want, field)), field
+    assert ladder_columns(ops[1:2], op_columns(ops[1:2]))[0] is None

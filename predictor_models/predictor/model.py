@@ -17,7 +17,7 @@ from .features import FEATURES
 from .kernel_features import feature_arrays
 from .mlp import predict_mlp, predict_mlp_columns
 from .mono import MonoNet
-from .monotone import HELD_DTYPES, work_ladder
+from .monotone import HELD_DTYPES, ladder_columns
 from .optable import op_columns, op_mode
 
 DEFAULT_UTILISATION = 0.5      # for unmodelled ops: bound / 0.5 (documented in the model card)
@@ -138,12 +138,16 @@ class Predictor:
         # distinct op once and copy its row back, so the ensemble costs per distinct op, not per op
         first, inverse = _distinct(cols)
         distinct = [virtual[i] for i in first]
-        # and never below the same op with less work (monotone.py)
-        ladder, owner = work_ladder(distinct, self.monotone)
+        # and never below the same op with less work (monotone.py); rungs shared by several ops priced once
+        unique = cols.take(first)
+        ladder, owner = ladder_columns(distinct, unique, self.monotone)
+        if ladder is not None:
+            rung_first, rung_inverse = _distinct(ladder)
+            unique = unique.concat(ladder.take(rung_first))
         with one_blas_thread():
-            times = self._times(op_columns(distinct + ladder) if ladder else cols.take(first), devices)
-        if ladder:
-            np.maximum.at(times, np.asarray(owner), times[len(distinct):])
+            times = self._times(unique, devices)
+        if ladder is not None:
+            np.maximum.at(times, owner, times[len(distinct):][rung_inverse])
         return self._scatter(times[:len(distinct)][inverse], parent, mult, identity, out)
 
     # ---- internals -------------------------------------------------------------------------

@@ -7,6 +7,8 @@ its own prediction and those of the same op with its work dimensions halved, qua
 every combination of them (`smaller_ops`): a pointwise op's elements, a norm's rows x columns, a
 convolution's batch. An op whose sizes are power-of-two multiples of another's holds every point of
 the smaller one's lattice, so it is never predicted faster (`tests/test_predictor_monotone.py`).
+Predictions build the lattice as columns (`ladder_columns`, the same rungs as `work_ladder` without an
+`OpSpec` each) and price a rung shared by several ops once.
 
 GEMMs are not held: their lattice over (b, m, n, k) has thousands of points per op, and a ladder along
 each dimension alone lets one dimension's dip raise the smaller op and not the larger (measured: more
@@ -17,7 +19,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
+import numpy as np
+
 from predictor_models.op_spec import OpSpec
+
+from .optable import _DIM_INDEX, OpColumns
 
 # Half-precision ops only. The public fp32 per-op times of small ops carry NeuSight's host lag (20-40 us
 # of Python and launch before the kernel; model card, "Known limits"), so holding fp32 ops above their
@@ -65,3 +71,43 @@ def work_ladder(ops: Sequence[OpSpec], dtypes: frozenset[str] = HELD_DTYPES) -> 
         ladder.extend(rungs)
         owner.extend([i] * len(rungs))
     return ladder, owner
+
+
+def ladder_columns(ops: Sequence[OpSpec], cols: OpColumns,
+                   dtypes: frozenset[str] = HELD_DTYPES) -> tuple[OpColumns | None, np.ndarray]:
+    """`work_ladder` as columns, built from ``cols`` (the columns of ``ops``) without an `OpSpec` per rung:
+    the same rows in the same order (a norm's lattice has up to 289 points, and a step has hundreds of
+    distinct norms). Returns the ladder's columns (None when empty) and each rung's owner."""
+    owners, shares, updates = [], [], []
+    for i, op in enumerate(ops):
+        if op.dtype not in dtypes:
+            continue
+        dims = op.dims or {}
+        keys = [k for k in WORK_DIMS.get(op.op_class, ()) if float(dims.get(k) or 0) >= 2.0]
+        if not keys:
+            continue
+        grids = np.meshgrid(*[np.asarray(_sizes(dims[k])) for k in keys], indexing="ij")
+        share = np.ones(grids[0].size)
+        for key, grid in zip(keys, grids):
+            share = share * (grid.reshape(-1) / float(dims[key]))
+        keep = share < 1.0
+        owners.append(np.full(int(keep.sum()), i))
+        shares.append(share[keep])
+        updates.append([(_DIM_INDEX[key], grid.reshape(-1)[keep]) for key, grid in zip(keys, grids)])
+    if not owners:
+        return None, np.zeros(0, dtype=np.int64)
+    owner = np.concatenate(owners)
+    share = np.concatenate(shares)
+    rungs = cols.take(owner)
+    dims = rungs.dims.copy()
+    start = 0
+    for count, changes in zip((len(o) for o in owners), updates):
+        for column, values in changes:
+            dims[start:start + count, column] = values
+        start += count
+    read = np.array([float(op.bytes_read) for op in ops])[owner]
+    written = np.array([float(op.bytes_written) for op in ops])[owner]
+    flops = np.array([float(op.flops) for op in ops])[owner]
+    return OpColumns(rungs.op_class, rungs.mode, np.maximum(flops * share, 0.0),
+                     np.maximum(read * share + written * share, 0.0), dims, rungs.heavy, rungs.softmax,
+                     rungs.esize), owner

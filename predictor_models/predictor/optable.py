@@ -48,6 +48,14 @@ class OpColumns:
     def __len__(self) -> int:
         return len(self.flops)
 
+    def concat(self, other: "OpColumns") -> "OpColumns":
+        """These rows, then ``other``'s."""
+        return OpColumns(*(np.concatenate([mine, theirs]) for mine, theirs in
+                           zip((self.op_class, self.mode, self.flops, self.bytes, self.dims, self.heavy,
+                                self.softmax, self.esize),
+                               (other.op_class, other.mode, other.flops, other.bytes, other.dims, other.heavy,
+                                other.softmax, other.esize))))
+
 
 def op_mode(op: OpSpec) -> int:
     """Index in MODES of the math an op runs: tensor modes only for matmul-like classes."""

@@ -82,10 +82,12 @@ class CpuWait:
 
 
 def contention(batch: RobustDuration, *, threads: int, wait: float | None = None, window_wait: float | None = None,
-               cores: int | None = None, load: float | None = None) -> dict[str, Any] | None:
+               cores: int | None = None, load: float | None = None,
+               data: RobustDuration | None = None) -> dict[str, Any] | None:
     """The clean batches' quantiles, the threads' wait for a CPU (``wait``: since the last prediction;
-    ``window_wait``: up to the profiling window's close) and the machine's load; None before `_MIN_BATCHES`
-    clean batches."""
+    ``window_wait``: up to the profiling window's close), the machine's load and the data wait's clean quantile
+    (``data``: the batches' waits for their data; a short fetch is often not preempted at all, where the
+    mean carries every preemption); None before `_MIN_BATCHES` clean batches."""
     if len(batch.recent) < _MIN_BATCHES:
         return None
     cores = cores or os.cpu_count() or 1
@@ -105,7 +107,13 @@ def contention(batch: RobustDuration, *, threads: int, wait: float | None = None
             "cpu_wait": round(wait, 3) if wait is not None else None,
             "window_cpu_wait": round(window_wait, 3) if window_wait is not None else None,
             "load_1min": round(load, 2) if load is not None else None, "cores": cores, "threads": threads,
-            "busy": busy}
+            "busy": busy, "data_p20_s": _clean_quantile(data)}
+
+
+def _clean_quantile(samples: RobustDuration | None) -> float | None:
+    if samples is None or len(samples.recent) < _MIN_BATCHES:
+        return None
+    return samples.quantile(CLEAN_QUANTILE)
 
 
 def busy_line(found: dict[str, Any] | None) -> str | None:

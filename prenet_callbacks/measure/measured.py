@@ -83,7 +83,8 @@ def update_measured(measured: dict[str, Any], m: RunMeasurements, window: Profil
         found["coverage"] = window.coverage(m.batch.mean)
     # the threads' wait for a CPU, the clean batches' spread and the machine's load (`contention`): a busy host
     # is named, and other hardware is projected from the steps without the wait
-    found["contention"] = contention(m.batch, threads=torch.get_num_threads(), wait=cpu_wait, window_wait=window_wait)
+    found["contention"] = contention(m.batch, threads=torch.get_num_threads(), wait=cpu_wait, window_wait=window_wait,
+                                     data=m.data_per_batch)
     found["data_wait_s"] = m.data_per_batch.mean
     if compile_s is not None:
         # torch.compile's compilations in this fit: kept out of every step's and validation run's rate

@@ -239,8 +239,8 @@ def _busy_host(workload: Workload, found: dict, step_s: float, accumulate: int, 
     profiled window's own time beside its ops (measured on the same steps as those ops; None without a window)
     less the share of time the threads waited up to its close, and the clean step less the ops, the clean step
     being the mean less the share they waited since, or the 20th-percentile step when it is clearly under the
-    mean. The framework's time between phases (measured in the window) and the data wait (measured on the timed
-    steps) less their intervals' wait."""
+    mean. The framework's time between phases (measured in the window) less its interval's wait; the data wait
+    (measured on the timed steps) from `_busy_data`."""
     wait, window_wait = found.get("cpu_wait") or 0.0, found.get("window_cpu_wait") or 0.0
     candidates = [(python, "the mean step")]
     if wait:
@@ -255,15 +255,31 @@ def _busy_host(workload: Workload, found: dict, step_s: float, accumulate: int, 
     clean, how = min(candidates, key=lambda candidate: candidate[0])   # a tie keeps the mean
     parts = [f"the run's own Python time {format_step_time(clean)} a step, from {how}"
              + (f" (the mean step {format_step_time(step_s)} gives {format_step_time(python)})" if clean < python else "")]
-    workload.fixed_host_s, workload.data_s = other * (1.0 - window_wait), data_s * (1.0 - wait)
-    for value, share, where in ((other, window_wait, "the framework's time between phases"),
-                                (data_s, wait, "the data wait")):
-        if value > 0 and share > 0:
-            parts.append(f"{where} {format_step_time(value * (1.0 - share))} ({format_step_time(value)} less its wait)")
+    workload.fixed_host_s = other * (1.0 - window_wait)
+    if other > 0 and window_wait > 0:
+        parts.append(f"the framework's time between phases {format_step_time(workload.fixed_host_s)} "
+                     f"({format_step_time(other)} less its wait)")
+    workload.data_s, how = _busy_data(data_s, wait, found.get("data_p20_s"))
+    if how:
+        parts.append(f"the data wait {format_step_time(workload.data_s)} ({how})")
     if clean < python or len(parts) > 1:
         workload.host_from_clean_steps = True
         workload.notes.append("the machine was busy: host time from what the wait slowed least: " + "; ".join(parts))
     return clean
+
+
+def _busy_data(data_s: float, wait: float, clean_quantile: float | None) -> tuple[float, str | None]:
+    """A busy run's data wait per step, and how it was read: the smaller of the mean less the threads' wait and
+    the 20th-percentile wait (a short fetch is often not preempted at all: its quantile is the fetch itself,
+    where the mean carries every preemption and the threads' wait understates those of spinning threads)."""
+    if data_s <= 0:
+        return data_s, None
+    candidates = [(data_s, None)]
+    if wait > 0:
+        candidates.append((data_s * (1.0 - wait), f"{format_step_time(data_s)} less its wait"))
+    if clean_quantile is not None and clean_quantile < data_s:
+        candidates.append((clean_quantile, f"the 20th-percentile batch's; the mean {format_step_time(data_s)}"))
+    return min(candidates, key=lambda candidate: candidate[0])
 
 
 def _input_bytes(layers: list[dict]) -> float:
