@@ -213,6 +213,7 @@ TRIALS_LAMBDA = RESULTS + "issue38_monotone/before_1_1_0_lambda.json"
 PROJ, LAMBDA, H200_EST = RESULTS + "projection_accuracy.json", RESULTS + "projection_lambda.json", \
     RESULTS + "estimate_h200.json"
 SPEED, CALIB_SPEED = RESULTS + "projection_speed.json", RESULTS + "calibration_speed.json"
+LADDER = RESULTS + "projection_speed_ladder/"
 HELDOUT = "predictor_models/pretrained/heldout_eval.json"
 BANDS = "prenet_callbacks/projection/rows/band_table.json"
 BANDS_BEFORE_ROOMS = "prenet_callbacks/projection/band_table.json"   # its path before issue 42
@@ -891,16 +892,15 @@ QUOTES += [
       F(PROJ, "summary.relative_speed_anchored_neusight_nvidia.mape"),
       F(PROJ, "summary.relative_speed_anchored_gavel_without_k80.mape")),
     Q(PROJECTION, "| prediction speed, {}-target table for a {}-layer model | — | **{} ms** median of {} processes "
-                  "({}-{} ms, "
-                  "{}); `python benchmarks/projection_speed.py` | {} ms ({}-{} ms, processes at two speeds) earlier "
-                  "that "
-                  "night (the file at 00200b6); {} ms ({} targets, 2026-11-30, at 5a5a0ac) | {} ms — reached |",
+                  "({}-{} ms, {}; {} ms in the run before it); `python benchmarks/projection_speed.py` | {}-{} ms "
+                  "alternated with it,",
       F(SPEED, "targets", INT), F(SPEED, "layers", INT), F(SPEED, "median_ms", INT), F(SPEED, "processes", INT),
       F(SPEED, "min_ms", INT), F(SPEED, "max_ms", INT), F(SPEED, lambda d: d["date"][:10], DATE),
-      F(SPEED + "@00200b6", "median_ms", INT), F(SPEED + "@00200b6", "min_ms", INT),
-      F(SPEED + "@00200b6", "max_ms", INT), F(SPEED + "@5a5a0ac", "median_ms", INT),
-      F(SPEED + "@5a5a0ac", "targets", INT),
-      F(SPEED, "target_ms", INT)),
+      F(LADDER + "after_run1.json", "median_ms", INT), F(LADDER + "before_run2.json", "median_ms", INT),
+      F(LADDER + "before_run1.json", "median_ms", INT)),
+    Q(PROJECTION, "before the work ladder was built as columns (`benchmarks/results/projection_speed_ladder/`); {} ms "
+                  "on 2026-12-01, before the ladder (a69c739, 2026-12-02) | {} ms — not reached |",
+      F(SPEED + "@ae11471", "median_ms", INT), F(SPEED, "target_ms", INT)),
     Q(PROJECTION, "where tensor cores make those GPUs fast enough for the host to matter, are at {} %. The host model "
                   "brought the A100 rows closer (they had been predicted far faster than they ran; {} % now)",
       F(PROJ, hostbound("16-true"), PCT0), F(PROJ, "summary.hostbound_step.by_gpu.A100-SXM4-40GB")),
@@ -1142,12 +1142,15 @@ QUOTES += [
       F(CALIB_SPEED, "calibrated_predict_ms", INT), F(CALIB_SPEED, "targets.predict_ms", INT)),
     Q(OVERHEAD, "a report of a {}-layer model onto {} targets, predictor loaded, {} projections in each of {} fresh "
                 "processes; `benchmarks/results/projection_speed.json`) is {} ms median on {} (process medians {}-{} "
-                "ms; target {} ms, reached). An earlier run the same night gave {} ms ({}-{} ms, the file at commit "
-                "00200b6:",
+                "ms; target {} ms, not reached). It was {} ms on 2026-12-01 (process medians {}-{} ms, the file at "
+                "ae11471)",
       F(SPEED, "layers", INT), F(SPEED, "targets", INT), F(SPEED, "repeats", INT), F(SPEED, "processes", INT),
       F(SPEED, "median_ms", INT), F(SPEED, lambda d: d["date"][:10], DATE), F(SPEED, "min_ms", INT),
-      F(SPEED, "max_ms", INT), F(SPEED, "target_ms", INT), F(SPEED + "@00200b6", "median_ms", INT),
-      F(SPEED + "@00200b6", "min_ms", INT), F(SPEED + "@00200b6", "max_ms", INT)),
+      F(SPEED, "max_ms", INT), F(SPEED, "target_ms", INT), F(SPEED + "@ae11471", "median_ms", INT),
+      F(SPEED + "@ae11471", "min_ms", INT), F(SPEED + "@ae11471", "max_ms", INT)),
+    Q(OVERHEAD, "gives {} and {} ms in two runs alternated with the code before it ({} and {} ms;",
+      F(LADDER + "after_run1.json", "median_ms", INT), F(LADDER + "after_run2.json", "median_ms", INT),
+      F(LADDER + "before_run1.json", "median_ms", INT), F(LADDER + "before_run2.json", "median_ms", INT)),
     Q(OVERHEAD, "Calibration (`python -m benchmarks.calibration_speed`): {} rows in {} s (target {} s).",
       F(CALIB_SPEED, "rows", INTC), F(CALIB_SPEED, "calibration_s", num(2)),
       F(CALIB_SPEED, "targets.calibration_s", INT)),
