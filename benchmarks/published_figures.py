@@ -261,6 +261,13 @@ QUOTES += [
       F(LAMBDA, "summary.32-true.median_error", SPCT1), F(LAMBDA, "summary.32-true.median_abs_error")),
     Q(README, "| `estimate()` against an H200, fp32 / bf16 | {}% / {}% median |",
       F(H200_EST, "summary.32-true.median_abs_error"), F(H200_EST, "summary.bf16-mixed.median_abs_error")),
+    Q(OVERHEAD, "Run again after the merges of that day (`python benchmarks/overhead.py`, "
+                "`benchmarks/results/overhead.json`, {}): x{} (pairs {} / {} / {}), own time {} / {} / {}% of the fits "
+                "with PreNeT, {} µs a batch",
+      F(OVER, "date", Fmt(pattern=r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}")), F(OVER, "summary.fit_ratio_median", num(3)),
+      *(F(OVER, f"summary.fit_ratio_per_pair.{i}", num(3)) for i in range(3)),
+      *(F(OVER, f"summary.own_time_share_per_pair.{i}", Fmt(2, 100)) for i in range(3)),
+      F(OVER, "summary.own_per_batch_us_median", num(0))),
     Q(README, "| overhead on a whole fit | x{} ({}; pairs {}-{}) |",
       F(OVER, "summary.fit_ratio_median", num(3)), F(OVER, lambda d: d["date"][:10], DATE),
       F(OVER, lambda d: min(d["summary"]["fit_ratio_per_pair"]), num(3)),
@@ -1043,10 +1050,11 @@ def outside_parts_s(own: dict) -> float:
 
 
 LOADER = "loop_encoder_loader_epochs"
+OVER_MORNING = OWN_RUNS + "overhead_3bf3c0d_1035.json"   # overhead.json as committed with issue 39's final code
 
 
 QUOTES += [
-    own_row("Lightning LSTM, `python benchmarks/overhead.py`", OVER_BEFORE, OVER),
+    own_row("Lightning LSTM, `python benchmarks/overhead.py`", OVER_BEFORE, OVER_MORNING),
     own_row("`Trainer` causal LM with accumulation", TRAINER_OWN_BEFORE, TRAINER_OWN,
             "causal_lm_accumulate_eval_checkpoints"),
     own_row("loop over DataLoader epochs", LOOPS_OWN_BEFORE, LOOPS_OWN, LOADER),
@@ -1067,7 +1075,7 @@ QUOTES += [
       F(OWN_RUNS + "overhead_2725ac9_1024.json", "summary.fit_ratio_median", num(3)),
       F(OWN_RUNS + "overhead_2725ac9_1024.json", "runs.0.fit_s", num(1)),
       F(OWN_RUNS + "overhead_2725ac9_1024.json", "runs.4.fit_s", num(1)),
-      F(OVER, "summary.fit_ratio_median", num(3)),
+      F(OVER_MORNING, "summary.fit_ratio_median", num(3)),
       F(TRAINER_OWN, lambda d: hf_row("causal_lm_accumulate_eval_checkpoints")(d)["fit_s_without_median"], num(0)),
       F(TRAINER_OWN_BEFORE, lambda d: hf_row("causal_lm_accumulate_eval_checkpoints")(d)["fit_s_without_median"],
         num(0))),
