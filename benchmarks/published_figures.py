@@ -214,6 +214,7 @@ PROJ, LAMBDA, H200_EST = RESULTS + "projection_accuracy.json", RESULTS + "projec
     RESULTS + "estimate_h200.json"
 SPEED, CALIB_SPEED = RESULTS + "projection_speed.json", RESULTS + "calibration_speed.json"
 LADDER = RESULTS + "projection_speed_ladder/"
+HF_RERUN = RESULTS + "issue39_own_cost/hf_overhead_trainer_loop_f0133a6_1142.json"
 HELDOUT = "predictor_models/pretrained/heldout_eval.json"
 BANDS = "prenet_callbacks/projection/rows/band_table.json"
 BANDS_BEFORE_ROOMS = "prenet_callbacks/projection/band_table.json"   # its path before issue 42
@@ -268,6 +269,15 @@ QUOTES += [
       *(F(OVER, f"summary.fit_ratio_per_pair.{i}", num(3)) for i in range(3)),
       *(F(OVER, f"summary.own_time_share_per_pair.{i}", Fmt(2, 100)) for i in range(3)),
       F(OVER, "summary.own_per_batch_us_median", num(0))),
+    Q(OVERHEAD, "the `Trainer` workload ({} s a run) x{} (pairs {} / {} / {}), own time {}%; the loop over DataLoader "
+                "epochs ({} s a run) x{} (pairs {} / {} / {}), own time {}% ({}% in the first fit of the process)",
+      *(f for name, digits in (("causal_lm_accumulate_eval_checkpoints", 0), ("loop_encoder_loader_epochs", 1))
+        for f in (F(HF_RERUN, lambda d, n=name: hf_row(n)(d)["fit_s_without_median"], num(digits)),
+                  F(HF_RERUN, lambda d, n=name: hf_row(n)(d)["fit_ratio_median"], num(3)),
+                  *(F(HF_RERUN, lambda d, n=name, i=i: hf_row(n)(d)["fit_ratio_per_pair"][i], num(3))
+                    for i in range(3)),
+                  F(HF_RERUN, lambda d, n=name: hf_row(n)(d)["own_time_share_median"], Fmt(2, 100)))),
+      F(HF_RERUN, lambda d: hf_row("loop_encoder_loader_epochs")(d)["own_time_share_per_run"][0], Fmt(2, 100))),
     Q(README, "| overhead on a whole fit | x{} ({}; pairs {}-{}) |",
       F(OVER, "summary.fit_ratio_median", num(3)), F(OVER, lambda d: d["date"][:10], DATE),
       F(OVER, lambda d: min(d["summary"]["fit_ratio_per_pair"]), num(3)),
