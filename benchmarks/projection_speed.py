@@ -1,12 +1,13 @@
 """Prediction speed: a 40-target table for a 500-layer model, after the profile.
 
-    python benchmarks/projection_speed.py [--layers 500] [--targets 40] [--repeats 9] [--processes 5]
+    python benchmarks/projection_speed.py [--layers 500] [--targets 40] [--layouts 0] [--repeats 9] [--processes 5]
 
 A timing benchmark (run it on a quiet machine). It builds a report as the session writes it for a
 500-layer model measured on an A100 (each layer: a forward GEMM, two backward GEMMs, a norm, a
 pointwise op and an SDPA call fused forward and backward) and times `project_report` onto 40 targets
 (single GPUs, one-node and multi-node targets), the predictor already loaded. Target: <= 50 ms.
-Writes ``benchmarks/results/projection_speed.json``.
+``--layouts K`` makes the last K of them tensor/pipeline-parallel layouts (`LAYOUTS`).
+Writes ``benchmarks/results/projection_speed.json`` (``--out``).
 """
 from __future__ import annotations
 
@@ -69,7 +70,15 @@ def synthetic_report(layers: int) -> Report:
     return report
 
 
-def targets(n: int) -> list[str]:
+# tensor/pipeline-parallel targets (`--layouts K` puts the first K of them in place of the last K plain ones)
+LAYOUTS = ["8x H100 tp=8", "8x H100 tp=4", "4x8 H100 tp=8 pp=4", "2x8 H100 tp=8 pp=2", "8x A100 tp=8",
+           "2x8 A100 tp=4 pp=2 dp=2", "4x8 A100 tp=8 pp=4", "8x H100 tp=2 pp=4", "2x8 H100 tp=4 pp=4",
+           "4x8 H100 tp=8 pp=2 microbatches=8"]
+
+
+def targets(n: int, layouts: int = 0) -> list[str]:
+    if layouts > min(n, len(LAYOUTS)):
+        raise SystemExit(f"at most {min(n, len(LAYOUTS))} layout targets")
     gpus = [a.name for a in list_hardware(vendor="NVIDIA") if a.usd_per_hour is not None]
     out = list(gpus)
     for name in ("H100-SXM5", "A100-SXM4-80GB", "H200-SXM", "B200", "L4", "L40S"):
@@ -78,7 +87,7 @@ def targets(n: int) -> list[str]:
         out += [f"2x {name}", f"4x {name}", f"16x8 {name}"]
     if len(out) < n:
         raise SystemExit(f"only {len(out)} targets are defined, {n} asked for")
-    return out[:n]
+    return out[:n - layouts] + LAYOUTS[:layouts]
 
 
 def _time_in_this_process(layers: int, names: list[str], repeats: int) -> list[float]:
@@ -97,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=500)
     parser.add_argument("--targets", type=int, default=40)
+    parser.add_argument("--layouts", type=int, default=0,
+                        help="how many of the targets are tensor/pipeline-parallel layouts (default 0)")
     parser.add_argument("--repeats", type=int, default=9, help="timed projections per process")
     parser.add_argument("--processes", type=int, default=5,
                         help="fresh processes, one after another: on a shared machine a whole process can run "
@@ -104,17 +115,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(HERE / "results/projection_speed.json"))
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    names = targets(args.targets)
+    names = targets(args.targets, args.layouts)
     if args.child:
         print(json.dumps(_time_in_this_process(args.layers, names, args.repeats)))
         return 0
     per_process = []
     for _ in range(args.processes):
         out = subprocess.run([sys.executable, __file__, "--child", "--layers", str(args.layers), "--targets",
-                              str(args.targets), "--repeats", str(args.repeats)],
+                              str(args.targets), "--layouts", str(args.layouts), "--repeats", str(args.repeats)],
                              capture_output=True, text=True, check=True).stdout
         per_process.append(statistics.median(json.loads(out.strip().splitlines()[-1])) * 1e3)
-    result = {"layers": args.layers, "targets": len(names), "repeats": args.repeats, "processes": args.processes,
+    result = {"layers": args.layers, "targets": len(names), "layout_targets": args.layouts, "repeats": args.repeats,
+              "processes": args.processes,
               "median_ms": round(statistics.median(per_process), 2),
               "process_medians_ms": [round(x, 2) for x in per_process],
               "min_ms": round(min(per_process), 2), "max_ms": round(max(per_process), 2),

@@ -214,6 +214,7 @@ PROJ, LAMBDA, H200_EST = RESULTS + "projection_accuracy.json", RESULTS + "projec
     RESULTS + "estimate_h200.json"
 SPEED, CALIB_SPEED = RESULTS + "projection_speed.json", RESULTS + "calibration_speed.json"
 LADDER = RESULTS + "projection_speed_ladder/"
+LAYOUT_SPEED = RESULTS + "projection_speed_layouts/"
 HF_RERUN = RESULTS + "issue39_own_cost/hf_overhead_trainer_loop_f0133a6_1142.json"
 HELDOUT = "predictor_models/pretrained/heldout_eval.json"
 BANDS = "prenet_callbacks/projection/rows/band_table.json"
@@ -1642,6 +1643,17 @@ QUOTES += [
     Q(HOW, "x{} (Lightning, below the band) and x{} (`Tracker`, inside)",
       F(CONTENTION_DATA["lightning", 4], "summary.H100-SXM5.busy_over_quiet", num(2)),
       F(CONTENTION_DATA["tracker", 4], "summary.H100-SXM5.busy_over_quiet", num(2))),
+]
+
+
+QUOTES += [
+    Q(MODEL_PARALLEL, "(the 500-layer report, {} targets of which the last {} are layouts, "
+                      "`benchmarks/results/projection_speed_layouts/`, {}, alternated with the code before the "
+                      "sharing): {} and {} ms against {} and {} ms before",
+      F(LAYOUT_SPEED + "after_run1.json", "targets", INT), F(LAYOUT_SPEED + "after_run1.json", "layout_targets", INT),
+      F(LAYOUT_SPEED + "after_run1.json", lambda d: d["date"][:10], DATE),
+      F(LAYOUT_SPEED + "after_run1.json", "median_ms", INT), F(LAYOUT_SPEED + "after_run2.json", "median_ms", INT),
+      F(LAYOUT_SPEED + "before_run1.json", "median_ms", INT), F(LAYOUT_SPEED + "before_run2.json", "median_ms", INT)),
 ]
 
 

@@ -198,3 +198,13 @@ def test_interleaving_shrinks_the_bubble_and_zero_shards_the_optimizer_over_dp()
     zero1, _ = rows(sharding="zero1")
     assert zero1["memory_gib"] < plain["memory_gib"] and "ZeRO-1" in zero1["communication"]
     assert zero1["layout"]["dp"] == 2 and zero1["layout"]["dp_comm_s"] > 0
+
+
+def test_targets_sharing_a_layout_are_priced_together_as_if_alone():
+    """One rank step and one pricing call serve the same layout on several GPUs; each row is what it is alone."""
+    together = _estimate(["8x H100 tp=4 pp=2", "8x A100 tp=4 pp=2", "8x H100 tp=8"])
+    for target in ("8x H100 tp=4 pp=2", "8x A100 tp=4 pp=2", "8x H100 tp=8"):
+        alone = _estimate([target]).row(target)
+        row = together.row(target)
+        assert row["step_s"] == pytest.approx(alone["step_s"], rel=1e-9)
+        assert row["layout"] == alone["layout"] and row["memory_gib"] == alone["memory_gib"]

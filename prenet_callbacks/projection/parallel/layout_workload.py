@@ -109,7 +109,8 @@ def param_share(workload: Workload, shape: TransformerShape, layout: ModelLayout
 def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predictor,
               cache: dict | None = None) -> RankStep | str:
     """The rank's step, or why the model cannot be split (not a recognisable transformer). ``cache``: a dict
-    shared by the targets of one projection (those with the same tp, sp and micro-batch share their split)."""
+    shared by the targets of one projection (those with the same tp, sp and micro-batch share their split; those
+    with the same layout on other GPUs share the rank's step)."""
     key = (layout.tp, layout.sp, mb.scale)
     found = cache.get(key) if cache is not None else None
     if found is None:
@@ -118,6 +119,18 @@ def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predict
             cache[key] = found
     if isinstance(found, str):
         return found
+    # the targets with the same layout on other GPUs share the rank's step (and are priced together)
+    rank_key = (key, layout.pp, mb.size)
+    if cache is not None and rank_key in cache:
+        return cache[rank_key]
+    rank = _rank_of(workload, layout, mb, found)
+    if cache is not None:
+        cache[rank_key] = rank
+    return rank
+
+
+def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, found: tuple) -> RankStep:
+    """The rank's step from its split forward and backward units and its share of the optimizer."""
     shape, units, measured, category, unsplit = found
     share = param_share(workload, shape, layout)
     opt = [u for u in workload.units if u.phase == "opt"]

@@ -34,6 +34,11 @@ class DeviceTimes:
     def phase_totals(self, t: int) -> dict[str, float]:
         return {p: float(self.per_unit[self.phase_of == i, t].sum()) for i, p in enumerate(PHASES)}
 
+    def column(self, t: int) -> "DeviceTimes":
+        """Target ``t``'s times alone, as if it had been priced by itself."""
+        return DeviceTimes(self.per_unit[:, t:t + 1], self.kernels[:, t:t + 1], self.phase_of, self.method,
+                           self.relative_error[t:t + 1], self.unmodelled_share[t:t + 1])
+
 
 def unit_matrix(units: list[Unit] | Flat, devices: Sequence, predictor) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Predicted seconds per unit and device, ``(units, devices)``, and per op class ``{class: (devices,)}``."""

@@ -80,6 +80,7 @@ def layout_rows(workload: Workload, targets: list, predictor, shape: RunShape, *
                        current_total_s)
     out: list[dict[str, Any] | None] = []
     splits: dict = {}   # targets with the same tp, sp and micro-batch share one split of the step
+    runnable = []
     for target in targets:
         mb = micro_batches(workload, target.layout, batch_convention)
         rank = mb if isinstance(mb, str) else rank_step(workload, target.layout, mb, predictor, splits)
@@ -87,13 +88,32 @@ def layout_rows(workload: Workload, targets: list, predictor, shape: RunShape, *
             out.append(_fallback_row(plain_row, target, rank))
             continue
         refusal = _refusal(target, mb, None if isinstance(rank, str) else rank.shape)
+        out.append(None)
         if refusal:
-            out.append(None)
             if notes is not None:
                 notes.append(f"not projected: {refusal}")
             continue
-        out.append(_row(context, target, mb, rank))
+        runnable.append((len(out) - 1, target, mb, rank))
+    for index, target, mb, rank, variant, times in _priced_together(runnable, predictor):
+        out[index] = _row(context, target, mb, rank, variant, times)
     return out
+
+
+def _priced_together(runnable: list, predictor) -> list:
+    """Each target's device times, the targets that share a split of the step priced in one call (as plain rows
+    price every device at once): ``(index, target, micro-batches, rank step, variant, its DeviceTimes)``."""
+    groups: dict[int, list] = {}
+    for entry in runnable:
+        groups.setdefault(id(entry[3].workload), []).append(entry)
+    priced = []
+    for members in groups.values():
+        workload = members[0][3].workload
+        accelerators = [target.accelerator for _, target, _, _ in members]
+        variants = [workload.variant_for(acc, default_implementation(acc)) for acc in accelerators]
+        times = device_times(workload, accelerators, variants, predictor)
+        priced += [(index, target, mb, rank, variants[j], times.column(j))
+                   for j, (index, target, mb, rank) in enumerate(members)]
+    return priced
 
 
 @dataclass(frozen=True)
@@ -153,10 +173,8 @@ def _simulated(rank: RankStep, host: np.ndarray, device: np.ndarray, kernels: np
     return simulate(h, d, k).reshape(3, 4)
 
 
-def _row(ctx: _Context, target, mb: MicroBatches, rank: RankStep) -> dict[str, Any]:
+def _row(ctx: _Context, target, mb: MicroBatches, rank: RankStep, variant, times: DeviceTimes) -> dict[str, Any]:
     workload, layout, acc = rank.workload, target.layout, target.accelerator
-    variant = workload.variant_for(acc, default_implementation(acc))
-    times = device_times(workload, [acc], [variant], ctx.predictor)
     device, kernels = times.per_unit[:, 0], times.kernels[:, 0]
     phases = workload.phase_index()
     host = unit_host_seconds(kernels, phases, workload.host_costs, workload.options,
