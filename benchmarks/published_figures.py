@@ -1648,12 +1648,13 @@ QUOTES += [
 
 QUOTES += [
     Q(MODEL_PARALLEL, "(the 500-layer report, {} targets of which the last {} are layouts, "
-                      "`benchmarks/results/projection_speed_layouts/`, {}, alternated with the code before the "
-                      "sharing): {} and {} ms against {} and {} ms before",
+                      "`benchmarks/results/projection_speed_layouts/`, {}, each step alternated with the code before "
+                      "it): sharing the rank's step took it from {} and {} ms to {} and {} ms; pricing each spec once, "
+                      "from {} and {} ms to {} and {} ms (`price_memo/`)",
       F(LAYOUT_SPEED + "after_run1.json", "targets", INT), F(LAYOUT_SPEED + "after_run1.json", "layout_targets", INT),
       F(LAYOUT_SPEED + "after_run1.json", lambda d: d["date"][:10], DATE),
-      F(LAYOUT_SPEED + "after_run1.json", "median_ms", INT), F(LAYOUT_SPEED + "after_run2.json", "median_ms", INT),
-      F(LAYOUT_SPEED + "before_run1.json", "median_ms", INT), F(LAYOUT_SPEED + "before_run2.json", "median_ms", INT)),
+      *(F(LAYOUT_SPEED + f"{folder}{side}_run{i}.json", "median_ms", INT)
+        for folder in ("", "price_memo/") for side in ("before", "after") for i in (1, 2))),
 ]
 
 

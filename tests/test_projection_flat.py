@@ -8,7 +8,7 @@ from predictor_models.hardware import lookup_hardware
 from predictor_models.op_spec import OpSpec
 from prenet_callbacks.projection.ops.flat import flatten
 from prenet_callbacks.projection.ops.precision import parse_precision
-from prenet_callbacks.projection.pricing.scaling import unit_matrix
+from prenet_callbacks.projection.pricing.scaling import PriceMemo, unit_matrix
 from prenet_callbacks.projection.ops.workload import Unit, Variant, Workload
 
 
@@ -123,6 +123,33 @@ def test_unit_matrix_predicts_a_device_named_twice_once_and_alike(monkeypatch):
     np.testing.assert_allclose(both[:, 0], both[:, 2])
     np.testing.assert_allclose(both[:, 0], alone[:, 0])
     assert not np.allclose(both[:, 0], both[:, 1])
+
+
+def test_a_price_memo_predicts_only_the_specs_it_has_not_seen(monkeypatch):
+    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
+
+    predictor, _ = default_predictor()
+    priced = []
+    original = predictor.predict_matrix
+
+    def spy(ops, devices):
+        priced.append((len(ops), len(devices)))
+        return original(ops, devices)
+
+    monkeypatch.setattr(predictor, "predict_matrix", spy)
+    a100, h100 = lookup_hardware("A100-SXM4-80GB"), lookup_hardware("H100-SXM5")
+    units = _units()
+    memo = PriceMemo()
+    first, _ = unit_matrix(units, [a100], predictor, memo)
+    again, _ = unit_matrix(units, [a100], predictor, memo)        # nothing new: no prediction
+    other = units + [Unit("head", "fwd", [(_gemm(4096), 1.0)])]
+    more, _ = unit_matrix(other, [a100], predictor, memo)         # only the new GEMM
+    wider, _ = unit_matrix(units, [a100, h100], predictor, memo)  # every spec, for the new GPU
+    distinct = len(flatten(units).specs)
+    assert priced == [(distinct, 1), (1, 1), (distinct, 2)]
+    np.testing.assert_array_equal(again, first)
+    np.testing.assert_allclose(more[:len(units)], first, rtol=1e-6)
+    np.testing.assert_allclose(wider, unit_matrix(units, [a100, h100], predictor)[0], rtol=1e-6)
 
 
 def test_the_predictor_runs_numpy_s_blas_on_one_thread():

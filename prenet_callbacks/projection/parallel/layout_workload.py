@@ -107,14 +107,14 @@ def param_share(workload: Workload, shape: TransformerShape, layout: ModelLayout
 
 
 def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predictor,
-              cache: dict | None = None) -> RankStep | str:
+              cache: dict | None = None, memo=None) -> RankStep | str:
     """The rank's step, or why the model cannot be split (not a recognisable transformer). ``cache``: a dict
     shared by the targets of one projection (those with the same tp, sp and micro-batch share their split; those
-    with the same layout on other GPUs share the rank's step)."""
+    with the same layout on other GPUs share the rank's step); ``memo``: the projection's `PriceMemo`."""
     key = (layout.tp, layout.sp, mb.scale)
     found = cache.get(key) if cache is not None else None
     if found is None:
-        found = _split_step(workload, layout, mb, predictor)
+        found = _split_step(workload, layout, mb, predictor, memo)
         if cache is not None:
             cache[key] = found
     if isinstance(found, str):
@@ -143,7 +143,7 @@ def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, found: t
     return RankStep(rank, np.array(category + [3] * len(rank_opt), dtype=int), shape, share, unsplit)
 
 
-def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predictor):
+def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predictor, memo=None):
     """(shape, the rank's forward and backward units, their measured twins or None, categories, unsplit share)."""
     accumulate = float(max(workload.accumulate, 1))
     micro = _per_micro_batch(workload.units, accumulate, mb.scale)
@@ -152,7 +152,7 @@ def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predi
         return reason
     split = split_units(micro, shape, layout.tp, layout.sp)
     anchored = workload.anchor is not None and any(u.measured_s is not None for u in workload.units)
-    measured = _measured_units(workload, split, shape, accumulate, predictor) if anchored else None
+    measured = _measured_units(workload, split, shape, accumulate, predictor, memo) if anchored else None
     if measured is not None:
         units = [replace(u, measured_s=m.measured_s, python_s=m.python_s) for u, m in zip(split.units, measured)]
     else:
@@ -176,7 +176,7 @@ def _python_shared(units: list[Unit], source: list[int], n_split: int) -> list[U
 
 
 def _measured_units(workload: Workload, split, shape: TransformerShape, accumulate: float,
-                    predictor) -> list[Unit]:
+                    predictor, memo=None) -> list[Unit]:
     """The run's own ops and time behind each split unit (see the module docstring)."""
     from prenet_callbacks.projection.pricing.scaling import unit_matrix
 
@@ -185,7 +185,7 @@ def _measured_units(workload: Workload, split, shape: TransformerShape, accumula
     whole = split_units(recorded, shape, 1, False)
     by_key = {(s, c): u for s, c, u in zip(whole.source, whole.category, whole.units)}
     parts = [by_key.get((s, c), replace(recorded[s], ops=[])) for s, c in zip(split.source, split.category)]
-    predicted = unit_matrix(parts, [workload.anchor], predictor)[0][:, 0]
+    predicted = unit_matrix(parts, [workload.anchor], predictor, memo)[0][:, 0]
     totals = np.bincount(split.source, weights=predicted, minlength=len(recorded))
     pieces = np.bincount(split.source, minlength=len(recorded))
     out = []

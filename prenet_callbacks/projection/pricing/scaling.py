@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from predictor_models.op_spec import OpSpec
 from prenet_callbacks.projection.ops.flat import Flat, flatten
 from prenet_callbacks.projection.pricing.fp8_rates import predict_times
 from prenet_callbacks.projection.ops.workload import PHASES, Unit, Variant, Workload
@@ -40,8 +41,33 @@ class DeviceTimes:
                            self.relative_error[t:t + 1], self.unmodelled_share[t:t + 1])
 
 
-def unit_matrix(units: list[Unit] | Flat, devices: Sequence, predictor) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Predicted seconds per unit and device, ``(units, devices)``, and per op class ``{class: (devices,)}``."""
+class PriceMemo:
+    """Predicted seconds of the op specs one projection has already priced, per device: the ranks of its layout
+    targets share most of their ops (every op a split leaves whole is the same spec object), and each is priced
+    once. Keyed by object identity; the specs and devices are kept alive with it."""
+
+    def __init__(self) -> None:
+        self._seconds: dict[tuple[int, int], float] = {}
+        self._kept: list[Sequence] = []   # what the ids name stays alive while the memo does
+
+    def times(self, predictor, specs: Sequence[OpSpec], devices: Sequence) -> np.ndarray:
+        """`predict_times` of ``specs`` on ``devices``, ``(ops, devices)``, predicting only what is new."""
+        seconds = self._seconds
+        missing = list({id(spec): spec for spec in specs
+                        if any((id(spec), id(device)) not in seconds for device in devices)}.values())
+        if missing:
+            found = predict_times(predictor, missing, devices)
+            for j, device in enumerate(devices):
+                seconds.update(zip(((id(spec), id(device)) for spec in missing), found[:, j].tolist()))
+            self._kept += [missing, list(devices)]
+        return np.array([[seconds[(id(spec), id(device))] for device in devices] for spec in specs]).reshape(
+            len(specs), len(devices))
+
+
+def unit_matrix(units: list[Unit] | Flat, devices: Sequence, predictor,
+                memo: PriceMemo | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Predicted seconds per unit and device, ``(units, devices)``, and per op class ``{class: (devices,)}``;
+    ``memo`` prices only the specs it has not seen."""
     flat = units if isinstance(units, Flat) else flatten(units)
     n_dev = len(devices)
     if not flat.specs or not n_dev:
@@ -53,15 +79,17 @@ def unit_matrix(units: list[Unit] | Flat, devices: Sequence, predictor) -> tuple
         if id(device) not in column:
             column[id(device)] = len(distinct)
             distinct.append(device)
-    times = predict_times(predictor, flat.specs, distinct)  # (ops, distinct devices); fp8 GEMMs via bf16 twins
+    # (ops, distinct devices); fp8 GEMMs via bf16 twins
+    times = memo.times(predictor, flat.specs, distinct) if memo else predict_times(predictor, flat.specs, distinct)
     if len(distinct) < n_dev:
         times = times[:, [column[id(d)] for d in devices]]
     per_spec = times * flat.spec_counts[:, None]
     return flat.per_unit(times), {name: per_spec[mask].sum(axis=0) for name, mask in flat.class_masks.items()}
 
 
-def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[Variant], predictor) -> DeviceTimes:
-    """Device seconds of every unit on each target accelerator under its variant."""
+def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[Variant], predictor,
+                 memo: PriceMemo | None = None) -> DeviceTimes:
+    """Device seconds of every unit on each target accelerator under its variant (``memo``: `PriceMemo`)."""
     n_units, n = len(workload.units), len(accelerators)
     anchor = workload.anchor
     anchored = anchor is not None and any(u.measured_s is not None for u in workload.units)
@@ -81,7 +109,7 @@ def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[
     for flat, members in groups.values():
         with_anchor = anchored and flat is base and measured is base
         devices = [accelerators[t] for t in members] + ([anchor] if with_anchor else [])
-        pred, by_class = unit_matrix(flat, devices, predictor)
+        pred, by_class = unit_matrix(flat, devices, predictor, memo)
         if with_anchor:
             pred_anchor = pred[:, -1]
         m = len(members)
@@ -98,7 +126,7 @@ def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[
             rel[members] = np.where(some, (shares * errors[:, None]).sum(axis=0) / safe, rel[members])
             unmodelled[members] = np.where(some, shares[~modelled].sum(axis=0) / safe, 0.0)
     if anchored and measured is not base:
-        pred_anchor = unit_matrix(measured, [anchor], predictor)[0][:, 0]
+        pred_anchor = unit_matrix(measured, [anchor], predictor, memo)[0][:, 0]
     if anchored:
         measured = np.array([u.measured_s if u.measured_s is not None else np.nan for u in workload.units])
         known = ~np.isnan(measured)

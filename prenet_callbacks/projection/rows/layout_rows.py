@@ -39,7 +39,7 @@ from prenet_callbacks.projection.rows.row_parts import (
     python_seconds,
     row_notes,
 )
-from prenet_callbacks.projection.pricing.scaling import DeviceTimes, device_times
+from prenet_callbacks.projection.pricing.scaling import DeviceTimes, PriceMemo, device_times
 from prenet_callbacks.projection.ops.workload import Workload
 from prenet_callbacks.report_parts import TargetRow
 
@@ -80,10 +80,11 @@ def layout_rows(workload: Workload, targets: list, predictor, shape: RunShape, *
                        current_total_s)
     out: list[dict[str, Any] | None] = []
     splits: dict = {}   # targets with the same tp, sp and micro-batch share one split of the step
+    memo = PriceMemo()  # and every spec is priced once on each GPU, whichever rank it belongs to
     runnable = []
     for target in targets:
         mb = micro_batches(workload, target.layout, batch_convention)
-        rank = mb if isinstance(mb, str) else rank_step(workload, target.layout, mb, predictor, splits)
+        rank = mb if isinstance(mb, str) else rank_step(workload, target.layout, mb, predictor, splits, memo)
         if isinstance(rank, str) and not isinstance(mb, str):
             out.append(_fallback_row(plain_row, target, rank))
             continue
@@ -94,12 +95,12 @@ def layout_rows(workload: Workload, targets: list, predictor, shape: RunShape, *
                 notes.append(f"not projected: {refusal}")
             continue
         runnable.append((len(out) - 1, target, mb, rank))
-    for index, target, mb, rank, variant, times in _priced_together(runnable, predictor):
+    for index, target, mb, rank, variant, times in _priced_together(runnable, predictor, memo):
         out[index] = _row(context, target, mb, rank, variant, times)
     return out
 
 
-def _priced_together(runnable: list, predictor) -> list:
+def _priced_together(runnable: list, predictor, memo: PriceMemo) -> list:
     """Each target's device times, the targets that share a split of the step priced in one call (as plain rows
     price every device at once): ``(index, target, micro-batches, rank step, variant, its DeviceTimes)``."""
     groups: dict[int, list] = {}
@@ -110,7 +111,7 @@ def _priced_together(runnable: list, predictor) -> list:
         workload = members[0][3].workload
         accelerators = [target.accelerator for _, target, _, _ in members]
         variants = [workload.variant_for(acc, default_implementation(acc)) for acc in accelerators]
-        times = device_times(workload, accelerators, variants, predictor)
+        times = device_times(workload, accelerators, variants, predictor, memo)
         priced += [(index, target, mb, rank, variants[j], times.column(j))
                    for j, (index, target, mb, rank) in enumerate(members)]
     return priced
