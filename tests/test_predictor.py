@@ -11,8 +11,8 @@ from predictor_models.datasets.common import elementwise_op, gemm_op, norm_op
 from predictor_models.hardware import list_hardware, lookup_hardware
 from predictor_models.op_spec import OpSpec
 from predictor_models.predictor import Predictor, PredictorLoadError, load_predictor, save_predictor
-from predictor_models.predictor.bound import LAUNCH_S
 from predictor_models.predictor.training import build_training_set, fit_models
+from tests.predictor_fixtures import roofline_s
 
 GPUS = ("T4", "A100-PCIe-40GB", "H100-SXM5")
 
@@ -29,7 +29,7 @@ def _synthetic_samples(seed: int = 0) -> list[Sample]:
             numel = int(2 ** rng.integers(12, 24))
             for op in (gemm_op(1, m, n, k, "float32"), norm_op(rows, cols, "float32", name="aten::native_layer_norm"),
                        elementwise_op(numel, 2, "float32", name="aten::add")):
-                bound = max(op.flops / dev.peak_flops("float32"), op.bytes_moved / (dev.memory_bandwidth_gbs * 1e9)) + LAUNCH_S
+                bound = roofline_s(op, dev, dev.peak_flops("float32"))
                 util = 0.2 + 0.6 * min(1.0, np.log10(op.flops + op.bytes_moved) / 11)
                 out.append(Sample(op, gpu, bound / util, "synthetic"))
     return out

@@ -7,7 +7,7 @@ import pytest
 from predictor_models.datasets.common import elementwise_op, gemm_op, norm_op
 from predictor_models.hardware import lookup_hardware
 from predictor_models.predictor import Predictor
-from predictor_models.predictor.monotone import HELD_DTYPES, ladder_columns, smaller_ops, work_ladder
+from predictor_models.predictor.monotone import HELD_DTYPES, ladder_columns, smaller_ops
 from predictor_models.predictor.optable import op_columns
 from prenet_callbacks.projection.pricing.predictor_source import default_predictor
 
@@ -77,6 +77,12 @@ def test_the_lattice_holds_every_smaller_point_and_nothing_else() -> None:
     assert [o.dims["numel"] for o in smaller] == [512, 256, 128, 64, 32, 16, 8, 4, 2, 1]
     assert all(o.bytes_read == 2 * o.bytes_written for o in smaller)
     assert smaller_ops(gemm_op(1, 64, 64, 64, "float32")) == []   # GEMMs are not held (module docstring)
+
+
+def work_ladder(ops):
+    """Every held op's `smaller_ops`, flattened, and for each the index of the op it belongs to (the reference)."""
+    pairs = [(rung, i) for i, op in enumerate(ops) if op.dtype in HELD_DTYPES for rung in smaller_ops(op)]
+    return [rung for rung, _ in pairs], [i for _, i in pairs]
 
 
 def test_the_ladder_built_as_columns_is_the_lattice_of_ops() -> None:

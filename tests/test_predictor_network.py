@@ -12,13 +12,14 @@ from predictor_models.datasets import Sample
 from predictor_models.datasets.common import conv_op, gemm_op
 from predictor_models.hardware import list_hardware, lookup_hardware
 from predictor_models.predictor import Predictor, PredictorLoadError, load_predictor, save_predictor
-from predictor_models.predictor.bound import LAUNCH_S, matrix
+from predictor_models.predictor.bound import matrix
 from predictor_models.predictor.devices import device_columns
 from predictor_models.predictor.expand import conv_kernels, is_depthwise
 from predictor_models.predictor.kernel_features import MONO_NAMES, tiled_features
 from predictor_models.predictor.mono import MonoNet
 from predictor_models.predictor.optable import op_columns
 from predictor_models.predictor.training import build_training_set, fit_models, fit_network
+from tests.predictor_fixtures import roofline_s
 
 
 def _random_net(rng, m: int = 5, f: int = 3) -> MonoNet:
@@ -132,8 +133,7 @@ def _samples(seed=0) -> list[Sample]:
         for op, _ in _tiled_ops(rng, 150):
             if op.dtype == "bfloat16" and gpu == "T4":   # no bf16 on Turing
                 op = replace(op, dtype="float16")
-            peak = dev.peak_flops(op.dtype)
-            bound = max(op.flops / peak, op.bytes_moved / (dev.memory_bandwidth_gbs * 1e9)) + LAUNCH_S
+            bound = roofline_s(op, dev, dev.peak_flops(op.dtype))
             util = 0.25 + 0.5 * min(1.0, np.log10(op.flops + 1) / 12)
             out.append(Sample(op, gpu, bound / util, "synthetic"))
     return out

@@ -7,7 +7,7 @@ its own prediction and those of the same op with its work dimensions halved, qua
 every combination of them (`smaller_ops`): a pointwise op's elements, a norm's rows x columns, a
 convolution's batch. An op whose sizes are power-of-two multiples of another's holds every point of
 the smaller one's lattice, so it is never predicted faster (`tests/test_predictor_monotone.py`).
-Predictions build the lattice as columns (`ladder_columns`, the same rungs as `work_ladder` without an
+Predictions build the lattice as columns (`ladder_columns`, the same rungs as `smaller_ops` without an
 `OpSpec` each) and price a rung shared by several ops once.
 
 GEMMs are not held: their lattice over (b, m, n, k) has thousands of points per op, and a ladder along
@@ -44,56 +44,43 @@ def _sizes(value: float) -> list[float]:
     return out
 
 
-def smaller_ops(op: OpSpec) -> list[OpSpec]:
-    """The same op at every smaller point of its power-of-two lattice (empty for classes without one)."""
+def _lattice(op: OpSpec) -> tuple[list[str], list[np.ndarray], np.ndarray]:
+    """The smaller points of an op's power-of-two lattice, in order (the first work dimension outermost): the work
+    dimensions, each point's size along each, and each point's share of the op's work."""
     dims = op.dims or {}
     keys = [k for k in WORK_DIMS.get(op.op_class, ()) if float(dims.get(k) or 0) >= 2.0]
-    points: list[dict[str, float]] = [{}]
-    for key in keys:
-        points = [{**p, key: size} for p in points for size in _sizes(dims[key])]
-    out = []
-    for point in points:
-        share = 1.0
-        for key, size in point.items():
-            share *= size / float(dims[key])
-        if share < 1.0:
-            out.append(replace(op, flops=op.flops * share, bytes_read=op.bytes_read * share,
-                               bytes_written=op.bytes_written * share, dims={**dims, **point}))
-    return out
+    if not keys:
+        return [], [], np.zeros(0)
+    grids = [g.reshape(-1) for g in np.meshgrid(*[np.asarray(_sizes(dims[k])) for k in keys], indexing="ij")]
+    share = np.ones(grids[0].size)
+    for key, grid in zip(keys, grids):
+        share = share * (grid / float(dims[key]))
+    smaller = share < 1.0
+    return keys, [grid[smaller] for grid in grids], share[smaller]
 
 
-def work_ladder(ops: Sequence[OpSpec], dtypes: frozenset[str] = HELD_DTYPES) -> tuple[list[OpSpec], list[int]]:
-    """Every op's `smaller_ops` (ops of `dtypes`), flattened, and for each the index of the op it belongs to."""
-    ladder: list[OpSpec] = []
-    owner: list[int] = []
-    for i, op in enumerate(ops):
-        rungs = smaller_ops(op) if op.dtype in dtypes else []
-        ladder.extend(rungs)
-        owner.extend([i] * len(rungs))
-    return ladder, owner
+def smaller_ops(op: OpSpec) -> list[OpSpec]:
+    """The same op at every smaller point of its power-of-two lattice (empty for classes without one)."""
+    keys, sizes, shares = _lattice(op)
+    return [replace(op, flops=op.flops * share, bytes_read=op.bytes_read * share,
+                    bytes_written=op.bytes_written * share,
+                    dims={**op.dims, **{key: float(size[i]) for key, size in zip(keys, sizes)}})
+            for i, share in enumerate(shares.tolist())]
 
 
 def ladder_columns(ops: Sequence[OpSpec], cols: OpColumns,
                    dtypes: frozenset[str] = HELD_DTYPES) -> tuple[OpColumns | None, np.ndarray]:
-    """`work_ladder` as columns, built from ``cols`` (the columns of ``ops``) without an `OpSpec` per rung:
-    the same rows in the same order (a norm's lattice has up to 289 points, and a step has hundreds of
-    distinct norms). Returns the ladder's columns (None when empty) and each rung's owner."""
-    owners, shares, updates = [], [], []
+    """Every op's `smaller_ops` (ops of `dtypes`) as columns, built from ``cols`` (the columns of ``ops``) without
+    an `OpSpec` per rung (a norm's lattice has up to 289 points, and a step has hundreds of distinct norms).
+    Returns the ladder's columns (None when empty) and each rung's owner."""
+    owners, shares, sizes = [], [], []
     for i, op in enumerate(ops):
-        if op.dtype not in dtypes:
-            continue
-        dims = op.dims or {}
-        keys = [k for k in WORK_DIMS.get(op.op_class, ()) if float(dims.get(k) or 0) >= 2.0]
-        if not keys:
-            continue
-        grids = np.meshgrid(*[np.asarray(_sizes(dims[k])) for k in keys], indexing="ij")
-        share = np.ones(grids[0].size)
-        for key, grid in zip(keys, grids):
-            share = share * (grid.reshape(-1) / float(dims[key]))
-        keep = share < 1.0
-        owners.append(np.full(int(keep.sum()), i))
-        shares.append(share[keep])
-        updates.append([(_DIM_INDEX[key], grid.reshape(-1)[keep]) for key, grid in zip(keys, grids)])
+        if op.dtype in dtypes:
+            keys, along, share = _lattice(op)
+            if share.size:
+                owners.append(np.full(share.size, i))
+                shares.append(share)
+                sizes.append([(_DIM_INDEX[key], size) for key, size in zip(keys, along)])
     if not owners:
         return None, np.zeros(0, dtype=np.int64)
     owner = np.concatenate(owners)
@@ -101,10 +88,10 @@ def ladder_columns(ops: Sequence[OpSpec], cols: OpColumns,
     rungs = cols.take(owner)
     dims = rungs.dims.copy()
     start = 0
-    for count, changes in zip((len(o) for o in owners), updates):
+    for rows, changes in zip(shares, sizes):
         for column, values in changes:
-            dims[start:start + count, column] = values
-        start += count
+            dims[start:start + rows.size, column] = values
+        start += rows.size
     read = np.array([float(op.bytes_read) for op in ops])[owner]
     written = np.array([float(op.bytes_written) for op in ops])[owner]
     flops = np.array([float(op.flops) for op in ops])[owner]

@@ -297,7 +297,7 @@ class PredictionSession:
 
     def _refinement_due(self, step: int) -> bool:
         """Whether a refinement is due at optimizer ``step``: one every ``refine_every_n_steps``, while refinements
-        cost at most `session_predictions.REFINEMENT_SHARE` of the run."""
+        cost at most `session.predictions.REFINEMENT_SHARE` of the run."""
         return (step - self.predictions.last_step >= self.config.refine_every_n_steps
                 and self.predictions.allows_refinement(self.now()))
 

@@ -111,7 +111,7 @@ def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predict
     """The rank's step, or why the model cannot be split (not a recognisable transformer). ``cache``: a dict
     shared by the targets of one projection (those with the same tp, sp and micro-batch share their split; those
     with the same layout on other GPUs share the rank's step); ``memo``: the projection's `PriceMemo`."""
-    key = (layout.tp, layout.sp, mb.scale)
+    key = ("split", layout.tp, layout.sp, mb.scale)
     found = cache.get(key) if cache is not None else None
     if found is None:
         found = _split_step(workload, layout, mb, predictor, memo)
@@ -120,7 +120,7 @@ def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predict
     if isinstance(found, str):
         return found
     # the targets with the same layout on other GPUs share the rank's step (and are priced together)
-    rank_key = (key, layout.pp, mb.size)
+    rank_key = ("rank", layout.tp, layout.sp, mb.scale, layout.pp, mb.size)
     if cache is not None and rank_key in cache:
         return cache[rank_key]
     rank = _rank_of(workload, layout, mb, found)
