@@ -6,7 +6,7 @@ For every workload of `hf_workloads.py` (Trainer) and `loop_workloads.py` (plain
 `Tracker`), one process runs a discarded warm-up, then ``pairs`` x (without, with), alternating so
 that slow drifts of the machine hit both sides alike; separate processes differ by a few percent
 from one another (memory layout, CPU placement), which would hide a sub-percent effect. Reported:
-the whole-run wall-time ratio (with / without) per pair and its median; target <= 1.02 for each
+the whole-run wall-time ratio (with / without) per pair and its median; target <= 1.01 (`TARGET`) for each
 workload; beside it, from each run's report, PreNeT's own time as a share of that run (``actual.own_time``,
 `prenet_callbacks.session.own_time`), which the machine's drift between runs does not scatter. What the first run of a process pays once to import the projection and load the
 predictor is measured apart (``import_s``). Torch runs single-threaded unless
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+TARGET = 1.01   # issue 39: the whole run with PreNeT at most 1% longer (median of the pairs)
 
 
 def runners() -> dict[str, Any]:
@@ -69,7 +70,7 @@ def summarise(name: str, result: dict[str, Any]) -> dict[str, Any]:
             "own_time_share_median": round(statistics.median(own), 5) if own else None,
             "own_time_share_per_run": own,
             "fit_s_without_median": round(statistics.median(without), 3), "import_s": round(result["import_s"], 3),
-            "within_target": statistics.median(ratios) <= 1.02}
+            "within_target": statistics.median(ratios) <= TARGET}
 
 
 def main() -> None:
@@ -93,7 +94,7 @@ def main() -> None:
         rows.append(summarise(name, raw[name]))
         print(json.dumps(rows[-1]))
     summary = {"workloads": len(rows), "worst_fit_ratio_median": max(r["fit_ratio_median"] for r in rows),
-               "all_within_target": all(r["within_target"] for r in rows), "target": "whole-run ratio <= 1.02"}
+               "all_within_target": all(r["within_target"] for r in rows), "target": f"whole-run ratio <= {TARGET}"}
     print(json.dumps(summary, indent=1))
     command = ("python benchmarks/hf_overhead.py" + (f" --only {' '.join(args.only)}" if args.only else "")
                + (f" --pairs {args.pairs}" if args.pairs != 2 else "")

@@ -216,6 +216,7 @@ SPEED, CALIB_SPEED = RESULTS + "projection_speed.json", RESULTS + "calibration_s
 LADDER = RESULTS + "projection_speed_ladder/"
 LAYOUT_SPEED = RESULTS + "projection_speed_layouts/"
 HF_RERUN = RESULTS + "issue39_own_cost/hf_overhead_trainer_loop_f0133a6_1142.json"
+LOOP_CUTS = RESULTS + "issue39_short_loop/hf_overhead_loop_after.json"
 HELDOUT = "predictor_models/pretrained/heldout_eval.json"
 BANDS = "prenet_callbacks/projection/rows/band_table.json"
 BANDS_BEFORE_ROOMS = "prenet_callbacks/projection/band_table.json"   # its path before issue 42
@@ -279,6 +280,13 @@ QUOTES += [
                     for i in range(3)),
                   F(HF_RERUN, lambda d, n=name: hf_row(n)(d)["own_time_share_median"], Fmt(2, 100)))),
       F(HF_RERUN, lambda d: hf_row("loop_encoder_loader_epochs")(d)["own_time_share_per_run"][0], Fmt(2, 100))),
+    Q(OVERHEAD, "benchmarks/results/issue39_short_loop/hf_overhead_loop_after.json`): x{} (pairs {} / {} / {} /\n{} / {}), "
+                "own time {}% ({}% in the first fit of the process)",
+      F(LOOP_CUTS, lambda d: hf_row("loop_encoder_loader_epochs")(d)["fit_ratio_median"], num(3)),
+      *(F(LOOP_CUTS, lambda d, i=i: hf_row("loop_encoder_loader_epochs")(d)["fit_ratio_per_pair"][i], num(3))
+        for i in range(5)),
+      F(LOOP_CUTS, lambda d: hf_row("loop_encoder_loader_epochs")(d)["own_time_share_median"], Fmt(2, 100)),
+      F(LOOP_CUTS, lambda d: hf_row("loop_encoder_loader_epochs")(d)["own_time_share_per_run"][0], Fmt(2, 100))),
     Q(README, "| overhead on a whole fit | x{} ({}; pairs {}-{}) |",
       F(OVER, "summary.fit_ratio_median", num(3)), F(OVER, lambda d: d["date"][:10], DATE),
       F(OVER, lambda d: min(d["summary"]["fit_ratio_per_pair"]), num(3)),

@@ -104,6 +104,32 @@ def record_call(func: Any, args: tuple, kwargs: dict | None, outputs: Any, *,
                   overload=getattr(func, "_overloadname", "default"))
 
 
+def call_key(func: Any, args: tuple, kwargs: dict | None, outputs: Any) -> tuple | None:
+    """A hashable key that is equal for two calls exactly when `record_call` would reduce them to the same
+    `OpCall` (same overload, tensors of the same shapes and dtypes, equal other arguments), built without the
+    call's reduction: a profiler sees the same few hundred calls in every step of its window. None when a
+    collective's process group or an unhashable argument would make the key unsafe."""
+    if getattr(func, "namespace", "") in _GROUP_NAMESPACES:
+        return None
+    key: list[Any] = [func]
+    for group in (args, tuple(kwargs.items()) if kwargs else (),
+                  outputs if isinstance(outputs, (list, tuple)) else (outputs,)):
+        for a in group:
+            if isinstance(a, torch.Tensor):
+                key.append((a.shape, a.dtype))
+            elif isinstance(a, (list, tuple)):
+                key.append(tuple((x.shape, x.dtype) if isinstance(x, torch.Tensor) else x for x in a))
+            else:
+                key.append(a)
+        key.append(None)   # where one group ends
+    frozen = tuple(key)
+    try:
+        hash(frozen)
+    except TypeError:
+        return None
+    return frozen
+
+
 def _group_size(args: tuple, kwargs: dict | None) -> int:
     """World size of a c10d op's process group, when one of its arguments exposes it."""
     for a in list(args) + list((kwargs or {}).values()):

@@ -44,8 +44,9 @@ from prenet_callbacks.units import format_step_time
 # Reads of timed batches' faults kept (the median of the latest says what the run pays now).
 _RECENT_BATCHES = 64
 # After the first prediction the count is read while reads cost at most this share of the run (`read_due`):
-# on a quiet host a read right after a step takes 15-20 us, so about one read every 35 ms.
-READ_SHARE = 0.0005
+# on a quiet host a read right after a step takes 15-20 us, so about one read every 150-200 ms (0.05% had read
+# one batch in four of a 9-ms loop, ~5 us a batch with the read's bookkeeping: 2026-12-05, line by line).
+READ_SHARE = 0.0001
 # The note is shown when the measured (or probed) cost of a batch's faults is above this share of the batch.
 _NOTE_SHARE = 0.05
 _PAGE_BYTES = 4096

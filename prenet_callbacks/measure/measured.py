@@ -26,7 +26,7 @@ def close_window(report: Report, m: RunMeasurements, window: ProfilingWindow, *,
     """Stop the profiler and write the window's measurements and the profiler's limitations.
 
     ``device_phases``: clean steps are timed on the device (a GPU); ``measure_host``: time eager
-    PyTorch's per-op host cost on this CPU (20-60 ms, once per process), what a GPU target keeps paying.
+    PyTorch's per-op host cost on this CPU (10-30 ms, once per process), what a GPU target keeps paying.
     Returns the profiled steps' device forwards per batch when their phases came from CUDA events (else None).
     """
     found: dict[str, Any] = {}
@@ -55,13 +55,18 @@ def close_window(report: Report, m: RunMeasurements, window: ProfilingWindow, *,
     return gpu_forwards
 
 
+# Rounds of `measure_host_costs` inside a run: 8 gave the same medians as its default 15 (within their spread, 12
+# alternated calls each, 2026-12-05) in 13 ms instead of 21; `benchmarks/projection_host.py` keeps 15.
+HOST_REPEATS = 8
+
+
 @functools.lru_cache(maxsize=1)
 def _host_costs() -> dict[str, Any]:
-    """Eager PyTorch's per-op host costs on this CPU (`measure_host_costs`, 20-60 ms), measured once per process:
+    """Eager PyTorch's per-op host costs on this CPU (`measure_host_costs`, 10-30 ms), measured once per process:
     a property of the CPU and the torch build, not of the run (a second fit in the process reuses it)."""
     from prenet_callbacks.projection.pricing.host import measure_host_costs
 
-    return measure_host_costs()
+    return measure_host_costs(repeats=HOST_REPEATS)
 
 
 def update_measured(measured: dict[str, Any], m: RunMeasurements, window: ProfilingWindow, *, warmup_steps: int,

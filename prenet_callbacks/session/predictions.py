@@ -21,7 +21,7 @@ from prenet_callbacks.session.config import SessionConfig
 from prenet_callbacks.outputs.session_outputs import SessionOutputs
 
 # Refinements' own cost stays within this share of the run's time (`Predictions.allows_refinement`).
-REFINEMENT_SHARE = 0.002
+REFINEMENT_SHARE = 0.001
 
 
 class Predictions:

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from predictor_models.aten.call import OpCall
-from predictor_models.aten.record import record_call
+from predictor_models.aten.record import call_key, record_call
 from prenet_callbacks.measure.clocks import DeviceClock, clock_for
 from prenet_callbacks.measure.profiling.attribution import ROOT, Attribution, in_backward
 from prenet_callbacks.measure.profiling.capture import CaptureMode, mode_on_stack, remove_mode
@@ -109,6 +109,8 @@ class ModuleProfiler:
         self._opaque_time: dict[tuple[int, str], list[Any]] = {}
         self._opaque_starts: list[Any] = []
         self._ops: dict[tuple[int, str, OpCall], list[Any]] = {}
+        # the same accumulators by (layer, phase, context, `call_key`): a call seen before skips its reduction
+        self._seen: dict[tuple[Any, ...], list[Any]] = {}
         self._attr = Attribution(self._layers.param_owner)
 
     # ------------------------------------------------------------------ public API
@@ -223,14 +225,20 @@ class ModuleProfiler:
             layer, phase = OPTIMIZER, "opt"
         else:
             layer, phase = ROOT, ("bwd" if self._phase == "backward" else "fwd")
-        opt_kind = self._optim.kind
-        context = "optimizer" if phase == "opt" else ("embedding" if self._layers.embedding[layer] else "")
-        extra = (("opt_kind", opt_kind),) if phase == "opt" and opt_kind is not None else ()
-        call = record_call(func, args, kwargs, out, context=context, extra_scalars=extra)
-        key = (layer, phase, call)
-        acc = self._ops.get(key)
+        opt_kind = self._optim.kind if phase == "opt" else None
+        raw = call_key(func, args, kwargs, out)
+        seen_key = (layer, phase, opt_kind, raw)
+        acc = self._seen.get(seen_key) if raw is not None else None
         if acc is None:
-            acc = self._ops[key] = [0, [] if self.op_timer.deferred else 0.0]
+            context = "optimizer" if phase == "opt" else ("embedding" if self._layers.embedding[layer] else "")
+            extra = (("opt_kind", opt_kind),) if opt_kind is not None else ()
+            call = record_call(func, args, kwargs, out, context=context, extra_scalars=extra)
+            key = (layer, phase, call)
+            acc = self._ops.get(key)
+            if acc is None:
+                acc = self._ops[key] = [0, [] if self.op_timer.deferred else 0.0]
+            if raw is not None:
+                self._seen[seen_key] = acc
         acc[0] += 1
         if self.op_timer.deferred:
             acc[1].append(handle)
