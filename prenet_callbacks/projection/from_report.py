@@ -225,7 +225,9 @@ def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, da
     found = measured.get("contention") or {}
     if found.get("busy"):
         python = _busy_host(workload, found, step_s, accumulate, python=python, other=other, data_s=data_s,
-                            beside_ops=beside_ops, window_python=total_raw if phases.get("total_s") else None)
+                            ops_s=sum(op_seconds.values()), window_python=total_raw if phases.get("total_s") else None)
+        if python is None:
+            return   # not readable on this busy machine: eager PyTorch's per-op host costs on this CPU instead
     weights = {p: (raw[p] / total_raw if total_raw > 0 else kernels[p] / all_kernels) for p in PHASES}
     for unit, unit_kernels in zip(workload.units, per_unit.tolist()):
         share = weights[unit.phase] * unit_kernels / kernels[unit.phase] if kernels[unit.phase] else 0.0
@@ -233,36 +235,46 @@ def _cpu_host_share(workload: Workload, measured: dict, step_s: float | None, da
 
 
 def _busy_host(workload: Workload, found: dict, step_s: float, accumulate: int, *, python: float, other: float,
-               data_s: float, beside_ops: float, window_python: float | None) -> float:
+               data_s: float, ops_s: float, window_python: float | None) -> float | None:
     """On a busy machine (`contention`), the host times from what the wait slowed least, with one note; returns
-    the run's own Python time per step. Python time: the smallest of the mean step's residual (``python``), the
-    profiled window's own time beside its ops (measured on the same steps as those ops; None without a window)
-    less the share of time the threads waited up to its close, and the clean step less the ops, the clean step
-    being the mean less the share they waited since, or the 20th-percentile step when it is clearly under the
-    mean. The framework's time between phases (measured in the window) less its interval's wait; the data wait
-    (measured on the timed steps) from `_busy_data`."""
+    the run's own Python time per step.
+
+    What the timed steps hold besides Python is read as clean as it was measured: the ops and the framework's
+    time between phases (both measured in the profiled window) less the share of time the threads waited up to
+    its close, the data wait (measured on the timed steps) from `_busy_data`. The Python time is then the
+    smallest of the mean step's residual (``python``: the ops as measured), the mean step less the share the
+    threads waited since, the 20th-percentile step when it is clearly under the mean, each less those clean
+    parts, and the profiled window's own time beside its ops less its wait (None without a window), which bounds
+    the others but is never the figure alone (the per-module profiler adds to a step's Python: 2-8x on quiet runs).
+    A residual of zero is not a measurement: it says the parts were measured on steps slowed more than the step
+    they are taken from (a window run while the machine was busiest); when every residual is zero the Python time
+    is unread (None) and the rows use eager PyTorch's per-op host costs measured on this CPU, as `estimate` does."""
     wait, window_wait = found.get("cpu_wait") or 0.0, found.get("window_cpu_wait") or 0.0
+    workload.fixed_host_s = other * (1.0 - window_wait)
+    workload.data_s, data_how = _busy_data(data_s, wait, found.get("data_p20_s"))
+    beside = workload.data_s + workload.fixed_host_s + ops_s * (1.0 - window_wait)
     candidates = [(python, "the mean step")]
     if wait:
-        candidates.append((max(0.0, step_s * (1.0 - wait) - beside_ops),
+        candidates.append((max(0.0, step_s * (1.0 - wait) - beside),
                            f"the mean step less the {wait:.0%} its threads waited for a CPU"))
     quick = found.get("p20_s")
     if quick and quick * accumulate < _SLOWED_MEAN * step_s:
-        candidates.append((max(0.0, quick * accumulate - beside_ops), "the 20th-percentile step"))
-    if window_python is not None:
-        candidates.append((window_python * (1.0 - window_wait), "the profiled window's own time beside its ops"
-                           + (f" less the {window_wait:.0%} its threads waited" if window_wait else "")))
-    clean, how = min(candidates, key=lambda candidate: candidate[0])   # a tie keeps the mean
+        candidates.append((max(0.0, quick * accumulate - beside), "the 20th-percentile step"))
+    residuals = [candidate for candidate in candidates if candidate[0] > 0]
+    bound = [] if window_python is None else [(window_python * (1.0 - window_wait), "the profiled window's own time "
+                                               "beside its ops" + (f" less the {window_wait:.0%} its threads waited"
+                                                                   if window_wait else ""))]
+    clean, how = min(residuals + bound, key=lambda candidate: candidate[0]) if residuals else (None, "")
     parts = [f"the run's own Python time {format_step_time(clean)} a step, from {how}"
-             + (f" (the mean step {format_step_time(step_s)} gives {format_step_time(python)})" if clean < python else "")]
-    workload.fixed_host_s = other * (1.0 - window_wait)
+             + (f" (the mean step {format_step_time(step_s)} gives {format_step_time(python)})" if clean != python else "")
+             if clean is not None else "the run's own Python time unread (its ops, timed in the profiled window, "
+                                       "outlast its clean steps): eager PyTorch's per-op host cost on this CPU instead"]
     if other > 0 and window_wait > 0:
         parts.append(f"the framework's time between phases {format_step_time(workload.fixed_host_s)} "
                      f"({format_step_time(other)} less its wait)")
-    workload.data_s, how = _busy_data(data_s, wait, found.get("data_p20_s"))
-    if how:
-        parts.append(f"the data wait {format_step_time(workload.data_s)} ({how})")
-    if clean < python or len(parts) > 1:
+    if data_how:
+        parts.append(f"the data wait {format_step_time(workload.data_s)} ({data_how})")
+    if clean is None or clean != python or len(parts) > 1:
         workload.host_from_clean_steps = True
         workload.notes.append("the machine was busy: host time from what the wait slowed least: " + "; ".join(parts))
     return clean
