@@ -52,9 +52,30 @@ def predict_mlp_columns(params: dict, cols: list[np.ndarray], shape: tuple[int, 
     (``(1, d)``) are multiplied once per op and once per device; only the columns that mix both
     (``(n, d)``) are multiplied per pair. This is what makes 10k ops x 40 devices cheap.
     """
+    return _forward(params, _normalised(params, cols, shape), shape)
+
+
+def predict_ensemble_columns(members: list[dict], cols: list[np.ndarray], shape: tuple[int, int]) -> np.ndarray:
+    """The mean of `predict_mlp_columns` over ``members``, the same numbers: members fitted on one feature matrix
+    share its standardisation and range, so its normalised columns (most of the work on many ops and devices)
+    are built once for all of them."""
+    shared = all(_same_scaling(members[0], m) for m in members[1:])
+    parts = _normalised(members[0], cols, shape) if shared else None
+    total = None
+    for m in members:
+        out = _forward(m, parts if shared else _normalised(m, cols, shape), shape)
+        total = out if total is None else total + out
+    return total / len(members)
+
+
+def _same_scaling(a: dict, b: dict) -> bool:
+    return all(np.array_equal(a[k], b[k]) for k in ("mean", "scale", "x_lo", "x_hi"))
+
+
+def _normalised(params: dict, cols: list[np.ndarray], shape: tuple[int, int]) -> dict[str, tuple]:
+    """The standardised, range-clipped feature columns in three groups: per pair ``(n*d, k)``, per op ``(n, k)``,
+    per device ``(d, k)``, each with the indices of its columns."""
     n, d = shape
-    w1 = np.asarray(params["layers"][0][0], dtype=np.float32)
-    b1 = np.asarray(params["layers"][0][1], dtype=np.float32)
     mean, scale, lo, hi = params["mean"], params["scale"], params["x_lo"], params["x_hi"]
     groups: dict[str, list[int]] = {"op": [], "dev": [], "pair": []}
     for j, c in enumerate(cols):
@@ -73,15 +94,23 @@ def predict_mlp_columns(params: dict, cols: list[np.ndarray], shape: tuple[int, 
         for i, j in enumerate(idx):
             col = (np.broadcast_to(cols[j], shape) if rows == n * d else np.asarray(cols[j])).reshape(-1)
             z[:, i] = (np.clip(col, lo[j], hi[j]) - mean[j]) / scale[j]
-        return z @ w1[idx]
+        return z
 
-    h = np.broadcast_to(b1, (n, d, b1.shape[0])).copy() if not groups["pair"] else \
-        part(groups["pair"], n * d).reshape(n, d, -1) + b1
-    op_part, dev_part = part(groups["op"], n), part(groups["dev"], d)
-    if op_part is not None:
-        h += op_part[:, None, :]
-    if dev_part is not None:
-        h += dev_part[None, :, :]
+    return {"pair": (groups["pair"], part(groups["pair"], n * d)), "op": (groups["op"], part(groups["op"], n)),
+            "dev": (groups["dev"], part(groups["dev"], d))}
+
+
+def _forward(params: dict, parts: dict[str, tuple], shape: tuple[int, int]) -> np.ndarray:
+    n, d = shape
+    w1 = np.asarray(params["layers"][0][0], dtype=np.float32)
+    b1 = np.asarray(params["layers"][0][1], dtype=np.float32)
+    (pair_idx, pair), (op_idx, op), (dev_idx, dev) = parts["pair"], parts["op"], parts["dev"]
+    h = np.broadcast_to(b1, (n, d, b1.shape[0])).copy() if pair is None else \
+        (pair @ w1[pair_idx]).reshape(n, d, -1) + b1
+    if op is not None:
+        h += (op @ w1[op_idx])[:, None, :]
+    if dev is not None:
+        h += (dev @ w1[dev_idx])[None, :, :]
     h = h.reshape(n * d, -1)
     layers = params["layers"]
     np.maximum(h, 0.0, out=h)

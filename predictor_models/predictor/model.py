@@ -15,7 +15,7 @@ from .devices import MODES, device_columns
 from .expand import PROXIED, conv_kernels, expand, is_depthwise
 from .features import FEATURES
 from .kernel_features import feature_arrays
-from .mlp import predict_mlp, predict_mlp_columns
+from .mlp import predict_ensemble_columns, predict_mlp
 from .mono import MonoNet
 from .monotone import HELD_DTYPES, ladder_columns
 from .optable import op_columns, op_mode
@@ -163,7 +163,7 @@ class Predictor:
             sub = cols.take(rows) if rows.size < len(cols) else cols
             feats = FEATURES[op_class][0](matrix(sub, devs))
             shape = (rows.size, len(devices))
-            log_ratio = sum(predict_mlp_columns(m, feats, shape) for m in members) / len(members)
+            log_ratio = predict_ensemble_columns(members, feats, shape)
             log_ratio = log_ratio.reshape(shape)
             times[rows] = bound[rows] * np.exp(np.maximum(log_ratio, 0.0))  # utilisation <= 1
         for net in self.networks:
