@@ -36,6 +36,8 @@ from predictor_models.hardware.build_overlay import (
     RENAME,
 )
 from predictor_models.hardware.build_rows import apply_power_caps, power_cap_ratio
+from predictor_models.hardware.catalog_cache import write_cache
+from predictor_models.hardware.catalog_file import _read_toml
 from predictor_models.hardware.build_toml import FIELD_ORDER, TEXT_FIELDS, build_accelerators, build_prices
 
 __all__ = [
@@ -68,7 +70,12 @@ def with_curated(accelerators: list[dict[str, str]], prices: list[dict[str, str]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
+    parser.add_argument("--cache-only", action="store_true",
+                        help="only rewrite builtin_catalog.json from the TOML files (after editing one by hand)")
     args = parser.parse_args()
+    if args.cache_only:
+        print(f"wrote {write_cache(HERE / 'accelerators.toml', HERE / 'prices.toml', _read_toml)}")
+        return
     with open(args.source / "accelerators.csv", newline="", encoding="utf-8") as handle:
         accelerators = list(csv.DictReader(handle))
     with open(args.source / "prices.csv", newline="", encoding="utf-8") as handle:
@@ -76,6 +83,7 @@ def main() -> None:
     accelerators, prices = with_curated(accelerators, prices)
     (HERE / "accelerators.toml").write_text(build_accelerators(accelerators), encoding="utf-8")
     (HERE / "prices.toml").write_text(build_prices(prices), encoding="utf-8")
+    write_cache(HERE / "accelerators.toml", HERE / "prices.toml", _read_toml)   # the parsed files, for a fast load
     print(f"wrote {len(accelerators)} accelerators and {len(prices)} prices to {HERE}")
 
 

@@ -120,8 +120,9 @@ def builtin_catalog() -> Catalog:
     """The catalog shipped with the package (parsed once)."""
     global _BUILTIN
     if _BUILTIN is None:
-        acc = _read_toml(BUILTIN_ACCELERATORS)
-        prices = _read_toml(BUILTIN_PRICES)
+        from predictor_models.hardware.catalog_cache import parsed_builtin
+
+        acc, prices = parsed_builtin(BUILTIN_ACCELERATORS, BUILTIN_PRICES, _read_toml)   # the JSON cache, if current
         catalog = _build(BUILTIN_ACCELERATORS, acc, BUILTIN_PRICES, prices)
         _check_unique_names(BUILTIN_ACCELERATORS, list(catalog.entries))
         _BUILTIN = catalog
