@@ -1,6 +1,7 @@
 """Trial (2026-12-05, issue 38): a monotone streaming network for elementwise and norm ops, judged leave-one-GPU-out.
 
-    python benchmarks/results/issue38_stream_trial/stream_trial.py     (about 90 s; writes logo.json beside it)
+    python benchmarks/results/issue38_stream_trial/stream_trial.py [--work-only]
+                                                (about 90 s; writes logo.json, or logo_work_only.json, beside it)
 
 A `MonoNet` (`predictor/mono.py`, fitted by `mono_fit.fit_mono` with NeuSight's host lag learnt per GPU) on every
 elementwise and norm row of the shipped training set, all dtypes, with inputs that grow with the work and with the
@@ -25,20 +26,29 @@ BLOCK = 1024.0  # elements a thread block streams (256 threads x 4)
 
 def _log(x): return np.log(np.maximum(x, 1e-30))
 
+WORK_ONLY = "--work-only" in sys.argv   # monotone in the work only: the device's figures as free inputs
+
+
 def stream_features(p):
     numel = np.maximum(p.dim("numel"), 1.0)
     rows, cols = np.maximum(p.dim("rows"), 1.0), np.maximum(p.dim("cols"), 1.0)
     has_rc = (p.dim("rows") > 0) & (p.dim("cols") > 0)
     elems = np.where(has_rc, rows * cols, numel)
-    rows = np.where(has_rc, rows, elems); cols = np.where(has_rc, cols, 1.0)
+    rows = np.where(has_rc, rows, elems)
+    cols = np.where(has_rc, cols, 1.0)
     blocks = np.ceil(elems / BLOCK)
     waves = blocks / p.dev.sms
     mono = [_log(p.ops.bytes / p.dev.bandwidth), _log((p.ops.flops + 1.0) / p.peak), _log(elems),
-            _log(waves), _log(np.ceil(waves)), _log(rows), _log(cols), _log(p.ops.bytes / p.dev.l2_bytes),
-            _log((p.ops.flops + 1.0) / p.dev.tdp_w)]
+            _log(waves), _log(np.ceil(waves)), _log(rows), _log(cols), _log(p.ops.bytes / p.dev.l2_bytes)]
     z = 0.0 * elems
     free = [(p.ops.esize == 2) + z, (p.ops.op_class == "norm") + z, p.ops.softmax + z, p.ops.heavy + z]
+    if WORK_ONLY:
+        free += [np.log2(p.dev.sms) + z, np.log2(p.dev.bandwidth / 1e12) + z, np.log2(p.dev.l2_bytes / 1e6) + z,
+                 np.log2(p.peak / p.dev.bandwidth) + z, np.log2(p.dev.tdp_w) + z]
+    else:
+        mono.append(_log((p.ops.flops + 1.0) / p.dev.tdp_w))
     return mono, free
+
 
 def flat(cols, shape):
     return np.stack([np.broadcast_to(np.asarray(c, dtype=np.float64), shape).reshape(-1) for c in cols], axis=1)
@@ -97,5 +107,5 @@ if __name__ == "__main__":
                             "mlp": round(float(np.mean(np.abs(pred_mlp[m] / meas[m] - 1))), 3)}
         result[gpu] = res
         print(gpu, json.dumps(res), flush=True)
-    json.dump(result, open(str(Path(__file__).with_name("logo.json")), "w"), indent=1)
+    json.dump(result, open(str(Path(__file__).with_name("logo_work_only.json" if WORK_ONLY else "logo.json")), "w"), indent=1)
     print("total s", round(time.time() - t0))
