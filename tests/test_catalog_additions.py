@@ -84,7 +84,7 @@ def test_build_data_reproduces_the_committed_tables(tmp_path, monkeypatch):
     monkeypatch.setattr(build_data, "CURATED_PRICES", out / "curated_prices.csv")
     monkeypatch.setattr("sys.argv", ["build_data"])
     build_data.main()
-    for name in ("accelerators.toml", "prices.toml"):
+    for name in ("accelerators.toml", "prices.toml", "builtin_catalog.json"):
         assert filecmp.cmp(out / name, here / name, shallow=False), f"{name} is not what build_data writes"
 
 
