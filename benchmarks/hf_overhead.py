@@ -34,8 +34,9 @@ def runners() -> dict[str, Any]:
     return {**{name: run_trainer for name in HF}, **{name: run_loop for name in LOOPS}}
 
 
-def run_sequence(name: str, pairs: int, out_dir: str, scale: float) -> dict[str, Any]:
-    """Warm-up run, then ``pairs`` x (without, with), all in this process."""
+def run_sequence(name: str, pairs: int, out_dir: str, scale: float, aa: bool = False) -> dict[str, Any]:
+    """Warm-up run, then ``pairs`` x (without, with), all in this process; ``aa``: both runs of a pair without
+    PreNeT (the protocol's own order effect: the second run's ratio to the first with nothing changed)."""
     import torch
 
     torch.set_num_threads(int(os.environ.get("PRENET_BENCH_THREADS", "1")))
@@ -50,7 +51,7 @@ def run_sequence(name: str, pairs: int, out_dir: str, scale: float) -> dict[str,
     runs = []
     for pair in range(pairs):
         for with_prenet in (False, True):
-            result = run(name, with_prenet=with_prenet, out_dir=out_dir, scale=scale)
+            result = run(name, with_prenet=with_prenet and not aa, out_dir=out_dir, scale=scale)
             fit_s = result["fit_s"]
             runs.append({"with_prenet": with_prenet, "fit_s": fit_s})
             if with_prenet and result.get("report") is not None and result["report"].actual:
@@ -80,24 +81,27 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--json", default=str(ROOT / "benchmarks/results/hf_overhead.json"))
     parser.add_argument("--out", default="/tmp/prenet-hf-overhead")
+    parser.add_argument("--aa", action="store_true",
+                        help="an A/A check: both runs of each pair without PreNeT (the order effect of the protocol)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from benchmarks.hf_eta_accuracy import run_child
 
     if args.child:
-        print("RESULT " + json.dumps(run_sequence(args.child, args.pairs, args.out, args.scale)))
+        print("RESULT " + json.dumps(run_sequence(args.child, args.pairs, args.out, args.scale, aa=args.aa)))
         return
     rows, raw = [], {}
     for name in args.only or list(runners()):
-        raw[name] = run_child(__file__, name, "--pairs", str(args.pairs), "--out", args.out, "--scale", str(args.scale))
+        raw[name] = run_child(__file__, name, "--pairs", str(args.pairs), "--out", args.out, "--scale", str(args.scale),
+                              *(["--aa"] if args.aa else []))
         rows.append(summarise(name, raw[name]))
         print(json.dumps(rows[-1]))
     summary = {"workloads": len(rows), "worst_fit_ratio_median": max(r["fit_ratio_median"] for r in rows),
                "all_within_target": all(r["within_target"] for r in rows), "target": f"whole-run ratio <= {TARGET}"}
     print(json.dumps(summary, indent=1))
     command = ("python benchmarks/hf_overhead.py" + (f" --only {' '.join(args.only)}" if args.only else "")
-               + (f" --pairs {args.pairs}" if args.pairs != 2 else "")
+               + (f" --pairs {args.pairs}" if args.pairs != 2 else "") + (" --aa" if args.aa else "")
                + (f" --json {args.json}" if Path(args.json).resolve() != ROOT / "benchmarks/results/hf_overhead.json" else ""))
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({"benchmark": "hf_overhead", "command": command,

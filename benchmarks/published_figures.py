@@ -220,6 +220,7 @@ LOOP_CUTS = RESULTS + "issue39_short_loop/hf_overhead_loop_after.json"
 LIGER = RESULTS + "liger_ops.json"
 LOOP_22S = RESULTS + "issue39_short_loop/hf_overhead_loop_22s.json"
 LOOP_10 = RESULTS + "issue39_short_loop/hf_overhead_loop_10pairs.json"
+LOOP_AA = RESULTS + "issue39_short_loop/hf_overhead_loop_aa.json"
 HELDOUT = "predictor_models/pretrained/heldout_eval.json"
 BANDS = "prenet_callbacks/projection/rows/band_table.json"
 BANDS_BEFORE_ROOMS = "prenet_callbacks/projection/band_table.json"   # its path before issue 42
@@ -299,6 +300,10 @@ QUOTES += [
     Q(OVERHEAD, "hf_overhead_loop_10pairs.json`): x{}, nine of ten pairs above 1.01, own\ntime {}%",
       F(LOOP_10, lambda d: hf_row("loop_encoder_loader_epochs")(d)["fit_ratio_median"], num(3)),
       F(LOOP_10, lambda d: hf_row("loop_encoder_loader_epochs")(d)["own_time_share_median"], Fmt(2, 100))),
+    Q(OVERHEAD, "`hf_overhead_loop_aa.json`, ten pairs): x{} ({} to {})",
+      F(LOOP_AA, lambda d: hf_row("loop_encoder_loader_epochs")(d)["fit_ratio_median"], num(3)),
+      F(LOOP_AA, lambda d: min(hf_row("loop_encoder_loader_epochs")(d)["fit_ratio_per_pair"]), num(3)),
+      F(LOOP_AA, lambda d: max(hf_row("loop_encoder_loader_epochs")(d)["fit_ratio_per_pair"]), num(3))),
     Q(CARD, "Of {} rows, {} are device-bound", F(LIGER, "summary.rows", INT), F(LIGER, "summary.device_bound", INT)),
     Q(CARD, "bf16 median absolute error {}% ({} rows,\nmedian predicted/measured {}), fp32 {}% ({} rows, {})",
       F(LIGER, "summary.by_dtype.bfloat16.median_abs_error", Fmt(1, 100)),
