@@ -1686,6 +1686,10 @@ QUOTES += [
       F(LAYOUT_SPEED + "after_run1.json", lambda d: d["date"][:10], DATE),
       *(F(LAYOUT_SPEED + f"{folder}{side}_run{i}.json", "median_ms", INT)
         for folder in ("", "price_memo/") for side in ("before", "after") for i in (1, 2))),
+    Q(MODEL_PARALLEL, "rather than once per split (`layout_workload._measured_units`, the projection's cache), from {} and {} ms "
+                      "to {}\nand {} ms (`recorded_cache/`, the same afternoon)",
+      *(F(LAYOUT_SPEED + f"recorded_cache/{side}_run{i}.json", "median_ms", INT)
+        for side in ("before", "after") for i in (1, 2))),
 ]
 
 

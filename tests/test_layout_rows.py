@@ -208,3 +208,28 @@ def test_targets_sharing_a_layout_are_priced_together_as_if_alone():
         row = together.row(target)
         assert row["step_s"] == pytest.approx(alone["step_s"], rel=1e-9)
         assert row["layout"] == alone["layout"] and row["memory_gib"] == alone["memory_gib"]
+
+
+def test_an_anchored_run_cuts_its_recorded_step_once_for_every_split(monkeypatch):
+    """A measured run's layout targets with different tp share the recorded step's cut by category (tp=1); each
+    row is what it is alone."""
+    from benchmarks.projection_speed import synthetic_report
+    from prenet_callbacks.projection import project_report
+    from prenet_callbacks.projection.parallel import layout_workload
+
+    targets = ["8x H100 tp=8", "8x H100 tp=4", "8x A100 tp=2 pp=2", "2x8 H100 tp=8 pp=2"]
+    whole_cuts = []
+    split = layout_workload.split_units
+
+    def counted(units, shape, tp, sp):
+        if tp == 1:
+            whole_cuts.append(shape)
+        return split(units, shape, tp, sp)
+
+    monkeypatch.setattr(layout_workload, "split_units", counted)
+    together = {row["name"] + str(row.get("layout")): row for row in project_report(synthetic_report(8), targets)}
+    assert len(whole_cuts) == len(set(whole_cuts)) >= 1     # once per model shape, not once per split
+    for target in targets:
+        alone = [row for row in project_report(synthetic_report(8), [target]) if not row.get("current")][0]
+        row = together[alone["name"] + str(alone.get("layout"))]
+        assert row["step_s"] == pytest.approx(alone["step_s"], rel=1e-12) and row["layout"] == alone["layout"]

@@ -114,7 +114,7 @@ def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predict
     key = ("split", layout.tp, layout.sp, mb.scale)
     found = cache.get(key) if cache is not None else None
     if found is None:
-        found = _split_step(workload, layout, mb, predictor, memo)
+        found = _split_step(workload, layout, mb, predictor, memo, cache)
         if cache is not None:
             cache[key] = found
     if isinstance(found, str):
@@ -143,7 +143,8 @@ def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, found: t
     return RankStep(rank, np.array(category + [3] * len(rank_opt), dtype=int), shape, share, unsplit)
 
 
-def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predictor, memo=None):
+def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predictor, memo=None,
+                cache: dict | None = None):
     """(shape, the rank's forward and backward units, their measured twins or None, categories, unsplit share)."""
     accumulate = float(max(workload.accumulate, 1))
     micro = _per_micro_batch(workload.units, accumulate, mb.scale)
@@ -152,7 +153,7 @@ def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predi
         return reason
     split = split_units(micro, shape, layout.tp, layout.sp)
     anchored = workload.anchor is not None and any(u.measured_s is not None for u in workload.units)
-    measured = _measured_units(workload, split, shape, accumulate, predictor, memo) if anchored else None
+    measured = _measured_units(workload, split, shape, accumulate, predictor, memo, cache) if anchored else None
     if measured is not None:
         units = [replace(u, measured_s=m.measured_s, python_s=m.python_s) for u, m in zip(split.units, measured)]
     else:
@@ -176,13 +177,20 @@ def _python_shared(units: list[Unit], source: list[int], n_split: int) -> list[U
 
 
 def _measured_units(workload: Workload, split, shape: TransformerShape, accumulate: float,
-                    predictor, memo=None) -> list[Unit]:
-    """The run's own ops and time behind each split unit (see the module docstring)."""
+                    predictor, memo=None, cache: dict | None = None) -> list[Unit]:
+    """The run's own ops and time behind each split unit (see the module docstring). ``cache``: the projection's
+    (`rank_step`): the recorded step cut by category once for every split of the same model shape."""
     from prenet_callbacks.projection.pricing.scaling import unit_matrix
 
     run_accumulate = accumulate / max(workload.micro_batches, 1e-12)
-    recorded = _per_micro_batch(workload.measured_units or workload.units, run_accumulate, 1.0)
-    whole = split_units(recorded, shape, 1, False)
+    key = ("recorded", shape, run_accumulate)
+    found = cache.get(key) if cache is not None else None
+    if found is None:
+        recorded = _per_micro_batch(workload.measured_units or workload.units, run_accumulate, 1.0)
+        found = recorded, split_units(recorded, shape, 1, False)
+        if cache is not None:
+            cache[key] = found
+    recorded, whole = found
     by_key = {(s, c): u for s, c, u in zip(whole.source, whole.category, whole.units)}
     parts = [by_key.get((s, c), replace(recorded[s], ops=[])) for s, c in zip(split.source, split.category)]
     predicted = unit_matrix(parts, [workload.anchor], predictor, memo)[0][:, 0]
