@@ -262,29 +262,21 @@ class PredictionSession:
             window.end_step(phases)
             if window.active and not self.schedule.profiles(self.steps_seen):
                 self._finish_profile_window()
-        predictions = self.predictions
-        if not predictions.first_made:
+        if not self.predictions.first_made:
             if self.schedule.first_prediction_due(self.steps_seen, device_timed=self.steps.device_timed,
                                                   clean_steps=self.measurements.batch.count):
                 self._predict(first=True)
-        # the step count first: the time budget's clock read only on the steps a refinement may come
-        elif (self.done_steps - predictions.last_step >= self.config.refine_every_n_steps
-              and self._refinement_due(self.done_steps)):
+        elif self._refinement_due(self.done_steps):
             self._refine()
         every = self.config.metrics_every_n_steps
         if every is not None and self.done_steps % every == 0:
             self.log_metrics(self.done_steps)
-        if self.subnormal_watch is not None and not self.subnormal_watch.done:
-            self._watch_subnormals()
-        sampler = self.phase_sampler
-        if sampler.sampling:   # after the first prediction: one step in `phase_sampling.EVERY` (no call a step)
-            self.phase_marks = self.steps_seen % sampler.every == 0
-        else:
-            self._sample_phases()
+        self._watch_subnormals()
+        self._sample_phases()
 
     def _sample_phases(self) -> None:
         """Whether the next step's phases are timed: every step until the first prediction is made and the
-        phase estimators are fed, then one in `phase_sampling.EVERY` (`PhaseSampler.marks`)."""
+        phase estimators are fed, then one in `phase_sampling.EVERY`."""
         sampler = self.phase_sampler
         if not sampler.sampling and self.predictions.first_made:
             m = self.measurements
