@@ -213,6 +213,14 @@ TRIALS_LAMBDA = RESULTS + "issue38_monotone/before_1_1_0_lambda.json"
 PROJ, LAMBDA, H200_EST = RESULTS + "projection_accuracy.json", RESULTS + "projection_lambda.json", \
     RESULTS + "estimate_h200.json"
 SPEED, CALIB_SPEED = RESULTS + "projection_speed.json", RESULTS + "calibration_speed.json"
+PRED_AB = RESULTS + "issue38_speed/predictor_speed_ab.json"
+PRED_AB_STEP1 = RESULTS + "issue38_speed/predictor_speed_ab_without_blocks.json"
+
+
+def ab_figures(path: str) -> list:
+    """An alternated before/after timing's medians and ranges, before then after."""
+    return [F(path, f"summary.{side}.{key}", num(1)) for side in ("before", "after")
+            for key in ("median_ms", "min_ms", "max_ms")]
 LADDER = RESULTS + "projection_speed_ladder/"
 LAYOUT_SPEED = RESULTS + "projection_speed_layouts/"
 HF_RERUN = RESULTS + "issue39_own_cost/hf_overhead_trainer_loop_f0133a6_1142.json"
@@ -1201,6 +1209,13 @@ QUOTES += [
     Q(OVERHEAD, "gives {} and {} ms in two runs alternated with the code before it ({} and {} ms;",
       F(LADDER + "after_run1.json", "median_ms", INT), F(LADDER + "after_run2.json", "median_ms", INT),
       F(LADDER + "before_run1.json", "median_ms", INT), F(LADDER + "before_run2.json", "median_ms", INT)),
+    Q(OVERHEAD, "(`benchmarks/results/issue38_speed/predictor_speed_ab.json`): {} ms ({}-{}) -> {} ms ({}-{}).",
+      *ab_figures(PRED_AB)),
+    Q(OVERHEAD, "without the blocks, the same protocol an hour earlier gave {} -> {} ms",
+      F(PRED_AB_STEP1, "summary.before.median_ms", num(1)), F(PRED_AB_STEP1, "summary.after.median_ms", num(1))),
+    Q(OVERHEAD, "in two rounds of three processes each alternated with the code before: {} / {} ms -> {} / {} ms",
+      *(F(RESULTS + f"issue38_speed/projection_speed_{side}_{i}.json", "median_ms", num(1))
+        for side in ("before", "after") for i in (1, 2))),
     Q(OVERHEAD, "Calibration (`python -m benchmarks.calibration_speed`): {} rows in {} s (target {} s).",
       F(CALIB_SPEED, "rows", INTC), F(CALIB_SPEED, "calibration_s", num(2)),
       F(CALIB_SPEED, "targets.calibration_s", INT)),
@@ -1366,9 +1381,12 @@ QUOTES += [
 QUOTES += [
     Q(CARD, "| **all** | | **{}%** | | **{}%** | | |", F(HELDOUT, "summary.mape"), F(HELDOUT, "summary.baseline_mape")),
     Q(CARD, "with it {}%, `heldout_eval.json`)", F(HELDOUT, held("gemm", "P4"), PCT0)),
-    Q(CARD, "the 10k ops x {} devices / {} ms budget: {} ms on the shared 2-core machine",
-      F(CALIB_SPEED, "devices", INT), F(CALIB_SPEED, "targets.predict_ms", INT),
-      F(CALIB_SPEED, "shipped_predict_ms", INT)),
+    Q(CARD, "`python -m benchmarks.predictor_speed` ({} ops x {} devices, budget {} ms), five fresh processes each, "
+            "alternated with the code before (2026-12-05, `benchmarks/results/issue38_speed/predictor_speed_ab.json`): "
+            "median {} ms ({}-{}) before, {} ms ({}-{}) after; the first two mechanisms alone gave {} -> {} ms",
+      F(PRED_AB, "runs.0.result.ops", INTC), F(PRED_AB, "runs.0.result.devices", INT),
+      F(PRED_AB, "runs.0.result.target_ms", INT), *ab_figures(PRED_AB),
+      F(PRED_AB_STEP1, "summary.before.median_ms", num(1)), F(PRED_AB_STEP1, "summary.after.median_ms", num(1))),
     Q(CARD, "Weighted by time (WAPE), held-out GEMM error is {}-{}% on A100 PCIe/SXM, A40, H100 and B200 but {}-{}% on "
             "V100, P100, T4, P4 and L4",
       *GEMM_WAPE_RANGES),

@@ -50,7 +50,7 @@ def test_norm_time_never_falls_as_rows_or_columns_double(shipped: Predictor, dty
 class _Dipping(Predictor):
     """A predictor whose raw times fall as work grows past 1e6 flops: the envelope must hold them."""
 
-    def _times(self, cols, devices):
+    def _times(self, cols, devices, rungs_from=None):
         flops = np.asarray(cols.flops, dtype=float)
         raw = np.where(flops < 1e6, 1e-6 * flops / 1e3, 1e-3 * (1e6 / np.maximum(flops, 1.0)))
         return np.repeat(raw[:, None], len(devices), axis=1)

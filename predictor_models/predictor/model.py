@@ -129,13 +129,22 @@ class Predictor:
     def predict_matrix(self, ops: Sequence[OpSpec], devices: Sequence) -> np.ndarray:
         """Predicted seconds, shape ``(len(ops), len(devices))``, all devices at once."""
         ops, devices = list(ops), list(devices)
-        out = np.zeros((len(ops), len(devices)))
         if not ops or not devices:
-            return out
+            return np.zeros((len(ops), len(devices)))
+        # a step's ops repeat (every layer of a stack): expand and tabulate each distinct op once
+        distinct_ops, inverse = _distinct_ops(ops)
+        if len(distinct_ops) < len(ops):
+            return self._predict_distinct(distinct_ops, devices)[inverse]
+        return self._predict_distinct(ops, devices)
+
+    # ---- internals -------------------------------------------------------------------------
+    def _predict_distinct(self, ops: list[OpSpec], devices: list) -> np.ndarray:
+        """`predict_matrix` of ops that are (mostly) distinct."""
+        out = np.zeros((len(ops), len(devices)))
         virtual, parent, mult, identity = self._expand(ops)
         cols = op_columns(virtual)
-        # ops in a training step repeat (every layer of a stack, forward and backward): predict each
-        # distinct op once and copy its row back, so the ensemble costs per distinct op, not per op
+        # kernels repeat across ops (a convolution's backward kernels, attention's GEMMs): predict each
+        # distinct kernel once and copy its row back
         first, inverse = _distinct(cols)
         distinct = [virtual[i] for i in first]
         # and never below the same op with less work (monotone.py); rungs shared by several ops priced once
@@ -145,35 +154,49 @@ class Predictor:
             rung_first, rung_inverse = _distinct(ladder)
             unique = unique.concat(ladder.take(rung_first))
         with one_blas_thread():
-            times = self._times(unique, devices)
+            times = self._times(unique, devices, rungs_from=len(distinct))
         if ladder is not None:
             np.maximum.at(times, owner, times[len(distinct):][rung_inverse])
         return self._scatter(times[:len(distinct)][inverse], parent, mult, identity, out)
 
-    # ---- internals -------------------------------------------------------------------------
-    def _times(self, cols, devices: list) -> np.ndarray:
-        """Seconds for every virtual op (rows of ``cols``) on every device."""
+    @property
+    def _plain_times(self) -> bool:
+        """Whether the times are the models' own (no subclass adjusts them)."""
+        return type(self).adjust_times is Predictor.adjust_times
+
+    def _times(self, cols, devices: list, rungs_from: int | None = None) -> np.ndarray:
+        """Seconds for every virtual op (rows of ``cols``) on every device; rows from ``rungs_from`` on are
+        ladder rungs (`monotone.py`), whose times only matter where they exceed their owner's."""
         devs = device_columns(devices)
         bound = bound_seconds(matrix(cols, devs))
         times = bound / self.default_utilisation
+        # the (op, device) pairs a network prices: its classes and modes, on devices that run the mode on
+        # tensor cores; a class model's time there would be overwritten, so it is not computed
+        networks = [(net, np.flatnonzero(net.covers(cols))) for net in self.networks]
+        netted = np.zeros(bound.shape, dtype=bool)
+        for _, rows in networks:
+            netted[rows] = devs.tensor[:, cols.mode[rows]].T > 0
+        if rungs_from is not None and self._plain_times:
+            # a network is monotone in the work the ladder halves, so a rung it prices never exceeds its owner:
+            # its bound (below the owner's bound, below the owner's time) stands in. An adjustment of the times
+            # (a calibration) need not keep that order, so there every rung is priced.
+            for i, (net, rows) in enumerate(networks):
+                rungs = rows[rows >= rungs_from]
+                times[rungs] = np.where(netted[rungs], bound[rungs], times[rungs])
+                networks[i] = (net, rows[rows < rungs_from])
         for op_class, members in self.models.items():
-            rows = np.flatnonzero(cols.op_class == op_class)
-            if rows.size == 0:
-                continue
-            sub = cols.take(rows) if rows.size < len(cols) else cols
-            feats = FEATURES[op_class][0](matrix(sub, devs))
-            shape = (rows.size, len(devices))
-            log_ratio = predict_ensemble_columns(members, feats, shape)
-            log_ratio = log_ratio.reshape(shape)
-            times[rows] = bound[rows] * np.exp(np.maximum(log_ratio, 0.0))  # utilisation <= 1
-        for net in self.networks:
-            rows = np.flatnonzero(net.covers(cols))
-            if rows.size == 0:
-                continue
-            pairs = matrix(cols.take(rows) if rows.size < len(cols) else cols, devs)
-            on_tensor_cores = np.broadcast_to(pairs.tensor > 0, pairs.shape)
-            priced = np.maximum(bound[rows], np.exp(net.log_seconds(pairs)))   # never below the roofline
-            times[rows] = np.where(on_tensor_cores, priced, times[rows])
+            class_rows = np.flatnonzero(cols.op_class == op_class)
+            for rows, on in _pattern_blocks(class_rows, ~netted[class_rows]):
+                sub, sub_devs = _take(cols, rows), _take_devices(devs, on)
+                feats = FEATURES[op_class][0](matrix(sub, sub_devs))
+                shape = (rows.size, on.size)
+                log_ratio = predict_ensemble_columns(members, feats, shape).reshape(shape)
+                times[np.ix_(rows, on)] = bound[np.ix_(rows, on)] * np.exp(np.maximum(log_ratio, 0.0))  # util <= 1
+        for net, net_rows in networks:
+            for rows, on in _pattern_blocks(net_rows, netted[net_rows]):
+                pairs = matrix(_take(cols, rows), _take_devices(devs, on))
+                block = np.ix_(rows, on)
+                times[block] = np.maximum(bound[block], np.exp(net.log_seconds(pairs)))   # never below the roofline
         return self.adjust_times(cols, devs, times, bound)
 
     def adjust_times(self, cols, devs, times: np.ndarray, bound: np.ndarray) -> np.ndarray:
@@ -227,6 +250,47 @@ class Predictor:
     def count_unmodelled(self, ops: Sequence[OpSpec]) -> int:
         """How many ops fall back to the bound with the default utilisation."""
         return sum(1 for op in ops if not self.is_modelled(op))
+
+
+def _pattern_blocks(rows: np.ndarray, wanted: np.ndarray):
+    """``(rows, devices)`` index blocks covering the True cells of ``wanted`` (``(len(rows), d)``): rows grouped by
+    which devices they want (a few patterns: one per math mode), so each block is one dense matrix."""
+    if rows.size == 0:
+        return
+    if wanted.all():
+        yield rows, np.arange(wanted.shape[1])
+        return
+    patterns, which = np.unique(wanted, axis=0, return_inverse=True)
+    for i, pattern in enumerate(patterns):
+        if pattern.any():
+            yield rows[which.reshape(-1) == i], np.flatnonzero(pattern)
+
+
+def _take(cols, rows: np.ndarray):
+    return cols if rows.size == len(cols) else cols.take(rows)
+
+
+def _take_devices(devs, on: np.ndarray):
+    return devs if on.size == len(devs.names) else devs.take(on)
+
+
+def _distinct_ops(ops: list[OpSpec]) -> tuple[list[OpSpec], np.ndarray]:
+    """The distinct ops (equal in every field, dims and name included) and each op's index among them.
+    Dims in another insertion order count as another op: a missed merge costs time, never a wrong row."""
+    index: dict = {}
+    inverse = np.empty(len(ops), dtype=np.int64)
+    try:
+        for i, op in enumerate(ops):
+            key = (op.name, op.op_class, op.dtype, op.flops, op.bytes_read, op.bytes_written, op.tf32,
+                   tuple(op.dims.items()))
+            inverse[i] = index.setdefault(key, len(index))
+    except TypeError:          # an unhashable dims value: every op on its own
+        return ops, np.arange(len(ops))
+    if len(index) == len(ops):
+        return ops, inverse
+    first = np.zeros(len(index), dtype=np.int64)
+    first[inverse[::-1]] = np.arange(len(ops) - 1, -1, -1)
+    return [ops[i] for i in first.tolist()], inverse
 
 
 def _distinct(cols) -> tuple[np.ndarray, np.ndarray]:

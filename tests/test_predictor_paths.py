@@ -1,0 +1,90 @@
+"""The prediction's shortcuts give the numbers of the plain path: repeated ops tabulated once, class models skipped
+where a network prices the pair, and a network's ladder rungs standing at their bound."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from benchmarks.predictor_speed import mixed_ops
+from predictor_models.datasets.common import conv_op, elementwise_op, gemm_op, norm_op
+from predictor_models.hardware import list_hardware
+from predictor_models.predictor import Predictor, load_predictor
+from predictor_models.predictor.model import _distinct_ops, _pattern_blocks
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Predictor:
+    return load_predictor(None)
+
+
+@pytest.fixture(scope="module")
+def devices() -> list:
+    return [d for d in list_hardware() if d.memory_bandwidth_gbs]
+
+
+class EveryRungPriced(Predictor):
+    """The shipped models with an identity adjustment: no shortcut assumes the models' own order, so every
+    ladder rung is priced by the model that prices its class and mode."""
+
+    def __init__(self, base: Predictor) -> None:
+        super().__init__(base.models, base.metadata, base.heldout, base.default_utilisation, base.networks)
+
+    def adjust_times(self, cols, devs, times, bound):
+        return times
+
+
+def _mixed_step() -> list:
+    """Half-precision convolutions (network-priced on tensor-core GPUs, fp32-priced on the others, each with a
+    batch ladder), norms and adds with their ladders, GEMMs: what a step holds."""
+    ops = []
+    for dtype in ("float16", "bfloat16", "float32"):
+        for n in (3, 16, 64):
+            ops.append(conv_op(n, 64, 128, 56, 56, 3, 3, 1, 1, dtype))
+            ops.append(conv_op(n, 256, 64, 28, 28, 1, 1, 2, 1, dtype))
+        ops += [norm_op(4096, 768, dtype, name="aten::native_layer_norm"),
+                elementwise_op(3 * 2 ** 20, 2, dtype, name="aten::add"), gemm_op(1, 4096, 768, 3072, dtype)]
+    return ops
+
+
+def test_every_rung_priced_gives_the_same_times(shipped, devices):
+    ops = _mixed_step()
+    fast = shipped.predict_matrix(ops, devices)
+    full = EveryRungPriced(shipped).predict_matrix(ops, devices)
+    np.testing.assert_allclose(fast, full, rtol=1e-12)
+    assert np.all(fast > 0)
+
+
+def test_repeated_ops_get_the_rows_of_their_first_copy(shipped, devices):
+    ops = _mixed_step()
+    repeated = [ops[i % len(ops)] for i in range(5 * len(ops))]
+    # equal content in new objects merges too; another label or dims key order never merges wrongly
+    repeated += [replace(op) for op in ops] + [replace(ops[0], name="aten::cudnn_convolution")]
+    out = shipped.predict_matrix(repeated, devices)
+    alone = shipped.predict_matrix(ops, devices)
+    np.testing.assert_allclose(out[:len(ops)], alone, rtol=1e-12)
+    np.testing.assert_array_equal(out[:5 * len(ops)].reshape(5, len(ops), -1), np.broadcast_to(out[:len(ops)], (5, len(ops), len(devices))))
+    np.testing.assert_allclose(out[5 * len(ops):6 * len(ops)], alone, rtol=1e-12)
+    distinct, inverse = _distinct_ops(repeated)
+    assert len(distinct) == len(ops) + 1 and inverse.tolist()[:len(ops)] == list(range(len(ops)))
+
+
+def test_a_benchmark_mix_predicts_as_each_op_alone(shipped, devices):
+    ops = mixed_ops(300, seed=3)
+    together = shipped.predict_matrix(ops, devices[:12])
+    for i in range(0, 300, 37):   # the class models run in float32: a matrix of another shape rounds otherwise
+        np.testing.assert_allclose(together[i], shipped.predict_matrix([ops[i]], devices[:12])[0], rtol=1e-6)
+
+
+def test_pattern_blocks_cover_exactly_the_wanted_cells():
+    rng = np.random.default_rng(0)
+    rows = np.arange(10, 50)
+    wanted = np.repeat(rng.random((4, 7)) < 0.5, 10, axis=0)[rng.permutation(40)]
+    covered = np.zeros((60, 7), dtype=int)
+    for r, on in _pattern_blocks(rows, wanted):
+        covered[np.ix_(r, on)] += 1
+    expected = np.zeros((60, 7), dtype=int)
+    expected[10:50] = wanted
+    np.testing.assert_array_equal(covered, expected)
+    assert list(_pattern_blocks(rows[:0], wanted[:0])) == []
