@@ -3,6 +3,9 @@ dominates another in every spec predicted slower on the same op.
 
     python benchmarks/predictor_physics.py [--json OUT]
 
+Same-generation dominance (``generation_dominance``) compares every NVIDIA catalog GPU with every other of its
+generation on the grid ops (the device envelope of `predictor_models/predictor/dominance.py`).
+
 Grids: GEMMs (m and k from 16 to 16,384 at n, k/m in 64..4,096), convolutions (batch 1..128, channels 16..2,048),
 layer norms (rows 16..16,384 at 64, 768, 4,096 columns) and adds (256 to 2^27 elements), in fp32 and bf16, on 13
 GPUs from the T4 to the B200. A
@@ -83,6 +86,47 @@ def dominance_violations(predictor, devices) -> dict:
             "worst": [{"faster_gpu": a, "slower_gpu": b, "ratio": round(r, 3)} for r, a, b in worst[:5] if r > 1.0001]}
 
 
+def generation_dominance(predictor) -> dict:
+    """Within a generation, over every NVIDIA catalog GPU, on the grid ops: a GPU with at least another's figures
+    predicted slower. ``envelope``: every figure the models read (the op's mode's peak, bandwidth, SMs, L2, board
+    power; `predictor/dominance.py`, held by construction); ``peak_bandwidth_sms``: the op's mode's peak, bandwidth
+    and SMs only, where a stronger GPU may have less L2 or board power (or the catalog lacks the figure)."""
+    from predictor_models.hardware import list_hardware
+    from predictor_models.predictor.devices import MODES
+    from predictor_models.predictor.dominance import dominates, generation
+    from predictor_models.predictor.optable import op_mode
+
+    gpus = [d for d in list_hardware() if d.memory_bandwidth_gbs and d.vendor.lower() == "nvidia"]
+    ops = [op for dtype in ("float32", "bfloat16") for chains in _chains(dtype).values() for chain in chains
+           for op in chain]
+    times = predictor.predict_matrix(ops, gpus)
+    modes = np.array([op_mode(op) for op in ops])
+    peak_key = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "fp16": "fp16_tflops", "bf16": "bf16_tflops"}
+
+    def loose(a, b, mode: str) -> bool:
+        figures = lambda d: (getattr(d, peak_key[mode]) or 0.0, d.memory_bandwidth_gbs or 0.0, d.sm_count or 0)  # noqa: E731
+        return generation(a) == generation(b) and all(x >= y for x, y in zip(figures(a), figures(b)))
+
+    out = {}
+    for name, relation in (("envelope", dominates), ("peak_bandwidth_sms", loose)):
+        comparisons = violations = 0
+        worst = []
+        for mode in sorted(set(modes.tolist())):
+            rows = np.flatnonzero(modes == mode)
+            for i, a in enumerate(gpus):
+                for j, b in enumerate(gpus):
+                    if i != j and relation(a, b, MODES[mode]):
+                        ratio = times[rows, i] / times[rows, j]
+                        comparisons += rows.size
+                        violations += int((ratio > 1.0001).sum())
+                        worst.append((float(ratio.max()), a.name, b.name, MODES[mode]))
+        worst.sort(reverse=True)
+        out[name] = {"comparisons": comparisons, "violations": violations,
+                     "worst": [{"slower_stronger_gpu": a, "than": b, "mode": m, "ratio": round(r, 3)}
+                               for r, a, b, m in worst[:5] if r > 1.0001]}
+    return out
+
+
 def network_violations(predictor, devices) -> dict:
     """The same checks where the tiled-kernel network prices: half-precision convolutions on GPUs that run the
     mode on tensor cores (fp16 from Volta, bf16 from Ampere), dominance over every figure its inputs read."""
@@ -122,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     result["network"] = network_violations(predictor, devices)
     result["dominance_raw_model"] = dominance_violations(predictor, devices)
     predictor.monotone = held
+    result["generation_dominance"] = generation_dominance(predictor)
+    predictor.device_envelope = False
+    result["generation_dominance_raw_model"] = generation_dominance(predictor)
+    predictor.device_envelope = True
     for key, row in result["work"].items():
         print(f"{key:22s} {row['violations']:5d} of {row['steps']:5d} steps faster at 2x the work (worst x{row['worst_drop']})")
     dom = result["dominance"]
@@ -129,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     net = result["network"]
     print(f"network (half-precision convolutions on tensor cores): work {net['work_violations']} of {net['work_steps']}, "
           f"dominance {net['dominance_violations']} of {net['dominance_comparisons']}")
+    for key in ("generation_dominance", "generation_dominance_raw_model"):
+        for name, row in result[key].items():
+            print(f"{key} ({name}): {row['violations']} of {row['comparisons']}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
     return 0

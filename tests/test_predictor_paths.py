@@ -25,11 +25,14 @@ def devices() -> list:
 
 
 class EveryRungPriced(Predictor):
-    """The shipped models with an identity adjustment: no shortcut assumes the models' own order, so every
-    ladder rung is priced by the model that prices its class and mode."""
+    """The shipped models with an identity adjustment said to touch every device: no shortcut assumes the models'
+    own order, so every ladder rung is priced by the model that prices its class and mode."""
 
     def __init__(self, base: Predictor) -> None:
         super().__init__(base.models, base.metadata, base.heldout, base.default_utilisation, base.networks)
+
+    def adjusted_devices(self, devs):
+        return np.ones(len(devs.names), dtype=bool)
 
     def adjust_times(self, cols, devs, times, bound):
         return times
@@ -88,3 +91,31 @@ def test_pattern_blocks_cover_exactly_the_wanted_cells():
     expected[10:50] = wanted
     np.testing.assert_array_equal(covered, expected)
     assert list(_pattern_blocks(rows[:0], wanted[:0])) == []
+
+
+class OneDeviceBent(Predictor):
+    """An adjustment that does not keep the models' order (a calibration's may not), on the first device only;
+    ``claim_all`` says every device may be adjusted, which turns every shortcut off."""
+
+    def __init__(self, base: Predictor, claim_all: bool) -> None:
+        super().__init__(base.models, base.metadata, base.heldout, base.default_utilisation, base.networks)
+        self.claim_all = claim_all
+
+    def adjusted_devices(self, devs):
+        out = np.zeros(len(devs.names), dtype=bool)
+        out[[i for i, name in enumerate(devs.names) if name == "A100-SXM4-80GB" or self.claim_all]] = True
+        return out
+
+    def adjust_times(self, cols, devs, times, bound):
+        for j, name in enumerate(devs.names):
+            if name == "A100-SXM4-80GB":
+                times[:, j] = 1e-4 * (times[:, j] / 1e-4) ** -0.5   # reverses the order: rungs pass their owners
+        return times
+
+
+def test_a_calibrated_device_keeps_every_rung_and_the_others_keep_the_shortcut(shipped):
+    devices = [d for d in list_hardware() if d.name in ("A100-SXM4-80GB", "H100-SXM5", "V100-SXM2-32GB", "L4")]
+    ops = _mixed_step()
+    partial = OneDeviceBent(shipped, claim_all=False).predict_matrix(ops, devices)
+    full = OneDeviceBent(shipped, claim_all=True).predict_matrix(ops, devices)
+    np.testing.assert_allclose(partial, full, rtol=1e-12)

@@ -39,6 +39,9 @@ class CalibratedPredictor(Predictor):
         self.base_sha256 = base_sha256
         self._device_key = correction.device.strip().lower()
 
+    def adjusted_devices(self, devs) -> np.ndarray:
+        return np.array([name.strip().lower() == self._device_key for name in devs.names], dtype=bool)
+
     def adjust_times(self, cols, devs, times: np.ndarray, bound: np.ndarray) -> np.ndarray:
         for j, name in enumerate(devs.names):
             if name.strip().lower() != self._device_key:

@@ -12,6 +12,7 @@ from predictor_models.op_spec import OpSpec
 
 from .bound import bound_seconds, matrix
 from .devices import MODES, device_columns
+from .dominance import down_sets
 from .expand import PROXIED, conv_kernels, expand, is_depthwise
 from .features import FEATURES
 from .kernel_features import feature_arrays
@@ -86,6 +87,8 @@ class Predictor:
         self._network_modes = frozenset(m for net in self.networks if "conv" in net.classes for m in net.modes)
         # dtypes whose ops are held monotone in their work (monotone.py); empty: the raw model
         self.monotone: frozenset[str] = HELD_DTYPES
+        # each device at most as slow as the devices of its generation it dominates (dominance.py); False: raw
+        self.device_envelope: bool = True
         self._metadata = dict(metadata)
         self.heldout = dict(heldout or {})
         self.default_utilisation = float(default_utilisation)
@@ -133,9 +136,18 @@ class Predictor:
             return np.zeros((len(ops), len(devices)))
         # a step's ops repeat (every layer of a stack): expand and tabulate each distinct op once
         distinct_ops, inverse = _distinct_ops(ops)
-        if len(distinct_ops) < len(ops):
+        if not self.device_envelope:
             return self._predict_distinct(distinct_ops, devices)[inverse]
-        return self._predict_distinct(ops, devices)
+        # never slower than a device of its generation it dominates (dominance.py): the down-sets are priced too
+        modes = np.fromiter((op_mode(op) for op in distinct_ops), dtype=np.int64, count=len(distinct_ops))
+        pool, down = down_sets(devices, _catalog_devices(), modes.tolist())
+        times = self._predict_distinct(distinct_ops, pool)
+        out = np.empty((len(distinct_ops), len(devices)))
+        for mode, sets in down.items():
+            rows = np.flatnonzero(modes == mode)
+            for j, members in enumerate(sets):
+                out[rows, j] = times[rows][:, members].min(axis=1) if members.size > 1 else times[rows, j]
+        return out[inverse]
 
     # ---- internals -------------------------------------------------------------------------
     def _predict_distinct(self, ops: list[OpSpec], devices: list) -> np.ndarray:
@@ -159,11 +171,6 @@ class Predictor:
             np.maximum.at(times, owner, times[len(distinct):][rung_inverse])
         return self._scatter(times[:len(distinct)][inverse], parent, mult, identity, out)
 
-    @property
-    def _plain_times(self) -> bool:
-        """Whether the times are the models' own (no subclass adjusts them)."""
-        return type(self).adjust_times is Predictor.adjust_times
-
     def _times(self, cols, devices: list, rungs_from: int | None = None) -> np.ndarray:
         """Seconds for every virtual op (rows of ``cols``) on every device; rows from ``rungs_from`` on are
         ladder rungs (`monotone.py`), whose times only matter where they exceed their owner's."""
@@ -176,14 +183,15 @@ class Predictor:
         netted = np.zeros(bound.shape, dtype=bool)
         for _, rows in networks:
             netted[rows] = devs.tensor[:, cols.mode[rows]].T > 0
-        if rungs_from is not None and self._plain_times:
-            # a network is monotone in the work the ladder halves, so a rung it prices never exceeds its owner:
-            # its bound (below the owner's bound, below the owner's time) stands in. An adjustment of the times
-            # (a calibration) need not keep that order, so there every rung is priced.
-            for i, (net, rows) in enumerate(networks):
-                rungs = rows[rows >= rungs_from]
-                times[rungs] = np.where(netted[rungs], bound[rungs], times[rungs])
-                networks[i] = (net, rows[rows < rungs_from])
+        by_network = netted.copy()
+        if rungs_from is not None:
+            # a network is monotone in the work the ladder halves, so a rung it prices never exceeds its owner: its
+            # bound (below the owner's bound, below the owner's time) stands in. An adjustment of the times (a
+            # calibration, on its device) need not keep that order, so there every rung is priced.
+            at_bound = np.zeros(bound.shape, dtype=bool)
+            at_bound[rungs_from:] = netted[rungs_from:] & ~self.adjusted_devices(devs)[None, :]
+            times[at_bound] = bound[at_bound]
+            by_network &= ~at_bound
         for op_class, members in self.models.items():
             class_rows = np.flatnonzero(cols.op_class == op_class)
             for rows, on in _pattern_blocks(class_rows, ~netted[class_rows]):
@@ -193,11 +201,15 @@ class Predictor:
                 log_ratio = predict_ensemble_columns(members, feats, shape).reshape(shape)
                 times[np.ix_(rows, on)] = bound[np.ix_(rows, on)] * np.exp(np.maximum(log_ratio, 0.0))  # util <= 1
         for net, net_rows in networks:
-            for rows, on in _pattern_blocks(net_rows, netted[net_rows]):
+            for rows, on in _pattern_blocks(net_rows, by_network[net_rows]):
                 pairs = matrix(_take(cols, rows), _take_devices(devs, on))
                 block = np.ix_(rows, on)
                 times[block] = np.maximum(bound[block], np.exp(net.log_seconds(pairs)))   # never below the roofline
         return self.adjust_times(cols, devs, times, bound)
+
+    def adjusted_devices(self, devs) -> np.ndarray:
+        """Which devices of ``devs`` (`DeviceColumns`) `adjust_times` may change: none here."""
+        return np.zeros(len(devs.names), dtype=bool)
 
     def adjust_times(self, cols, devs, times: np.ndarray, bound: np.ndarray) -> np.ndarray:
         """Hook for subclasses (a calibration): change the predicted seconds of the virtual ops ``cols``
@@ -250,6 +262,20 @@ class Predictor:
     def count_unmodelled(self, ops: Sequence[OpSpec]) -> int:
         """How many ops fall back to the bound with the default utilisation."""
         return sum(1 for op in ops if not self.is_modelled(op))
+
+
+def _catalog_devices() -> list:
+    """The catalog's devices a prediction can bound (every down-set is taken over them)."""
+    from predictor_models.hardware import default_catalog
+
+    catalog = default_catalog()
+    cached = _CATALOG_DEVICES.get(id(catalog))
+    if cached is None or cached[0] is not catalog:
+        cached = _CATALOG_DEVICES[id(catalog)] = (catalog, [d for d in catalog.list() if d.memory_bandwidth_gbs])
+    return cached[1]
+
+
+_CATALOG_DEVICES: dict[int, tuple] = {}
 
 
 def _pattern_blocks(rows: np.ndarray, wanted: np.ndarray):

@@ -1,0 +1,113 @@
+"""A GPU at least as strong as another of its generation is never predicted slower: the device envelope.
+
+The class models read the device through learned features, so between the GPUs they were trained on they can rank
+two GPUs of one generation against their figures (measured at 9c9f0e1: an A100 3.6x slower than an RTX A4000 on a
+small fp32 GEMM, an H200 slower than an H100 on 880 of 1,503 grid ops). Physics says otherwise: a GPU with at least
+another's peak in every math mode, DRAM bandwidth and SM count, of the same architecture generation, can run the
+other's kernels at least as fast. The figures compared are the ones an op runs on: the peak of its math mode (the
+vector FP32 rate for pointwise and norm ops, as the bound reads it), bandwidth and SMs. So each device's time for an
+op is the smallest over the devices it dominates in the op's mode, itself included: its *down-set*, taken over the
+whole catalog and the devices asked for, whichever of them a prediction names. Dominance is a partial order, so a down-set holds the down-sets of every device in it, and
+
+    A dominates B  =>  down(A) contains down(B)  =>  time(A) = min over down(A) <= min over down(B) = time(B)
+
+for every op, whatever else is predicted with it (`tests/test_predictor_dominance.py`). The minimum keeps the other
+guarantees: no time falls below its own device's roofline (a weaker device's bound is larger), and a minimum of
+times that never fall as work grows never falls either.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+
+from .devices import MODES, device_columns
+
+_TOLERANCE = 1e-9   # figures equal to this relative precision count as equal
+
+
+def generation(device) -> str:
+    """The architecture generation from the catalog's ``architecture`` text: "Ampere (GA102)" -> "Ampere",
+    "Hopper (GH100) + Grace CPU" -> "Hopper", "TPU v5e (1 TensorCore)" -> "TPU v5e"."""
+    text = str(getattr(device, "architecture", "") or "")
+    return text.split(" (")[0].split(" + ")[0].strip().lower()
+
+
+_OTHER_FIGURES = ("memory_bandwidth_gbs", "sm_count", "l2_cache_mb", "tdp_w")   # what the models read
+
+
+def _figures(devices: Sequence) -> np.ndarray:
+    """Per device: its peak in every math mode (`MODES`) as the predictor reads it, then the catalog's DRAM
+    bandwidth, SM count, L2 and board power (what the models read besides the peaks), NaN where the catalog has
+    no figure."""
+    cols = device_columns(devices)
+    other = np.array([[float(getattr(d, k, None) or np.nan) for k in _OTHER_FIGURES] for d in devices],
+                     dtype=np.float64).reshape(len(devices), len(_OTHER_FIGURES))
+    return np.column_stack([cols.peaks, other])
+
+
+def _compared(figures: np.ndarray, mode: int) -> np.ndarray:
+    """The figures an op of math mode `mode` runs on: that mode's peak and every other figure."""
+    return figures[..., [mode] + list(range(len(MODES), len(MODES) + len(_OTHER_FIGURES)))]
+
+
+def dominates(a, b, mode: str = "fp32") -> bool:
+    """Whether `a` has at least `b`'s peak in `mode`, bandwidth and SMs, and the same generation."""
+    if generation(a) != generation(b) or not generation(a):
+        return False
+    fa, fb = _compared(_figures([a, b]), MODES.index(mode))
+    return bool(np.all(fa >= fb * (1 - _TOLERANCE)))
+
+
+def _key(device) -> tuple:
+    try:
+        return _cached_key(device)
+    except TypeError:       # an unhashable stand-in for a catalog entry: read it each time
+        return _key_of(device)
+
+
+@lru_cache(maxsize=1024)
+def _cached_key(device) -> tuple:
+    return _key_of(device)
+
+
+def _key_of(device) -> tuple:
+    return (device.name, generation(device), tuple(_figures([device])[0].tolist()))
+
+
+def down_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int]) -> tuple[list, dict[int, list[np.ndarray]]]:
+    """The devices to predict (``devices`` first, then the catalog devices some of them dominate in one of
+    ``modes``, indices into `MODES`) and, per mode and per device asked for, the indices into that list of its
+    down-set (itself first)."""
+    devices = list(devices)
+    asked = {d.name for d in devices}
+    extra = [d for d in catalog if d.name not in asked]
+    order, sets = _down_sets(tuple(_key(d) for d in devices), tuple(_key(d) for d in extra), tuple(sorted(set(modes))))
+    pool = devices + extra
+    return [pool[i] for i in order], {mode: [np.asarray(s, dtype=np.int64) for s in per] for mode, per in sets.items()}
+
+
+@lru_cache(maxsize=64)
+def _down_sets(asked: tuple, extra: tuple, modes: tuple) -> tuple[list[int], dict[int, list[list[int]]]]:
+    keys = list(asked) + list(extra)
+    gens = np.array([k[1] for k in keys], dtype=object)
+    figs = np.array([k[2] for k in keys], dtype=np.float64).reshape(len(keys), len(MODES) + len(_OTHER_FIGURES))
+    same = (gens[:, None] == gens[None, :]) & (gens != "")[:, None]
+    order = list(range(len(asked)))        # the devices asked for keep their places
+    index = {i: i for i in order}
+    sets: dict[int, list[list[int]]] = {}
+    for mode in modes:
+        f = _compared(figs, mode)
+        # below[a, b]: a >= b in every figure; a figure missing on either side (NaN) compares False
+        below = same & np.all(f[:, None, :] >= f[None, :, :] * (1 - _TOLERANCE), axis=2)
+        per = []
+        for a in range(len(asked)):
+            members = [a] + [b for b in np.flatnonzero(below[a]).tolist() if b != a]
+            for b in members:
+                if b not in index:
+                    index[b] = len(order)
+                    order.append(b)
+            per.append([index[b] for b in members])
+        sets[mode] = per
+    return order, sets
