@@ -21,7 +21,7 @@ import numpy as np
 from predictor_models.baseline import RAW_PARAMS, baseline_features, fit_baseline, predict_baseline
 from predictor_models.predictor.bound import paired
 from predictor_models.predictor.model import Predictor
-from predictor_models.predictor.training import SEED, balanced_rows, class_xy, fit_models
+from predictor_models.predictor.training import NETWORK_ONLY_SOURCES, SEED, balanced_rows, class_xy, fit_models
 
 CLASSES = ("gemm", "conv", "norm", "elementwise")
 
@@ -39,7 +39,11 @@ def _time_weighted(pred: np.ndarray, true: np.ndarray) -> float:
 
 def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, members: int = 1, baseline: bool = True,
                    weight_decay: dict[str, float] | None = None, log=print) -> tuple[list[dict], dict[str, Predictor]]:
-    """Per (op class, held-out GPU): n, our MAPE, baseline MAPE. Also returns each fold's predictor."""
+    """Per (op class, held-out GPU): n, our MAPE, baseline MAPE. Also returns each fold's predictor.
+
+    The class models' own rows only: rows of `NETWORK_ONLY_SOURCES` (DeepBench) train the tiled-kernel network and
+    are scored by `benchmarks/network_folds.py`; neither the class models nor the baseline learn from them."""
+    ts = ts.take(np.flatnonzero(~np.isin(ts.source, list(NETWORK_ONLY_SOURCES))))
     rows_out: list[dict] = []
     fold_models: dict[str, Predictor] = {}
     available = sorted(set(map(str, ts.gpu)))

@@ -79,3 +79,15 @@ def test_weight_decay_override_reaches_the_fitted_models(folds):
     heavy_w = np.abs(heavy["V100-PCIe-32GB"].models["gemm"][0]["layers"][0][0]).sum()
     assert heavy_w < 0.5 * default_w          # a strong L2 penalty shrinks the first layer's weights
     assert "baseline_mape" not in heavy_rows[0]
+
+
+def test_rows_that_train_only_the_network_are_not_scored_as_class_rows():
+    """DeepBench's kernels train the tiled-kernel network alone (`NETWORK_ONLY_SOURCES`): scoring the class models on
+    them measured rows they never learn from and the shipped predictor does not price with them."""
+    plain = synthetic_set()
+    extra = [Sample(s.op, s.device, s.seconds * 3.0, "deepbench") for s in plain.samples[:300]]
+    mixed = build_training_set(list(plain.samples) + extra, lookup_hardware)
+    rows, _ = evaluate_folds(mixed, members=1, baseline=False, log=lambda *_: None)
+    alone, _ = evaluate_folds(plain, members=1, baseline=False, log=lambda *_: None)
+    assert [(r["gpu"], r["n"], r["mape"]) for r in rows] == [(r["gpu"], r["n"], r["mape"]) for r in alone]
+    assert all(set(r["by_source"]) == {"synthetic"} for r in rows)
