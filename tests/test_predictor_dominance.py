@@ -98,3 +98,28 @@ def test_the_raw_model_breaks_it_and_the_envelope_keeps_the_roofline(shipped):
     assert np.all(held <= raw * (1 + 1e-9))                 # the envelope only takes a weaker device's time
     for j, device in enumerate(devices):
         assert np.all(held[:, j] >= shipped.bound_seconds(ops, device) * (1 - 1e-9))
+
+
+def test_a_calibrated_device_keeps_its_own_times(shipped):
+    """A correction measured on a GPU is that GPU's truth: the envelope does not replace it with a weaker GPU's
+    prediction (the other devices keep the envelope)."""
+    from predictor_models.predictor.model import Predictor as Base
+
+    class Slowed(Base):
+        def __init__(self) -> None:
+            super().__init__(shipped.models, shipped.metadata, shipped.heldout, shipped.default_utilisation,
+                             shipped.networks)
+
+        def adjusted_devices(self, devs):
+            return np.array([name == "H200-SXM" for name in devs.names])
+
+        def adjust_times(self, cols, devs, times, bound):
+            times[:, [i for i, n in enumerate(devs.names) if n == "H200-SXM"]] *= 3.0   # "measured" 3x slower
+            return times
+
+    ops = [gemm_op(1, 4096, 3072, 768, "bfloat16"), elementwise_op(2 ** 24, 2, "bfloat16", name="aten::add")]
+    devices = [lookup_hardware("H200"), lookup_hardware("H100")]
+    slowed = Slowed().predict_matrix(ops, devices)
+    base = shipped.predict_matrix(ops, devices)
+    assert np.all(slowed[:, 0] > 2.0 * base[:, 0])          # its own, slowed times: not the H100's
+    np.testing.assert_allclose(slowed[:, 1], base[:, 1], rtol=1e-9)

@@ -130,7 +130,8 @@ class Predictor:
         return self.predict_matrix(ops, [device])[:, 0]
 
     def predict_matrix(self, ops: Sequence[OpSpec], devices: Sequence) -> np.ndarray:
-        """Predicted seconds, shape ``(len(ops), len(devices))``, all devices at once."""
+        """Predicted seconds, shape ``(len(ops), len(devices))``, all devices at once; no device slower than a
+        device of its generation it dominates (`dominance.py`), except a calibrated one, which keeps its own."""
         ops, devices = list(ops), list(devices)
         if not ops or not devices:
             return np.zeros((len(ops), len(devices)))
@@ -142,11 +143,13 @@ class Predictor:
         modes = np.fromiter((op_mode(op) for op in distinct_ops), dtype=np.int64, count=len(distinct_ops))
         pool, down = down_sets(devices, _catalog_devices(), modes.tolist())
         times = self._predict_distinct(distinct_ops, pool)
+        # a device whose times an adjustment corrects (a calibration measured on it) keeps its own
+        own = self.adjusted_devices(device_columns(devices))
         out = np.empty((len(distinct_ops), len(devices)))
         for mode, sets in down.items():
             rows = np.flatnonzero(modes == mode)
             for j, members in enumerate(sets):
-                out[rows, j] = times[rows][:, members].min(axis=1) if members.size > 1 else times[rows, j]
+                out[rows, j] = times[rows][:, members].min(axis=1) if members.size > 1 and not own[j] else times[rows, j]
         return out[inverse]
 
     # ---- internals -------------------------------------------------------------------------
