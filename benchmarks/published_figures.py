@@ -1232,6 +1232,9 @@ QUOTES += [
                 "above, {} ms with the envelope",
       *(F(RESULTS + f"issue38_speed/projection_speed_layouts_{name}.json", "median_ms", num(1))
         for name in ("before", "blocks", "envelope"))),
+    Q(OVERHEAD, "from one projection to the next): {} ms plain and {} ms with the ten layouts",
+      F(RESULTS + "issue38_speed/projection_speed_memo.json", "median_ms", num(1)),
+      F(RESULTS + "issue38_speed/projection_speed_layouts_memo.json", "median_ms", num(1))),
     Q(OVERHEAD, "without the blocks, the same protocol an hour earlier gave {} -> {} ms",
       F(PRED_AB_STEP1, "summary.before.median_ms", num(1)), F(PRED_AB_STEP1, "summary.after.median_ms", num(1))),
     Q(OVERHEAD, "in two rounds of three processes each alternated with the code before: {} / {} ms -> {} / {} ms",

@@ -78,7 +78,7 @@ def test_repeated_ops_get_the_rows_of_their_first_copy(shipped, devices):
     np.testing.assert_allclose(out[:len(ops)], alone, rtol=1e-12)
     np.testing.assert_array_equal(out[:5 * len(ops)].reshape(5, len(ops), -1), np.broadcast_to(out[:len(ops)], (5, len(ops), len(devices))))
     np.testing.assert_allclose(out[5 * len(ops):6 * len(ops)], alone, rtol=1e-12)
-    distinct, inverse = _distinct_ops(repeated)
+    distinct, inverse, _ = _distinct_ops(repeated)
     assert len(distinct) == len(ops) + 1 and inverse.tolist()[:len(ops)] == list(range(len(ops)))
 
 
@@ -128,3 +128,32 @@ def test_a_calibrated_device_keeps_every_rung_and_the_others_keep_the_shortcut(s
     partial = _without_envelope(OneDeviceBent(shipped, claim_all=False)).predict_matrix(ops, devices)
     full = _without_envelope(OneDeviceBent(shipped, claim_all=True)).predict_matrix(ops, devices)
     np.testing.assert_allclose(partial, full, rtol=1e-12)
+
+
+def test_a_projection_remembers_each_op_once_and_gives_the_same_rows(monkeypatch):
+    """`Predictor.remembering` (one projection's scope): the rows of plain and layout targets equal those priced
+    with nothing remembered, and the scope prices fewer (op, GPU) pairs."""
+    import contextlib
+
+    from benchmarks.projection_speed import synthetic_report, targets
+    from prenet_callbacks.projection import project_report
+
+    names = targets(12, 4)
+    predictor = load_predictor(None)
+    priced = {"cells": 0}
+    original = Predictor._predict_distinct
+
+    def counting(self, ops, devices):
+        priced["cells"] += len(ops) * len(devices)
+        return original(self, ops, devices)
+
+    monkeypatch.setattr(Predictor, "_predict_distinct", counting)
+    remembered = project_report(synthetic_report(40), names, predictor=predictor)
+    with_memo = priced["cells"]
+    priced["cells"] = 0
+    monkeypatch.setattr(Predictor, "remembering", lambda self: contextlib.nullcontext(self))
+    plain = project_report(synthetic_report(40), names, predictor=predictor)
+    assert [r["name"] for r in remembered] == [r["name"] for r in plain] and len(plain) > 10
+    for a, b in zip(remembered, plain):
+        assert a["step_s"] == pytest.approx(b["step_s"], rel=1e-6), a["name"]
+    assert with_memo < priced["cells"]

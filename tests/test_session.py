@@ -448,3 +448,18 @@ def test_the_sanity_checks_page_faults_are_counted_and_the_band_reaches_the_corr
 def test_a_fake_clock_never_mixes_in_the_real_page_faults():
     assert PredictionSession(SessionConfig(), clock=FakeClock()).count_faults is None
     assert PredictionSession(SessionConfig()).count_faults is minor_faults
+
+
+def test_the_first_predictions_two_projections_share_one_pricing(monkeypatch):
+    """The first prediction projects, predicts again, projects again: both projections run in one
+    `Predictor.remembering` scope, so the second reads the first one's op times back; it closes after."""
+    import prenet_callbacks.projection as projection
+    from prenet_callbacks.projection.pricing.predictor_source import resolve_predictor
+
+    predictor = resolve_predictor(None)[0]
+    seen = []
+    monkeypatch.setattr(projection, "project_report", lambda report, *a, **k: seen.append(predictor._memo))
+    simulate(plan(), config=SessionConfig(warmup_steps=2, profile_steps=2, timing_steps=5, profile_layers=False,
+                                           targets=["H100"]))
+    assert len(seen) == 2 and seen[0] is not None and seen[0] is seen[1]
+    assert predictor._memo is None

@@ -60,6 +60,11 @@ def dominates(a, b, mode: str = "fp32") -> bool:
     return bool(np.all(fa >= fb * (1 - _TOLERANCE)))
 
 
+def device_key(device) -> tuple:
+    """What tells a device apart for the predictor: its name, generation and figures."""
+    return _key(device)
+
+
 def _key(device) -> tuple:
     try:
         return _cached_key(device)

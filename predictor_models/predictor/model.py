@@ -12,7 +12,7 @@ from predictor_models.op_spec import OpSpec
 
 from .bound import bound_seconds, matrix
 from .devices import MODES, device_columns
-from .dominance import down_sets
+from .dominance import device_key, down_sets
 from .expand import PROXIED, conv_kernels, expand, is_depthwise
 from .features import FEATURES
 from .kernel_features import feature_arrays
@@ -89,6 +89,7 @@ class Predictor:
         self.monotone: frozenset[str] = HELD_DTYPES
         # each device at most as slow as the devices of its generation it dominates (dominance.py); False: raw
         self.device_envelope: bool = True
+        self._memo: dict | None = None      # the `remembering` scope's times, by (op, device)
         self._metadata = dict(metadata)
         self.heldout = dict(heldout or {})
         self.default_utilisation = float(default_utilisation)
@@ -136,13 +137,13 @@ class Predictor:
         if not ops or not devices:
             return np.zeros((len(ops), len(devices)))
         # a step's ops repeat (every layer of a stack): expand and tabulate each distinct op once
-        distinct_ops, inverse = _distinct_ops(ops)
+        distinct_ops, inverse, keys = _distinct_ops(ops)
         if not self.device_envelope:
-            return self._predict_distinct(distinct_ops, devices)[inverse]
+            return self._remembered(distinct_ops, keys, devices)[inverse]
         # never slower than a device of its generation it dominates (dominance.py): the down-sets are priced too
         modes = np.fromiter((op_mode(op) for op in distinct_ops), dtype=np.int64, count=len(distinct_ops))
         pool, down = down_sets(devices, _catalog_devices(), modes.tolist())
-        times = self._predict_distinct(distinct_ops, pool)
+        times = self._remembered(distinct_ops, keys, pool)
         # a device whose times an adjustment corrects (a calibration measured on it) keeps its own
         own = self.adjusted_devices(device_columns(devices))
         out = np.empty((len(distinct_ops), len(devices)))
@@ -152,7 +153,39 @@ class Predictor:
                 out[rows, j] = times[rows][:, members].min(axis=1) if members.size > 1 and not own[j] else times[rows, j]
         return out[inverse]
 
+    @contextlib.contextmanager
+    def remembering(self):
+        """A scope (one projection) in which each op's time on each device is predicted once: later calls with the
+        same op and device, and the down-sets of the device envelope that several calls share, read it back."""
+        if self._memo is not None:          # already inside one: the outer scope keeps it
+            yield self
+            return
+        self._memo = {"settings": (self.monotone,)}   # a change of them inside the scope bypasses it
+        try:
+            yield self
+        finally:
+            self._memo = None
+
     # ---- internals -------------------------------------------------------------------------
+    def _remembered(self, ops: list[OpSpec], keys: list | None, devices: list) -> np.ndarray:
+        """`_predict_distinct`, reading and filling the `remembering` scope's times where one is open."""
+        memo = self._memo
+        if memo is None or keys is None or memo.get("settings") != (self.monotone,):
+            return self._predict_distinct(ops, devices)
+        device_keys = [device_key(d) for d in devices]
+        times = np.array([[memo.get((key, dev), np.nan) for dev in device_keys] for key in keys]).reshape(
+            len(ops), len(devices))
+        missing = np.isnan(times)
+        rows, columns = np.flatnonzero(missing.any(axis=1)), np.flatnonzero(missing.any(axis=0))
+        if rows.size:
+            fresh = self._predict_distinct([ops[i] for i in rows], [devices[j] for j in columns])
+            block = np.ix_(rows, columns)
+            times[block] = np.where(missing[block], fresh, times[block])   # what was remembered stays as it was
+            for i, row in zip(rows.tolist(), fresh):
+                for j, value in zip(columns.tolist(), row.tolist()):
+                    memo.setdefault((keys[i], device_keys[j]), value)
+        return times
+
     def _predict_distinct(self, ops: list[OpSpec], devices: list) -> np.ndarray:
         """`predict_matrix` of ops that are (mostly) distinct."""
         out = np.zeros((len(ops), len(devices)))
@@ -303,9 +336,10 @@ def _take_devices(devs, on: np.ndarray):
     return devs if on.size == len(devs.names) else devs.take(on)
 
 
-def _distinct_ops(ops: list[OpSpec]) -> tuple[list[OpSpec], np.ndarray]:
-    """The distinct ops (equal in every field, dims and name included) and each op's index among them.
-    Dims in another insertion order count as another op: a missed merge costs time, never a wrong row."""
+def _distinct_ops(ops: list[OpSpec]) -> tuple[list[OpSpec], np.ndarray, list | None]:
+    """The distinct ops (equal in every field, dims and name included), each op's index among them, and their keys
+    (None when a dims value cannot be hashed). Dims in another insertion order count as another op: a missed merge
+    costs time, never a wrong row."""
     index: dict = {}
     inverse = np.empty(len(ops), dtype=np.int64)
     try:
@@ -314,12 +348,13 @@ def _distinct_ops(ops: list[OpSpec]) -> tuple[list[OpSpec], np.ndarray]:
                    tuple(op.dims.items()))
             inverse[i] = index.setdefault(key, len(index))
     except TypeError:          # an unhashable dims value: every op on its own
-        return ops, np.arange(len(ops))
+        return ops, np.arange(len(ops)), None
+    keys = list(index)
     if len(index) == len(ops):
-        return ops, inverse
+        return ops, inverse, keys
     first = np.zeros(len(index), dtype=np.int64)
     first[inverse[::-1]] = np.arange(len(ops) - 1, -1, -1)
-    return [ops[i] for i in first.tolist()], inverse
+    return [ops[i] for i in first.tolist()], inverse, keys
 
 
 def _distinct(cols) -> tuple[np.ndarray, np.ndarray]:

@@ -13,6 +13,8 @@ Batch conventions for multi-GPU targets ("8x H100", "4x8 H100"):
 """
 from __future__ import annotations
 
+import contextlib
+
 import math
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
@@ -68,6 +70,16 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
     `layout_rows`; one that cannot run this model has no row, and `notes` (when given) gets why."""
     check_batch_convention(batch_convention)
     targets = [as_projection_target(t) for t in targets]
+    # the targets share ops and GPUs (a layout's ranks, the device envelope's weaker GPUs): each priced once
+    remembering = getattr(predictor, "remembering", None)
+    with remembering() if remembering is not None else contextlib.nullcontext():
+        return _project_targets(workload, targets, predictor, shape, current_total_s=current_total_s,
+                                batch_convention=batch_convention, sharding=sharding, provider=provider, notes=notes)
+
+
+def _project_targets(workload: Workload, targets: list, predictor, shape: RunShape, *, current_total_s: float | None,
+                     batch_convention: str, sharding: ZeroConfig | None, provider: str | None,
+                     notes: list[str] | None) -> list[dict[str, Any]]:
     zero = sharding if sharding is not None else workload.zero
     plain = [t for t in targets if t.layout is None]
     rows: dict[int, dict[str, Any] | None] = dict(zip(map(id, plain), plain_rows(
