@@ -158,11 +158,13 @@ def main(argv=None) -> int:
     from predictor_models.datasets.shipped import read_manifest
     from predictor_models.hardware import lookup_hardware
     from predictor_models.predictor import load_predictor
-    from predictor_models.predictor.training import SEED, weight_decays
+    from predictor_models.predictor.training import NETWORK_ONLY_SOURCES, SEED, weight_decays
     from predictor_models.train import load_training_set
 
     start = time.time()
     ts, _ = load_training_set(None, None, None)
+    # the class models' own rows (DeepBench's kernels train only the network: `evaluate` leaves them out too)
+    ts = ts.take(np.flatnonzero(~np.isin(ts.source, list(NETWORK_ONLY_SOURCES))))
     gpus = [lookup_hardware(g).name for g in args.gpus] if args.gpus else sorted(set(map(str, ts.gpu)))
     shipped = load_predictor()
     stamp = {"rows_sha256": read_manifest()["rows_sha256"], "members": args.members, "seed": SEED,

@@ -89,8 +89,9 @@ def dominance_violations(predictor, devices) -> dict:
 def generation_dominance(predictor) -> dict:
     """Within a generation, over every NVIDIA catalog GPU, on the grid ops: a GPU with at least another's figures
     predicted slower. ``envelope``: every figure the models read (the op's mode's peak, bandwidth, SMs, L2, board
-    power; `predictor/dominance.py`, held by construction); ``peak_bandwidth_sms``: the op's mode's peak, bandwidth
-    and SMs only, where a stronger GPU may have less L2 or board power (or the catalog lacks the figure)."""
+    power) against a GPU the training data measures (`predictor/dominance.py`, held by construction);
+    ``every_figure``: the same against any GPU, measured or not; ``peak_bandwidth_sms``: the op's mode's peak,
+    bandwidth and SMs only, where a stronger GPU may have less L2 or board power (or the catalog lacks the figure)."""
     from predictor_models.hardware import list_hardware
     from predictor_models.predictor.devices import MODES
     from predictor_models.predictor.dominance import dominates, generation
@@ -107,8 +108,13 @@ def generation_dominance(predictor) -> dict:
         figures = lambda d: (getattr(d, peak_key[mode]) or 0.0, d.memory_bandwidth_gbs or 0.0, d.sm_count or 0)  # noqa: E731
         return generation(a) == generation(b) and all(x >= y for x, y in zip(figures(a), figures(b)))
 
+    measured = set(predictor.metadata.get("trained_on") or ())
+
+    def envelope(a, b, mode: str) -> bool:
+        return b.name in measured and dominates(a, b, mode)
+
     out = {}
-    for name, relation in (("envelope", dominates), ("peak_bandwidth_sms", loose)):
+    for name, relation in (("envelope", envelope), ("every_figure", dominates), ("peak_bandwidth_sms", loose)):
         comparisons = violations = 0
         worst = []
         for mode in sorted(set(modes.tolist())):

@@ -55,7 +55,7 @@ def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, members: int = 1, b
         train = ts.take(np.flatnonzero(ts.gpu != gpu))
         test = ts.take(np.flatnonzero(ts.gpu == gpu))
         models = fit_models(train, members=members, weight_decay=weight_decay)
-        predictor = Predictor(models, {"heldout_gpu": gpu})
+        predictor = Predictor(models, {"heldout_gpu": gpu, "trained_on": sorted(set(map(str, train.gpu)))})
         fold_models[gpu] = predictor
         for op_class in CLASSES:
             rows = np.flatnonzero(test.ops.op_class == op_class)

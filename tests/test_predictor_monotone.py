@@ -33,18 +33,18 @@ def test_pointwise_time_never_falls_as_elements_double(shipped: Predictor, dtype
         assert _drops(shipped.predict_matrix(chain, devices)).max() <= 1 + 1e-6   # float rounding only
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_norm_time_never_falls_as_rows_or_columns_double(shipped: Predictor, dtype: str) -> None:
+def test_a_half_precision_norm_is_priced_by_its_model_alone(shipped: Predictor) -> None:
+    """Norms are not held (`monotone.WORK_DIMS`): their lattice reached shapes far from every measured half-precision
+    norm and raised the measured ones (the H100's own fp16 norms 5.9% -> 95.8% MAPE)."""
     devices = [lookup_hardware(g) for g in GPUS]
-    sizes = [2 ** i for i in range(3, 15)]
-    for name in ("aten::native_layer_norm", "aten::_softmax"):
-        for cols in (64, 768, 4096):
-            rows_chain = [norm_op(r, cols, dtype, name=name) for r in sizes]
-            # the lattice scales the op's bytes with its rows; a norm's weights do not scale: <= 1% apart
-            assert _drops(shipped.predict_matrix(rows_chain, devices)).max() <= 1.01
-        for rows in (16, 1024, 16384):
-            cols_chain = [norm_op(rows, c, dtype, name=name) for c in sizes]
-            assert _drops(shipped.predict_matrix(cols_chain, devices)).max() <= 1.01
+    ops = [norm_op(r, c, "float16", name="aten::native_layer_norm") for r in (16, 2048, 16384) for c in (768, 8192)]
+    held = shipped.predict_matrix(ops, devices)
+    monotone, shipped.monotone = shipped.monotone, frozenset()
+    try:
+        raw = shipped.predict_matrix(ops, devices)
+    finally:
+        shipped.monotone = monotone
+    np.testing.assert_allclose(held, raw, rtol=1e-9)
 
 
 class _Dipping(Predictor):
@@ -69,8 +69,12 @@ def test_the_envelope_holds_a_dipping_model_above_every_smaller_op() -> None:
     assert held.max() == pytest.approx(raw.max())  # held at the peak of the smaller ops, not above it
 
 
-def test_the_lattice_holds_every_smaller_point_and_nothing_else() -> None:
+def test_the_lattice_holds_every_smaller_point_and_nothing_else(monkeypatch) -> None:
+    import predictor_models.predictor.monotone as monotone
+
     op = norm_op(8, 4, "float32", name="aten::native_layer_norm")
+    assert smaller_ops(op) == []                                   # norms are not held (WORK_DIMS)
+    monkeypatch.setitem(monotone.WORK_DIMS, "norm", ("rows", "cols"))   # a 2-D lattice, as norms had
     points = {(o.dims["rows"], o.dims["cols"]) for o in smaller_ops(op)}
     assert points == {(r, c) for r in (8, 4, 2, 1) for c in (4, 2, 1)} - {(8, 4)}
     smaller = smaller_ops(elementwise_op(1024, 2, "bfloat16", name="aten::mul"))

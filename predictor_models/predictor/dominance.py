@@ -81,21 +81,27 @@ def _key_of(device) -> tuple:
     return (device.name, generation(device), tuple(_figures([device])[0].tolist()))
 
 
-def down_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int]) -> tuple[list, dict[int, list[np.ndarray]]]:
-    """The devices to predict (``devices`` first, then the catalog devices some of them dominate in one of
-    ``modes``, indices into `MODES`) and, per mode and per device asked for, the indices into that list of its
-    down-set (itself first)."""
+def down_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int],
+              measured: Sequence[str] = ()) -> tuple[list, dict[int, list[np.ndarray]]]:
+    """The devices to predict (``devices`` first, then the ``measured`` catalog devices some of them dominate in one
+    of ``modes``, indices into `MODES`) and, per mode and per device asked for, the indices into that list of its
+    down-set: itself first, then the devices of ``measured`` (the GPUs the training data holds) it dominates."""
     devices = list(devices)
     asked = {d.name for d in devices}
-    extra = [d for d in catalog if d.name not in asked]
-    order, sets = _down_sets(tuple(_key(d) for d in devices), tuple(_key(d) for d in extra), tuple(sorted(set(modes))))
+    trusted = frozenset(measured)
+    extra = [d for d in catalog if d.name not in asked and d.name in trusted]
+    keys = tuple(_key(d) for d in devices)
+    order, sets = _down_sets(keys, tuple(_key(d) for d in extra), tuple(sorted(set(modes))),
+                             tuple(d.name in trusted for d in devices))
     pool = devices + extra
     return [pool[i] for i in order], {mode: [np.asarray(s, dtype=np.int64) for s in per] for mode, per in sets.items()}
 
 
 @lru_cache(maxsize=64)
-def _down_sets(asked: tuple, extra: tuple, modes: tuple) -> tuple[list[int], dict[int, list[list[int]]]]:
+def _down_sets(asked: tuple, extra: tuple, modes: tuple,
+               asked_measured: tuple) -> tuple[list[int], dict[int, list[list[int]]]]:
     keys = list(asked) + list(extra)
+    measured = np.array(list(asked_measured) + [True] * len(extra), dtype=bool)
     gens = np.array([k[1] for k in keys], dtype=object)
     figs = np.array([k[2] for k in keys], dtype=np.float64).reshape(len(keys), len(MODES) + len(_OTHER_FIGURES))
     same = (gens[:, None] == gens[None, :]) & (gens != "")[:, None]
@@ -108,7 +114,7 @@ def _down_sets(asked: tuple, extra: tuple, modes: tuple) -> tuple[list[int], dic
         below = same & np.all(f[:, None, :] >= f[None, :, :] * (1 - _TOLERANCE), axis=2)
         per = []
         for a in range(len(asked)):
-            members = [a] + [b for b in np.flatnonzero(below[a]).tolist() if b != a]
+            members = [a] + [b for b in np.flatnonzero(below[a] & measured).tolist() if b != a]
             for b in members:
                 if b not in index:
                     index[b] = len(order)

@@ -142,7 +142,7 @@ class Predictor:
             return self._remembered(distinct_ops, keys, devices)[inverse]
         # never slower than a device of its generation it dominates (dominance.py): the down-sets are priced too
         modes = np.fromiter((op_mode(op) for op in distinct_ops), dtype=np.int64, count=len(distinct_ops))
-        pool, down = down_sets(devices, _catalog_devices(), modes.tolist())
+        pool, down = down_sets(devices, _catalog_devices(), modes.tolist(), self._metadata.get("trained_on") or ())
         times = self._remembered(distinct_ops, keys, pool)
         # a device whose times an adjustment corrects (a calibration measured on it) keeps its own
         own = self.adjusted_devices(device_columns(devices))
