@@ -949,14 +949,15 @@ QUOTES += [
       F(PROJ, "summary.relative_speed_anchored_neusight_nvidia.mape"),
       F(PROJ, "summary.relative_speed_anchored_gavel_without_k80.mape")),
     Q(PROJECTION, "| prediction speed, {}-target table for a {}-layer model | — | **{} ms** median of {} processes "
-                  "({}-{} ms, {}; {} ms in the run before it); `python benchmarks/projection_speed.py` | {}-{} ms "
-                  "alternated with it,",
+                  "({}-{} ms, {}, norms no longer held by a work ladder; docs/overhead.md); `python "
+                  "benchmarks/projection_speed.py` | {} ms the same morning (the file at ee03ef9); {}-{} ms before the "
+                  "work ladder was built as columns",
       F(SPEED, "targets", INT), F(SPEED, "layers", INT), F(SPEED, "median_ms", INT), F(SPEED, "processes", INT),
       F(SPEED, "min_ms", INT), F(SPEED, "max_ms", INT), F(SPEED, lambda d: d["date"][:10], DATE),
-      F(LADDER + "after_run1.json", "median_ms", INT), F(LADDER + "before_run2.json", "median_ms", INT),
-      F(LADDER + "before_run1.json", "median_ms", INT)),
+      F(SPEED + "@ee03ef9", "median_ms", INT),
+      F(LADDER + "before_run2.json", "median_ms", INT), F(LADDER + "before_run1.json", "median_ms", INT)),
     Q(PROJECTION, "before the work ladder was built as columns (`benchmarks/results/projection_speed_ladder/`); {} ms "
-                  "on 2026-12-01, before the ladder (a69c739, 2026-12-02) | {} ms — not reached |",
+                  "on 2026-12-01, before the ladder (a69c739, 2026-12-02) | {} ms — reached |",
       F(SPEED + "@ae11471", "median_ms", INT), F(SPEED, "target_ms", INT)),
     Q(PROJECTION, "where tensor cores make those GPUs fast enough for the host to matter, are at {} %. The host model "
                   "brought the A100 rows closer (they had been predicted far faster than they ran; {} % now)",
@@ -1200,7 +1201,8 @@ QUOTES += [
       F(CALIB_SPEED, "calibrated_predict_ms", INT), F(CALIB_SPEED, "targets.predict_ms", INT)),
     Q(OVERHEAD, "a report of a {}-layer model onto {} targets, predictor loaded, {} projections in each of {} fresh "
                 "processes; `benchmarks/results/projection_speed.json`) is {} ms median on {} (process medians {}-{} "
-                "ms; target {} ms, not reached). It was {} ms on 2026-12-01 (process medians {}-{} ms, the file at "
+                "ms; target {} ms, reached once norms were no longer held by a work ladder, below). It was {} ms on "
+                "2026-12-01 (process medians {}-{} ms, the file at "
                 "ae11471)",
       F(SPEED, "layers", INT), F(SPEED, "targets", INT), F(SPEED, "repeats", INT), F(SPEED, "processes", INT),
       F(SPEED, "median_ms", INT), F(SPEED, lambda d: d["date"][:10], DATE), F(SPEED, "min_ms", INT),
@@ -1235,6 +1237,12 @@ QUOTES += [
     Q(OVERHEAD, "from one projection to the next): {} ms plain and {} ms with the ten layouts",
       F(RESULTS + "issue38_speed/projection_speed_memo.json", "median_ms", num(1)),
       F(RESULTS + "issue38_speed/projection_speed_layouts_memo.json", "median_ms", num(1))),
+    Q(OVERHEAD, "With both: {} ms plain and {} ms with the ten layouts",
+      F(RESULTS + "issue38_speed/projection_speed_measured.json", "median_ms", num(1)),
+      F(RESULTS + "issue38_speed/projection_speed_layouts_measured.json", "median_ms", num(1))),
+    Q(OVERHEAD, "norms no longer laddered, {} against {} ms (`envelope_cost_measured.json`)",
+      F(RESULTS + "issue38_speed/envelope_cost_measured.json", "median_ms", num(1)),
+      F(RESULTS + "issue38_speed/envelope_cost_measured.json", "without_envelope_median_ms", num(1))),
     Q(OVERHEAD, "without the blocks, the same protocol an hour earlier gave {} -> {} ms",
       F(PRED_AB_STEP1, "summary.before.median_ms", num(1)), F(PRED_AB_STEP1, "summary.after.median_ms", num(1))),
     Q(OVERHEAD, "in two rounds of three processes each alternated with the code before: {} / {} ms -> {} / {} ms",
