@@ -126,8 +126,8 @@ def test_a_calibrated_device_keeps_its_own_times(shipped):
             super().__init__(shipped.models, shipped.metadata, shipped.heldout, shipped.default_utilisation,
                              shipped.networks)
 
-        def adjusted_devices(self, devs):
-            return np.array([name == "H200-SXM" for name in devs.names])
+        def adjusted_devices(self, names):
+            return np.array([name == "H200-SXM" for name in names])
 
         def adjust_times(self, cols, devs, times, bound):
             times[:, [i for i, n in enumerate(devs.names) if n == "H200-SXM"]] *= 3.0   # "measured" 3x slower

@@ -31,8 +31,8 @@ class EveryRungPriced(Predictor):
     def __init__(self, base: Predictor) -> None:
         super().__init__(base.models, base.metadata, base.heldout, base.default_utilisation, base.networks)
 
-    def adjusted_devices(self, devs):
-        return np.ones(len(devs.names), dtype=bool)
+    def adjusted_devices(self, names):
+        return np.ones(len(names), dtype=bool)
 
     def adjust_times(self, cols, devs, times, bound):
         return times
@@ -110,9 +110,9 @@ class OneDeviceBent(Predictor):
         super().__init__(base.models, base.metadata, base.heldout, base.default_utilisation, base.networks)
         self.claim_all = claim_all
 
-    def adjusted_devices(self, devs):
-        out = np.zeros(len(devs.names), dtype=bool)
-        out[[i for i, name in enumerate(devs.names) if name == "A100-SXM4-80GB" or self.claim_all]] = True
+    def adjusted_devices(self, names):
+        out = np.zeros(len(names), dtype=bool)
+        out[[i for i, name in enumerate(names) if name == "A100-SXM4-80GB" or self.claim_all]] = True
         return out
 
     def adjust_times(self, cols, devs, times, bound):

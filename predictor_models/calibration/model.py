@@ -39,8 +39,8 @@ class CalibratedPredictor(Predictor):
         self.base_sha256 = base_sha256
         self._device_key = correction.device.strip().lower()
 
-    def adjusted_devices(self, devs) -> np.ndarray:
-        return np.array([name.strip().lower() == self._device_key for name in devs.names], dtype=bool)
+    def adjusted_devices(self, names) -> np.ndarray:
+        return np.array([name.strip().lower() == self._device_key for name in names], dtype=bool)
 
     def adjust_times(self, cols, devs, times: np.ndarray, bound: np.ndarray) -> np.ndarray:
         for j, name in enumerate(devs.names):

@@ -1,15 +1,17 @@
-"""A GPU at least as strong as another of its generation is never predicted slower: the device envelope.
+"""A GPU at least as strong as a measured GPU of its generation is never predicted slower: the device envelope.
 
 The class models read the device through learned features, so between the GPUs they were trained on they can rank
-two GPUs of one generation against their figures (measured at 9c9f0e1: an A100 3.6x slower than an RTX A4000 on a
-small fp32 GEMM, an H200 slower than an H100 on 880 of 1,503 grid ops). Physics says otherwise: a GPU with at least
-another's peak in every math mode, DRAM bandwidth and SM count, of the same architecture generation, can run the
-other's kernels at least as fast. The figures compared are the ones an op runs on: the peak of its math mode (the
-vector FP32 rate for pointwise and norm ops, as the bound reads it), bandwidth and SMs. So each device's time for an
-op is the smallest over the devices it dominates in the op's mode, itself included: its *down-set*, taken over the
-whole catalog and the devices asked for, whichever of them a prediction names. Dominance is a partial order, so a down-set holds the down-sets of every device in it, and
+two GPUs of one generation against their figures (an H200 slower than an H100 on most bf16 GEMMs). Physics says
+otherwise: a GPU with at least another's figures, of the same architecture generation, can run the other's kernels at
+least as fast. The figures compared are every one the models read: the peak of the op's math mode (the vector FP32
+rate for pointwise and norm ops, as the bound reads it), DRAM bandwidth, SMs, L2 and board power; a figure the
+catalog lacks compares with nothing. So each device's time for an op is the smallest over its *down-set*: itself and
+the GPUs the training data measures that it dominates in the op's mode, taken over the whole catalog and the devices
+asked for, whichever of them a prediction names. Unmeasured GPUs stay out of every down-set: the models extrapolate
+to them, and a measured GPU would take their errors. Dominance is a partial order, so a down-set holds the down-sets
+of the measured devices in it, and for B measured
 
-    A dominates B  =>  down(A) contains down(B)  =>  time(A) = min over down(A) <= min over down(B) = time(B)
+    A dominates B  =>  down(A) contains down(B)  =>  time(A) = min over down(A) <= min over down(B) <= time(B)
 
 for every op, whatever else is predicted with it (`tests/test_predictor_dominance.py`). The minimum keeps the other
 guarantees: no time falls below its own device's roofline (a weaker device's bound is larger), and a minimum of
@@ -53,7 +55,7 @@ def _compared(figures: np.ndarray, mode: int) -> np.ndarray:
 
 
 def dominates(a, b, mode: str = "fp32") -> bool:
-    """Whether `a` has at least `b`'s peak in `mode`, bandwidth and SMs, and the same generation."""
+    """Whether `a` has at least `b`'s figures for an op of math ``mode`` (`_compared`), of the same generation."""
     if generation(a) != generation(b) or not generation(a):
         return False
     fa, fb = _compared(_figures([a, b]), MODES.index(mode))
@@ -61,23 +63,15 @@ def dominates(a, b, mode: str = "fp32") -> bool:
 
 
 def device_key(device) -> tuple:
-    """What tells a device apart for the predictor: its name, generation and figures."""
-    return _key(device)
-
-
-def _key(device) -> tuple:
+    """What tells a device apart for the predictor: its name, generation and figures (cached per catalog entry)."""
     try:
         return _cached_key(device)
     except TypeError:       # an unhashable stand-in for a catalog entry: read it each time
-        return _key_of(device)
+        return _cached_key.__wrapped__(device)
 
 
 @lru_cache(maxsize=1024)
 def _cached_key(device) -> tuple:
-    return _key_of(device)
-
-
-def _key_of(device) -> tuple:
     return (device.name, generation(device), tuple(_figures([device])[0].tolist()))
 
 
@@ -90,8 +84,8 @@ def down_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int],
     asked = {d.name for d in devices}
     trusted = frozenset(measured)
     extra = [d for d in catalog if d.name not in asked and d.name in trusted]
-    keys = tuple(_key(d) for d in devices)
-    order, sets = _down_sets(keys, tuple(_key(d) for d in extra), tuple(sorted(set(modes))),
+    keys = tuple(device_key(d) for d in devices)
+    order, sets = _down_sets(keys, tuple(device_key(d) for d in extra), tuple(sorted(set(modes))),
                              tuple(d.name in trusted for d in devices))
     pool = devices + extra
     return [pool[i] for i in order], {mode: [np.asarray(s, dtype=np.int64) for s in per] for mode, per in sets.items()}

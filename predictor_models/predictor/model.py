@@ -90,6 +90,7 @@ class Predictor:
         # each device at most as slow as the devices of its generation it dominates (dominance.py); False: raw
         self.device_envelope: bool = True
         self._memo: dict | None = None      # the `remembering` scope's times, by (op, device)
+        self._memo_ladder: frozenset[str] = self.monotone   # the ladder the scope's times were priced with
         self._metadata = dict(metadata)
         self.heldout = dict(heldout or {})
         self.default_utilisation = float(default_utilisation)
@@ -145,12 +146,12 @@ class Predictor:
         pool, down = down_sets(devices, _catalog_devices(), modes.tolist(), self._metadata.get("trained_on") or ())
         times = self._remembered(distinct_ops, keys, pool)
         # a device whose times an adjustment corrects (a calibration measured on it) keeps its own
-        own = self.adjusted_devices(device_columns(devices))
+        own = self.adjusted_devices([d.name for d in devices])
         out = np.empty((len(distinct_ops), len(devices)))
         for mode, sets in down.items():
             rows = np.flatnonzero(modes == mode)
             for j, members in enumerate(sets):
-                out[rows, j] = times[rows][:, members].min(axis=1) if members.size > 1 and not own[j] else times[rows, j]
+                out[rows, j] = times[np.ix_(rows, members[:1] if own[j] else members)].min(axis=1)
         return out[inverse]
 
     @contextlib.contextmanager
@@ -160,7 +161,7 @@ class Predictor:
         if self._memo is not None:          # already inside one: the outer scope keeps it
             yield self
             return
-        self._memo = {"settings": (self.monotone,)}   # a change of them inside the scope bypasses it
+        self._memo, self._memo_ladder = {}, self.monotone   # a ladder changed inside the scope bypasses it
         try:
             yield self
         finally:
@@ -170,7 +171,7 @@ class Predictor:
     def _remembered(self, ops: list[OpSpec], keys: list | None, devices: list) -> np.ndarray:
         """`_predict_distinct`, reading and filling the `remembering` scope's times where one is open."""
         memo = self._memo
-        if memo is None or keys is None or memo.get("settings") != (self.monotone,):
+        if memo is None or keys is None or self._memo_ladder != self.monotone:
             return self._predict_distinct(ops, devices)
         device_keys = [device_key(d) for d in devices]
         times = np.array([[memo.get((key, dev), np.nan) for dev in device_keys] for key in keys]).reshape(
@@ -225,7 +226,7 @@ class Predictor:
             # bound (below the owner's bound, below the owner's time) stands in. An adjustment of the times (a
             # calibration, on its device) need not keep that order, so there every rung is priced.
             at_bound = np.zeros(bound.shape, dtype=bool)
-            at_bound[rungs_from:] = netted[rungs_from:] & ~self.adjusted_devices(devs)[None, :]
+            at_bound[rungs_from:] = netted[rungs_from:] & ~self.adjusted_devices(devs.names)[None, :]
             times[at_bound] = bound[at_bound]
             by_network &= ~at_bound
         for op_class, members in self.models.items():
@@ -243,9 +244,9 @@ class Predictor:
                 times[block] = np.maximum(bound[block], np.exp(net.log_seconds(pairs)))   # never below the roofline
         return self.adjust_times(cols, devs, times, bound)
 
-    def adjusted_devices(self, devs) -> np.ndarray:
-        """Which devices of ``devs`` (`DeviceColumns`) `adjust_times` may change: none here."""
-        return np.zeros(len(devs.names), dtype=bool)
+    def adjusted_devices(self, names: Sequence[str]) -> np.ndarray:
+        """Which of the devices ``names`` `adjust_times` may change: none here."""
+        return np.zeros(len(names), dtype=bool)
 
     def adjust_times(self, cols, devs, times: np.ndarray, bound: np.ndarray) -> np.ndarray:
         """Hook for subclasses (a calibration): change the predicted seconds of the virtual ops ``cols``

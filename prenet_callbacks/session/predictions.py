@@ -12,7 +12,6 @@ of the run. Logged metrics between refinements count the latest prediction's ETA
 """
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Callable
 
 from prenet_callbacks.forecast.eta import Prediction
@@ -71,7 +70,10 @@ class Predictions:
         if first:
             self.first_made = True
             if self.config.projects:
-                with self._one_pricing():     # the second projection reads the first one's op times back
+                from prenet_callbacks.projection.pricing.predictor_source import pricing_scope
+
+                # the second projection reads the first one's op times back
+                with pricing_scope(self.config.predictor):
                     self.project(report, at_step)
                     # projecting took time inside this run: predict again so that it counts, and
                     # project again so that the table and the headline rest on the same prediction
@@ -82,17 +84,6 @@ class Predictions:
         self.latest = prediction
         self.outputs.prediction(report, first=first)
         return prediction
-
-    def _one_pricing(self):
-        """A scope in which the configured predictor predicts each (op, GPU) pair once (`remembering`)."""
-        from prenet_callbacks.projection.pricing.predictor_source import resolve_predictor
-
-        try:
-            predictor, _ = resolve_predictor(self.config.predictor)
-        except Exception:  # noqa: BLE001 - the projection itself meets the same error and reports it
-            return contextlib.nullcontext()
-        remembering = getattr(predictor, "remembering", None)
-        return remembering() if remembering is not None else contextlib.nullcontext()
 
     def project(self, report: Report, at_step: int) -> None:
         """Cross-hardware projection of the measured run onto the configured targets."""

@@ -6,6 +6,7 @@ memory time plus launch latency) divided by the default utilisation (0.5), with 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from functools import lru_cache
 from typing import Any
@@ -44,6 +45,18 @@ def load_predictor_option(value: Any, name: str = "predictor"):
             raise ValueError(f"{name}: {error}") from None
     raise ValueError(f"{name} must be a Predictor or the path of a predictor.json written by `prenet train` or "
                      f"`prenet calibrate` (or its folder), got {value!r}; pass e.g. {name}='my_predictor/'")
+
+
+def pricing_scope(predictor=None):
+    """A context in which the predictor (as `resolve_predictor` takes it) prices each (op, GPU) pair once
+    (`Predictor.remembering`); a predictor without one, or one that cannot be loaded, gets no scope (whoever
+    projects with it meets that error and reports it)."""
+    try:
+        resolved, _ = resolve_predictor(predictor)
+    except Exception:  # noqa: BLE001 - the projection itself meets the same error and reports it
+        return contextlib.nullcontext()
+    remembering = getattr(resolved, "remembering", None)
+    return remembering() if remembering is not None else contextlib.nullcontext()
 
 
 def resolve_predictor(predictor=None):

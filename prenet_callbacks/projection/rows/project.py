@@ -13,8 +13,6 @@ Batch conventions for multi-GPU targets ("8x H100", "4x8 H100"):
 """
 from __future__ import annotations
 
-import contextlib
-
 import math
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
@@ -46,6 +44,7 @@ from prenet_callbacks.projection.rows.row_parts import (
     python_seconds,
     row_notes,
 )
+from prenet_callbacks.projection.pricing.predictor_source import pricing_scope
 from prenet_callbacks.projection.pricing.scaling import device_times
 from prenet_callbacks.projection.targets import as_projection_target
 from prenet_callbacks.projection.ops.workload import Variant, Workload
@@ -71,8 +70,7 @@ def project_targets(workload: Workload, targets: Sequence, predictor, shape: Run
     check_batch_convention(batch_convention)
     targets = [as_projection_target(t) for t in targets]
     # the targets share ops and GPUs (a layout's ranks, the device envelope's weaker GPUs): each priced once
-    remembering = getattr(predictor, "remembering", None)
-    with remembering() if remembering is not None else contextlib.nullcontext():
+    with pricing_scope(predictor):
         return _project_targets(workload, targets, predictor, shape, current_total_s=current_total_s,
                                 batch_convention=batch_convention, sharding=sharding, provider=provider, notes=notes)
 
