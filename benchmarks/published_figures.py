@@ -1773,6 +1773,16 @@ QUOTES += [
                       "to {}\nand {} ms (`recorded_cache/`, the same afternoon)",
       *(F(LAYOUT_SPEED + f"recorded_cache/{side}_run{i}.json", "median_ms", INT)
         for side in ("before", "after") for i in (1, 2))),
+    Q(MODEL_PARALLEL, "with the code before: {}, {} and {} ms -> {}, {} and {} ms (`split_replay/`). The same benchmark "
+                      "without\nlayouts takes {}-{} ms",
+      *(F(LAYOUT_SPEED + f"split_replay/{side}_run{i}.json", "median_ms", INT)
+        for side in ("before", "after") for i in (1, 2, 3)),
+      F(LAYOUT_SPEED + "split_replay/plain_before_run1.json",
+        lambda d: min(load(LAYOUT_SPEED + f"split_replay/plain_{s}_run{i}.json")["median_ms"]
+                      for s in ("before", "after") for i in (1, 2)), INT),
+      F(LAYOUT_SPEED + "split_replay/plain_before_run1.json",
+        lambda d: max(load(LAYOUT_SPEED + f"split_replay/plain_{s}_run{i}.json")["median_ms"]
+                      for s in ("before", "after") for i in (1, 2)), INT)),
 ]
 
 

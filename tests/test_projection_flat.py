@@ -160,3 +160,47 @@ def test_the_predictor_runs_numpy_s_blas_on_one_thread():
     with one_blas_thread():
         blas = [lib for lib in threadpoolctl.threadpool_info() if lib.get("user_api") == "blas"]
         assert blas and all(lib["num_threads"] == 1 for lib in blas)
+
+
+def test_flatten_after_a_flattened_head_equals_flattening_everything():
+    """A layout target's rank reuses its split's flat view and adds its optimizer units."""
+    units = _units()
+    head, tail = units[:5], units[5:]
+    whole, extended = flatten(units), flatten(tail, flatten(head))
+    assert extended.n_units == whole.n_units
+    assert [s.key for s in extended.specs] == [s.key for s in whole.specs]
+    for name in ("unit_of", "op_of", "counts"):
+        np.testing.assert_array_equal(getattr(extended, name), getattr(whole, name))
+
+
+def test_unit_changed_is_dataclasses_replace():
+    from dataclasses import fields, replace
+
+    unit = Unit("block.0", "fwd", [(_gemm(512), 2.0)], measured_s=1e-3, python_s=2e-4, sequence=(0,))
+    for changes in ({}, {"ops": []}, {"measured_s": None, "python_s": 5.0}, {"sequence": None, "ops": [(_gemm(64), 1.0)]}):
+        assert unit.changed(**changes) == replace(unit, **changes)
+    assert [f.name for f in fields(Unit)] == ["name", "phase", "ops", "measured_s", "python_s", "sequence"], \
+        "a new Unit field must be carried by Unit.changed too"
+
+
+def test_a_prefetch_prices_every_new_spec_in_one_call_and_later_calls_read_it(monkeypatch):
+    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
+
+    predictor, _ = default_predictor()
+    priced = []
+    original = predictor.predict_matrix
+
+    def spy(ops, devices):
+        priced.append((len(ops), len(devices)))
+        return original(ops, devices)
+
+    monkeypatch.setattr(predictor, "predict_matrix", spy)
+    a100, h100 = lookup_hardware("A100-SXM4-80GB"), lookup_hardware("H100-SXM5")
+    units = _units()
+    memo = PriceMemo()
+    memo.prefetch(predictor, flatten(units).specs, [a100, h100, a100])
+    on_a100, _ = unit_matrix(units, [a100], predictor, memo)
+    on_h100, _ = unit_matrix(units, [h100], predictor, memo)
+    assert priced == [(len(flatten(units).specs), 2)]
+    np.testing.assert_allclose(on_a100, unit_matrix(units, [a100], predictor)[0], rtol=1e-6)   # BLAS blocks
+    np.testing.assert_allclose(on_h100, unit_matrix(units, [h100], predictor)[0], rtol=1e-6)

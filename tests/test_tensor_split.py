@@ -121,3 +121,43 @@ def test_a_model_without_attention_is_not_a_transformer():
     workload = estimate(mlp, torch.empty(32, 64, device="meta"), targets=[]).workload
     shape, reason = recognise(workload.units)
     assert shape is None and "no attention" in reason
+
+
+def _module_units(layers: int) -> list:
+    """One unit per projection (as a capture of separate modules gives), the walk's state changing between them,
+    and a GEMM over no token dimension (kept whole); the layers share their spec objects."""
+    from predictor_models.op_spec import OpSpec
+    from prenet_callbacks.projection.ops.workload import Unit
+
+    def gemm(m, n, k):
+        return OpSpec("gemm", "float32", 2.0 * m * n * k, 4.0 * (m * k + k * n), 4.0 * m * n,
+                      {"b": 1, "m": m, "n": n, "k": k}, False, "aten::mm")
+
+    attention = OpSpec("attention", "float32", 1e6, 1e4, 1e4, {"b": 2, "heads": 4, "s_q": 16, "s_kv": 16, "d": 16,
+                                                               "causal": 1, "sdpa": 1, "backward": 0})
+    add = OpSpec("elementwise", "float32", T * H, 8.0 * T * H, 4.0 * T * H, {"numel": T * H, "inputs": 2})
+    modules = [("q", [(gemm(T, H, H), 1.0)]), ("attn", [(attention, 1.0)]), ("o", [(gemm(T, H, H), 1.0)]),
+               ("add", [(add, 1.0)]), ("up", [(gemm(T, FFN, H), 1.0)]), ("down", [(gemm(T, H, FFN), 1.0)]),
+               ("router", [(gemm(7, H, H), 2.0)])]
+    return [Unit(f"layers.{i}.{name}", "fwd", ops) for i in range(layers) for name, ops in modules]
+
+
+def test_repeated_layers_split_as_if_each_were_walked_on_its_own():
+    """Layers that share spec objects are walked once and replayed; a copy of every spec (no sharing) must give
+    the same split, unit by unit, with the walk's state carried from one unit to the next."""
+    from dataclasses import replace
+
+    workload = _workload(layers=4)
+    lm_shape, _ = model_shape(workload)
+    modules = _module_units(3)
+    cases = [([u for u in workload.units if u.phase != "opt"], lm_shape),
+             (modules, recognise(modules)[0])]
+    for units, shape in cases:
+        copied = [u.changed(ops=[(replace(s, dims=dict(s.dims)), c) for s, c in u.ops]) for u in units]
+        for tp, sp in ((2, False), (4, True), (1, False)):
+            shared, alone = split_units(units, shape, tp, sp), split_units(copied, shape, tp, sp)
+            assert (shared.category, shared.source) == (alone.category, alone.source)
+            assert [(u.name, u.phase, [(s.name, s.key, c) for s, c in u.ops]) for u in shared.units] == \
+                [(u.name, u.phase, [(s.name, s.key, c) for s, c in u.ops]) for u in alone.units]
+            assert (shared.gemm_flops, shared.unsplit_flops) == (alone.gemm_flops, alone.unsplit_flops)
+    assert split_units(modules, cases[1][1], 2, False).unsplit_flops == 3 * 2 * (2.0 * 7 * H * H)

@@ -135,11 +135,20 @@ class Flat:
         return Flat(interner.specs, unit_of.astype(int), op_of.astype(int), counts.astype(float), self.n_units)
 
 
-def flatten(units: Sequence) -> Flat:
-    """The flat view of `units` (each with ``ops``: a list of ``(OpSpec, count)``)."""
+def flatten(units: Sequence, before: Flat | None = None) -> Flat:
+    """The flat view of `units` (each with ``ops``: a list of ``(OpSpec, count)``). ``before``: the flat view of
+    units that come first (the result is ``flatten(those + units)``, without walking them again)."""
     objects = [spec for u in units for spec, _ in u.ops]
     counts = np.fromiter((count for u in units for _, count in u.ops), dtype=float, count=len(objects))
-    unit_of = np.repeat(np.arange(len(units)), [len(u.ops) for u in units])
+    first = before.n_units if before is not None else 0
+    unit_of = np.repeat(np.arange(first, first + len(units)), [len(u.ops) for u in units])
     interner = _Interner()   # repeated layers share spec objects: mostly a lookup by id
+    if before is not None:
+        for spec in before.specs:   # distinct by content, in first-seen order: they keep their indices
+            interner.index(spec)
     op_of = np.fromiter(map(interner.index, objects), dtype=int, count=len(objects))
-    return Flat(interner.specs, unit_of.astype(int), op_of, counts, len(units))
+    if before is None:
+        return Flat(interner.specs, unit_of.astype(int), op_of, counts, len(units))
+    return Flat(interner.specs, np.concatenate([before.unit_of, unit_of]).astype(int),
+                np.concatenate([before.op_of, op_of]).astype(int), np.concatenate([before.counts, counts]),
+                first + len(units))

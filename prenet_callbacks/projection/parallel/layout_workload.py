@@ -12,7 +12,7 @@ those ops as its measured ops, so the ratio predicted(target) / predicted(measur
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -20,6 +20,7 @@ import numpy as np
 from prenet_callbacks.projection.parallel.model_layout import ModelLayout
 from prenet_callbacks.projection.parallel.pipeline import stage_layers
 from prenet_callbacks.projection.parallel.tensor_split import TransformerShape, recognise, shard_scaled, split_units
+from prenet_callbacks.projection.ops.flat import Flat, flatten
 from prenet_callbacks.projection.ops.workload import Unit, Workload, batch_scaled
 
 ACCUMULATION_UNIT = "gradient accumulation"   # estimate's and report_whatif's unit of gradient adds
@@ -79,7 +80,7 @@ def _per_micro_batch(units: Sequence[Unit], accumulate: float, scale: float) -> 
         if unit.phase == "opt" or unit.name == ACCUMULATION_UNIT:
             continue
         ops = [(batch_scaled(s, scale) if scale != 1.0 else s, c / accumulate) for s, c in unit.ops]
-        out.append(replace(unit, ops=ops, measured_s=None if unit.measured_s is None else unit.measured_s / accumulate,
+        out.append(unit.changed(ops=ops, measured_s=None if unit.measured_s is None else unit.measured_s / accumulate,
                            python_s=None if unit.python_s is None else unit.python_s / accumulate))
     return out
 
@@ -123,23 +124,32 @@ def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predict
     rank_key = ("rank", layout.tp, layout.sp, mb.scale, layout.pp, mb.size)
     if cache is not None and rank_key in cache:
         return cache[rank_key]
-    rank = _rank_of(workload, layout, mb, found)
+    flats = cache.get(key + ("flats",)) if cache is not None else None
+    if flats is None:
+        flats = (flatten(found[1]), flatten(found[2]) if found[2] is not None else None)
+        if cache is not None:
+            cache[key + ("flats",)] = flats
+    rank = _rank_of(workload, layout, mb, found, flats)
     if cache is not None:
         cache[rank_key] = rank
     return rank
 
 
-def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, found: tuple) -> RankStep:
-    """The rank's step from its split forward and backward units and its share of the optimizer."""
+def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, found: tuple,
+             flats: tuple[Flat, Flat | None] | None = None) -> RankStep:
+    """The rank's step from its split forward and backward units and its share of the optimizer (``flats``: the
+    split units' flat views, which ranks of the same split with other pipeline stages share)."""
     shape, units, measured, category, unsplit = found
     share = param_share(workload, shape, layout)
     opt = [u for u in workload.units if u.phase == "opt"]
-    rank_opt = [replace(u, ops=[(shard_scaled(s, share), c) for s, c in u.ops], measured_s=u.measured_s if measured
+    rank_opt = [u.changed(ops=[(shard_scaled(s, share), c) for s, c in u.ops], measured_s=u.measured_s if measured
                         else None) for u in opt]
     rank = workload.rebuilt(units=units + rank_opt, measured_units=measured + opt if measured else None,
                             params=workload.params * share,
                             param_tensors=[max(1, round(n * share)) for n in workload.param_tensors],
                             accumulate=1, micro_batches=1.0, batch_size=mb.size)
+    if flats is not None:
+        rank.share_flats(*flats)
     return RankStep(rank, np.array(category + [3] * len(rank_opt), dtype=int), shape, share, unsplit)
 
 
@@ -147,19 +157,31 @@ def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predi
                 cache: dict | None = None):
     """(shape, the rank's forward and backward units, their measured twins or None, categories, unsplit share)."""
     accumulate = float(max(workload.accumulate, 1))
-    micro = _per_micro_batch(workload.units, accumulate, mb.scale)
-    shape, reason = recognise(micro)
+    micro, shape, reason = _micro_step(workload, accumulate, mb.scale, cache)
     if shape is None:
         return reason
     split = split_units(micro, shape, layout.tp, layout.sp)
     anchored = workload.anchor is not None and any(u.measured_s is not None for u in workload.units)
     measured = _measured_units(workload, split, shape, accumulate, predictor, memo, cache) if anchored else None
     if measured is not None:
-        units = [replace(u, measured_s=m.measured_s, python_s=m.python_s) for u, m in zip(split.units, measured)]
+        units = [u.changed(measured_s=m.measured_s, python_s=m.python_s) for u, m in zip(split.units, measured)]
     else:
         units = _python_shared(split.units, split.source, len(split.units))
     unsplit = split.unsplit_flops / split.gemm_flops if split.gemm_flops else 0.0
     return shape, units, measured, split.category, unsplit
+
+
+def _micro_step(workload: Workload, accumulate: float, scale: float, cache: dict | None):
+    """(one micro-batch's forward and backward units, their transformer shape or None, why none), once per
+    micro-batch size in a projection (``cache``)."""
+    key = ("micro", accumulate, scale)
+    found = cache.get(key) if cache is not None else None
+    if found is None:
+        micro = _per_micro_batch(workload.units, accumulate, scale)
+        found = (micro, *recognise(micro))
+        if cache is not None:
+            cache[key] = found
+    return found
 
 
 def _python_shared(units: list[Unit], source: list[int], n_split: int) -> list[Unit]:
@@ -172,7 +194,7 @@ def _python_shared(units: list[Unit], source: list[int], n_split: int) -> list[U
         if python is not None and i < n_split:
             total = per_source[source[i]]
             python = python * (calls[i] / total if total > 0 else 1.0)
-        out.append(replace(unit, measured_s=None, python_s=python))
+        out.append(unit.changed(measured_s=None, python_s=python))
     return out
 
 
@@ -180,8 +202,6 @@ def _measured_units(workload: Workload, split, shape: TransformerShape, accumula
                     predictor, memo=None, cache: dict | None = None) -> list[Unit]:
     """The run's own ops and time behind each split unit (see the module docstring). ``cache``: the projection's
     (`rank_step`): the recorded step cut by category once for every split of the same model shape."""
-    from prenet_callbacks.projection.pricing.scaling import unit_matrix
-
     run_accumulate = accumulate / max(workload.micro_batches, 1e-12)
     key = ("recorded", shape, run_accumulate)
     found = cache.get(key) if cache is not None else None
@@ -191,8 +211,23 @@ def _measured_units(workload: Workload, split, shape: TransformerShape, accumula
         if cache is not None:
             cache[key] = found
     recorded, whole = found
+    # the pieces (source unit, category) do not depend on tp or sp, so splits of one shape share the answer
+    pieces_key = ("recorded pieces", shape, run_accumulate, tuple(split.source), tuple(split.category))
+    if cache is not None and pieces_key in cache:
+        return cache[pieces_key]
+    out = _anchored_pieces(workload, recorded, whole, split, predictor, memo)
+    if cache is not None:
+        cache[pieces_key] = out
+    return out
+
+
+def _anchored_pieces(workload: Workload, recorded: list[Unit], whole, split, predictor, memo) -> list[Unit]:
+    """Each split piece's recorded ops, with the source unit's measured time shared by the anchor's predictions."""
+    from prenet_callbacks.projection.pricing.scaling import unit_matrix
+
     by_key = {(s, c): u for s, c, u in zip(whole.source, whole.category, whole.units)}
-    parts = [by_key.get((s, c), replace(recorded[s], ops=[])) for s, c in zip(split.source, split.category)]
+    parts = [by_key[s, c] if (s, c) in by_key else recorded[s].changed(ops=[])
+             for s, c in zip(split.source, split.category)]
     predicted = unit_matrix(parts, [workload.anchor], predictor, memo)[0][:, 0]
     totals = np.bincount(split.source, weights=predicted, minlength=len(recorded))
     pieces = np.bincount(split.source, minlength=len(recorded))
@@ -200,6 +235,6 @@ def _measured_units(workload: Workload, split, shape: TransformerShape, accumula
     for part, source, value in zip(parts, split.source, predicted):
         unit = recorded[source]
         share = value / totals[source] if totals[source] > 0 else 1.0 / pieces[source]
-        out.append(replace(part, measured_s=None if unit.measured_s is None else unit.measured_s * share,
+        out.append(part.changed(measured_s=None if unit.measured_s is None else unit.measured_s * share,
                            python_s=None if unit.python_s is None else unit.python_s * share))
     return out

@@ -26,7 +26,7 @@ LM head, log-softmax, loss) or "layer" (the rest, spread evenly over the layers)
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Sequence
 
 from predictor_models.op_spec import OpSpec
@@ -182,7 +182,7 @@ class _Walk:
         self.shape, self.sp = shape, sp
         self.parallel = False
         self.compute_since_switch = True
-        self.unsplit = 0.0
+        self.whole: list[float] = []    # FLOPs of the GEMMs kept whole on every rank, as met
 
     def _switch(self, parallel: bool) -> None:
         if parallel != self.parallel:
@@ -223,7 +223,7 @@ class _Walk:
     def _gemm(self, spec: OpSpec, count: float) -> str:
         dims = _gemm_dims(spec)
         if dims is None:
-            self.unsplit += spec.flops * count
+            self.whole.append(spec.flops * count)
             return "whole"
         b, m, n, k = dims
         h, tokens = self.shape.hidden, self.shape.tokens
@@ -234,7 +234,7 @@ class _Walk:
             return self._activation_gemm(n, k)
         if k == tokens:                 # weight gradient: (m x n) of the weight
             return "gemm_m" if m != h else "gemm_n"
-        self.unsplit += spec.flops * count
+        self.whole.append(spec.flops * count)
         return "whole"
 
     def _activation_gemm(self, n: float, k: float) -> str:
@@ -280,20 +280,52 @@ def split_units(units: Sequence[Unit], shape: TransformerShape, tp: int, sp: boo
     splitter = _Splitter(shape, tp, sp)
     out = SplitResult([], [], [])
     walks = {phase: _Walk(shape, sp) for phase in ("fwd", "bwd")}
+    # a model's repeated layers walk alike: a unit whose ops (the same spec objects, counts and order) meet the
+    # walk in the same state splits the same way, so it is walked once and its split replayed
+    seen: dict[tuple, _UnitSplit] = {}
+    gemm_flops: list[float] = []
     for index, unit in enumerate(units):
         walk = walks.get(unit.phase)
-        parts: dict[int, dict[tuple[int, str], float]] = {}
-        for i, count in _in_order(unit):
-            spec = unit.ops[i][0]
-            how = walk.how(spec, count) if walk is not None else "whole"
-            if spec.op_class == "gemm":
-                out.gemm_flops += spec.flops * count
-            entries = parts.setdefault(_category(spec, shape), {})
-            entries[(i, how)] = entries.get((i, how), 0.0) + count
-        for category in sorted(parts):
-            ops = [(splitter.apply(unit.ops[i][0], how), count) for (i, how), count in parts[category].items()]
-            out.units.append(replace(unit, ops=ops, sequence=None))
+        state = (walk.parallel, walk.compute_since_switch) if walk is not None else None
+        key = (unit.phase, state, unit.sequence, tuple((id(s), c) for s, c in unit.ops))
+        found = seen.get(key)
+        if found is None:
+            found = seen[key] = _split_unit(unit, walk, splitter, shape)
+        elif walk is not None:
+            walk.parallel, walk.compute_since_switch = found.after
+            walk.whole += found.whole
+        gemm_flops += found.gemm_flops
+        for category, ops in found.pieces:
+            out.units.append(unit.changed(ops=list(ops), sequence=None))
             out.category.append(category)
             out.source.append(index)
-    out.unsplit_flops = sum(w.unsplit for w in walks.values())
+    out.gemm_flops = sum(gemm_flops)
+    out.unsplit_flops = sum(sum(w.whole) for w in walks.values())
     return out
+
+
+@dataclass(frozen=True)
+class _UnitSplit:
+    pieces: tuple          # (category, ((split spec, calls), ...)) per category present, in order
+    gemm_flops: list       # FLOPs of its GEMMs, as met
+    whole: list            # of which kept whole
+    after: tuple | None    # the walk's state after the unit
+
+
+def _split_unit(unit: Unit, walk: _Walk | None, splitter: _Splitter, shape: TransformerShape) -> _UnitSplit:
+    """One unit walked from the walk's present state (which it advances)."""
+    parts: dict[int, dict[tuple[int, str], float]] = {}
+    gemm_flops = []
+    mark = len(walk.whole) if walk is not None else 0
+    for i, count in _in_order(unit):
+        spec = unit.ops[i][0]
+        how = walk.how(spec, count) if walk is not None else "whole"
+        if spec.op_class == "gemm":
+            gemm_flops.append(spec.flops * count)
+        entries = parts.setdefault(_category(spec, shape), {})
+        entries[(i, how)] = entries.get((i, how), 0.0) + count
+    pieces = tuple((category, tuple((splitter.apply(unit.ops[i][0], how), count)
+                                    for (i, how), count in parts[category].items())) for category in sorted(parts))
+    if walk is None:
+        return _UnitSplit(pieces, gemm_flops, [], None)
+    return _UnitSplit(pieces, gemm_flops, walk.whole[mark:], (walk.parallel, walk.compute_since_switch))

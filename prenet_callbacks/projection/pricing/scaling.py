@@ -50,6 +50,12 @@ class PriceMemo:
         self._seconds: dict[tuple[int, int], float] = {}
         self._kept: list[Sequence] = []   # what the ids name stays alive while the memo does
 
+    def prefetch(self, predictor, specs: Sequence[OpSpec], devices: Sequence) -> None:
+        """Price, in one call, every spec not yet priced on every one of ``devices`` (each distinct device once)."""
+        distinct = list({id(device): device for device in devices}.values())
+        if specs and distinct:
+            self.times(predictor, specs, distinct)
+
     def times(self, predictor, specs: Sequence[OpSpec], devices: Sequence) -> np.ndarray:
         """`predict_times` of ``specs`` on ``devices``, ``(ops, devices)``, predicting only what is new."""
         seconds = self._seconds

@@ -53,18 +53,25 @@ def _refusal(target, mb: MicroBatches | str, shape) -> str | None:
     return f"{target.label}: {reason}" if reason else None
 
 
-def layout_refusal(workload: Workload, target, convention: str) -> str | None:
+def layout_refusal(workload: Workload, target, convention: str, shapes: dict | None = None) -> str | None:
     """Why the layout of `target` cannot run this workload's model (None: it can, or the model is no
-    transformer and the target falls back to data parallelism)."""
+    transformer and the target falls back to data parallelism). ``shapes``: model shapes by micro-batch scale,
+    shared by the calls of one check."""
     mb = micro_batches(workload, target.layout, convention)
-    return _refusal(target, mb, None if isinstance(mb, str) else model_shape(workload, mb.scale)[0])
+    if isinstance(mb, str):
+        return _refusal(target, mb, None)
+    shapes = {} if shapes is None else shapes
+    if mb.scale not in shapes:
+        shapes[mb.scale] = model_shape(workload, mb.scale)[0]
+    return _refusal(target, mb, shapes[mb.scale])
 
 
 def check_layouts(workload: Workload, targets, convention: str) -> None:
     """Refuse tensor/pipeline layouts this model cannot run (tp not dividing its heads or hidden size, more
     stages than layers, micro-batches that do not divide the batch): ValueError naming each target and why."""
+    shapes: dict[float, object] = {}   # one shape per micro-batch size: the targets' layouts share it
     reasons = [reason for target in targets if target.layout is not None
-               for reason in [layout_refusal(workload, target, convention)] if reason]
+               for reason in [layout_refusal(workload, target, convention, shapes)] if reason]
     if reasons:
         raise ValueError("targets: " + "; ".join(reasons) + " (choose degrees the model's shape allows)")
 
@@ -106,15 +113,29 @@ def _priced_together(runnable: list, predictor, memo: PriceMemo) -> list:
     groups: dict[int, list] = {}
     for entry in runnable:
         groups.setdefault(id(entry[3].workload), []).append(entry)
-    priced = []
+    planned = []
     for members in groups.values():
         workload = members[0][3].workload
         accelerators = [target.accelerator for _, target, _, _ in members]
         variants = [workload.variant_for(acc, default_implementation(acc)) for acc in accelerators]
+        planned.append((members, workload, accelerators, variants))
+    # the groups' new specs (each split's) priced in one predictor call: a call has a fixed cost of its own
+    memo.prefetch(predictor, [spec for _, workload, accelerators, variants in planned
+                              for spec in _specs_priced(workload, variants)],
+                  [device for _, workload, accelerators, _ in planned for device in accelerators + [workload.anchor]
+                   if device is not None])
+    priced = []
+    for members, workload, accelerators, variants in planned:
         times = device_times(workload, accelerators, variants, predictor, memo)
         priced += [(index, target, mb, rank, variants[j], times.column(j))
                    for j, (index, target, mb, rank) in enumerate(members)]
     return priced
+
+
+def _specs_priced(workload: Workload, variants: list) -> list:
+    """The specs `device_times` prices for these variants of the workload (its own, and the anchor's)."""
+    flats = {id(flat): flat for flat in [workload.flat_for(v) for v in variants] + [workload.measured_flat()]}
+    return [spec for flat in flats.values() for spec in flat.specs]
 
 
 @dataclass(frozen=True)
