@@ -37,12 +37,27 @@ def _time_weighted(pred: np.ndarray, true: np.ndarray) -> float:
     return float(np.sum(np.abs(pred - true)) / np.sum(true))
 
 
+def _precision(dtype: str) -> str:
+    return "half" if dtype in ("float16", "bfloat16") else "fp32"
+
+
+def _scores(pred: np.ndarray, true: np.ndarray) -> dict:
+    return {"n": int(true.size), "mape": _mape(pred, true), "time_weighted": _time_weighted(pred, true)}
+
+
 def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, members: int = 1, baseline: bool = True,
                    weight_decay: dict[str, float] | None = None, log=print) -> tuple[list[dict], dict[str, Predictor]]:
     """Per (op class, held-out GPU): n, our MAPE, baseline MAPE. Also returns each fold's predictor.
 
+    ``mape`` scores the class models alone (log(measured / bound) from the MLP ensemble); ``shipped_mape`` scores
+    what a projection prices with the same fold's models: `Predictor.predict_matrix` on the held-out GPU, with its
+    kernel expansion, the half-precision work ladder and the device envelope over the fold's trained GPUs. Both
+    are split by precision (``by_precision``: fp32 with TF32, and half: fp16/bf16).
+
     The class models' own rows only: rows of `NETWORK_ONLY_SOURCES` (DeepBench) train the tiled-kernel network and
     are scored by `benchmarks/network_folds.py`; neither the class models nor the baseline learn from them."""
+    from predictor_models.hardware import lookup_hardware
+
     ts = ts.take(np.flatnonzero(~np.isin(ts.source, list(NETWORK_ONLY_SOURCES))))
     rows_out: list[dict] = []
     fold_models: dict[str, Predictor] = {}
@@ -64,9 +79,17 @@ def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, members: int = 1, b
             x, _ = class_xy(test, op_class, rows)
             sub = test.take(rows)
             ours = sub.bound * np.exp(np.maximum(Predictor._ensemble(models[op_class], x), 0.0))
+            shipped = predictor.predict_matrix([sample.op for sample in sub.samples], [lookup_hardware(gpu)])[:, 0]
             entry = {"op": op_class, "gpu": gpu, "n": int(rows.size), "mape": _mape(ours, sub.seconds),
                      "time_weighted": _time_weighted(ours, sub.seconds),
+                     "shipped_mape": _mape(shipped, sub.seconds),
+                     "shipped_time_weighted": _time_weighted(shipped, sub.seconds),
                      "bound_only_mape": _mape(sub.bound, sub.seconds)}
+            precision = np.array([_precision(sample.op.dtype) for sample in sub.samples])
+            entry["by_precision"] = {
+                name: {**_scores(ours[mask], sub.seconds[mask]),
+                       **{f"shipped_{k}": v for k, v in _scores(shipped[mask], sub.seconds[mask]).items() if k != "n"}}
+                for name in sorted(set(precision)) for mask in [precision == name]}
             if baseline and op_class in RAW_PARAMS:
                 fit_rows = balanced_rows(train, np.flatnonzero(train.ops.op_class == op_class))
                 tr = train.take(fit_rows)
@@ -80,7 +103,8 @@ def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, members: int = 1, b
                       "mape": _mape(ours[sub.source == src], sub.seconds[sub.source == src])}
                 for src in sorted(set(sub.source))}
             rows_out.append(entry)
-            log(f"  {gpu:16s} {op_class:12s} n={entry['n']:6d} mape={entry['mape']:.3f} time-weighted={entry['time_weighted']:.3f} "
+            log(f"  {gpu:16s} {op_class:12s} n={entry['n']:6d} mape={entry['mape']:.3f} shipped={entry['shipped_mape']:.3f} "
+                f"time-weighted={entry['time_weighted']:.3f} "
                 f"baseline={entry.get('baseline_mape', float('nan')):.3f} bound-only={entry['bound_only_mape']:.3f}")
         log(f"fold {gpu}: {time.time() - start:.0f} s")
     return rows_out, fold_models
@@ -119,6 +143,7 @@ def summarise(heldout: list[dict]) -> dict:
     for op_class in sorted({r["op"] for r in heldout}):
         rows = [r for r in heldout if r["op"] == op_class]
         by_class[op_class] = {"n": sum(r["n"] for r in rows), "mape": weighted(rows, "mape"),
+                              "shipped_mape": weighted(rows, "shipped_mape"),
                               "baseline_mape": weighted(rows, "baseline_mape"),
                               "gpu_mean_mape": float(np.mean([r["mape"] for r in rows]))}
         if all("time_weighted" in r for r in rows):  # mean over held-out GPUs, each GPU's ops by time
@@ -126,7 +151,21 @@ def summarise(heldout: list[dict]) -> dict:
             base = [r["baseline_time_weighted"] for r in rows if "baseline_time_weighted" in r]
             if base:
                 by_class[op_class]["baseline_gpu_mean_time_weighted"] = float(np.mean(base))
-    return {"mape": weighted(heldout, "mape"), "baseline_mape": weighted(heldout, "baseline_mape"), "by_class": by_class}
+    by_precision: dict[str, dict] = {}
+    for op_class in sorted(by_class):
+        for name in ("fp32", "half"):
+            parts = [r["by_precision"][name] for r in heldout if r["op"] == op_class and name in r.get("by_precision", {})]
+            if parts:
+                by_precision.setdefault(name, {})[op_class] = {
+                    "n": sum(p["n"] for p in parts), "mape": weighted(parts, "mape"),
+                    "shipped_mape": weighted(parts, "shipped_mape"),
+                    "gpus": sum(1 for p in parts if p["n"])}
+    for name, classes in by_precision.items():
+        parts = list(classes.values())
+        classes["all"] = {"n": sum(p["n"] for p in parts), "mape": weighted(parts, "mape"),
+                          "shipped_mape": weighted(parts, "shipped_mape")}
+    return {"mape": weighted(heldout, "mape"), "shipped_mape": weighted(heldout, "shipped_mape"),
+            "baseline_mape": weighted(heldout, "baseline_mape"), "by_class": by_class, "by_precision": by_precision}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -91,3 +91,37 @@ def test_rows_that_train_only_the_network_are_not_scored_as_class_rows():
     alone, _ = evaluate_folds(plain, members=1, baseline=False, log=lambda *_: None)
     assert [(r["gpu"], r["n"], r["mape"]) for r in rows] == [(r["gpu"], r["n"], r["mape"]) for r in alone]
     assert all(set(r["by_source"]) == {"synthetic"} for r in rows)
+
+
+def test_the_shipped_score_is_the_fold_predictor_s_own_prediction_split_by_precision(folds):
+    """``shipped_mape`` scores what a projection prices (`predict_matrix`: expansion, ladder, envelope) with the
+    fold's models, on the GPU the fold never saw; the precision split holds every row once."""
+    rows, models = folds
+    data = synthetic_set()
+    for r in rows:
+        held = data.take(np.flatnonzero(data.gpu == r["gpu"]))
+        priced = models[r["gpu"]].predict_matrix([s.op for s in held.samples], [lookup_hardware(r["gpu"])])[:, 0]
+        assert r["shipped_mape"] == pytest.approx(_mape(priced, held.seconds))
+        assert r["shipped_time_weighted"] == pytest.approx(_time_weighted(priced, held.seconds))
+        assert set(r["by_precision"]) == {"fp32"} and r["by_precision"]["fp32"]["n"] == r["n"]
+        assert r["by_precision"]["fp32"]["shipped_mape"] == pytest.approx(r["shipped_mape"])
+    summary = summarise(rows)
+    assert summary["by_precision"]["fp32"]["all"]["n"] == 3 * 260
+    assert summary["by_precision"]["fp32"]["gemm"]["shipped_mape"] == pytest.approx(summary["by_class"]["gemm"]["shipped_mape"])
+    assert summary["shipped_mape"] == pytest.approx(np.mean([r["shipped_mape"] for r in rows]))
+
+
+def test_the_card_gives_the_bands_the_shipped_error(folds, tmp_path):
+    """`heldout_errors.json` feeds each class's band (`Predictor.relative_error`): the error of what ships."""
+    import json
+
+    from predictor_models.predictor.card import write_card
+
+    rows, _ = folds
+    result = {"heldout": rows, "summary": summarise(rows), "transformer_layers": []}
+    write_card(tmp_path, result)
+    written = json.loads((tmp_path / "heldout_errors.json").read_text())
+    assert written["by_class"]["gemm"] == pytest.approx(result["summary"]["by_class"]["gemm"]["shipped_mape"])
+    assert written["by_class_model_alone"]["gemm"] == pytest.approx(result["summary"]["by_class"]["gemm"]["mape"])
+    card = (tmp_path / "MODEL_CARD.md").read_text()
+    assert "ours as shipped" in card and "| fp32 | **all** |" in card
