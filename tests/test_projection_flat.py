@@ -125,11 +125,12 @@ def test_unit_matrix_predicts_a_device_named_twice_once_and_alike(monkeypatch):
     assert not np.allclose(both[:, 0], both[:, 1])
 
 
-def test_a_price_memo_predicts_only_the_specs_it_has_not_seen(monkeypatch):
+def _spied_predictor(monkeypatch) -> tuple:
+    """The shipped predictor, and the list each `predict_matrix` call appends its (ops, devices) to."""
     from prenet_callbacks.projection.pricing.predictor_source import default_predictor
 
     predictor, _ = default_predictor()
-    priced = []
+    priced: list[tuple[int, int]] = []
     original = predictor.predict_matrix
 
     def spy(ops, devices):
@@ -137,6 +138,11 @@ def test_a_price_memo_predicts_only_the_specs_it_has_not_seen(monkeypatch):
         return original(ops, devices)
 
     monkeypatch.setattr(predictor, "predict_matrix", spy)
+    return predictor, priced
+
+
+def test_a_price_memo_predicts_only_the_specs_it_has_not_seen(monkeypatch):
+    predictor, priced = _spied_predictor(monkeypatch)
     a100, h100 = lookup_hardware("A100-SXM4-80GB"), lookup_hardware("H100-SXM5")
     units = _units()
     memo = PriceMemo()
@@ -184,17 +190,7 @@ def test_unit_changed_is_dataclasses_replace():
 
 
 def test_a_prefetch_prices_every_new_spec_in_one_call_and_later_calls_read_it(monkeypatch):
-    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
-
-    predictor, _ = default_predictor()
-    priced = []
-    original = predictor.predict_matrix
-
-    def spy(ops, devices):
-        priced.append((len(ops), len(devices)))
-        return original(ops, devices)
-
-    monkeypatch.setattr(predictor, "predict_matrix", spy)
+    predictor, priced = _spied_predictor(monkeypatch)
     a100, h100 = lookup_hardware("A100-SXM4-80GB"), lookup_hardware("H100-SXM5")
     units = _units()
     memo = PriceMemo()
