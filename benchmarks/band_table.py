@@ -61,7 +61,8 @@ def coverage(rows: list[dict], table: dict) -> float:
     return sum(inside) / len(inside) if inside else float("nan")
 
 
-def main() -> int:
+def table_document() -> dict:
+    """``band_table.json`` as the committed evaluation results give it (what `main` writes)."""
     rows = evaluation_rows()
     table = build_table(rows)
     sets = sorted({r["set"] for r in rows})
@@ -77,6 +78,12 @@ def main() -> int:
                     "estimate_h200.json",
            "quantile": QUANTILE, "cells": table, "sets": held_out,
            "coverage_all_in_sample": round(coverage(rows, table), 3)}
+    return doc
+
+
+def main() -> int:
+    doc = table_document()
+    table, held_out = doc["cells"], doc["sets"]
     TABLE_PATH.write_text(json.dumps(doc, indent=1) + "\n")
     for key, cell in table.items():
         print(f"{key:24s} n={cell['n']:4d}  band +-{math.expm1(cell['width']):.1%}")

@@ -59,3 +59,19 @@ def test_every_target_row_holds_at_least_its_regime_band() -> None:
             assert row["step_low_s"] <= row["step_s"] * math.exp(-width) + 2e-6
             assert row["step_high_s"] >= row["step_s"] * math.exp(width) - 2e-6
             assert row["band_width"] == pytest.approx(math.expm1(width), abs=1e-4)
+
+
+def test_the_shipped_table_is_the_one_the_committed_results_give() -> None:
+    """`band_table.json` is derived from the committed evaluation results (`benchmarks/band_table.py`): a result
+    rewritten without re-deriving the table would leave every row's band built from errors no file holds."""
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root))
+    from benchmarks.band_table import table_document
+
+    shipped = json.loads(bands.TABLE_PATH.read_text())
+    derived = json.loads(json.dumps(table_document()))
+    assert shipped == derived, "run `python benchmarks/band_table.py` after rewriting an evaluation result"
