@@ -125,3 +125,17 @@ def test_the_card_gives_the_bands_the_shipped_error(folds, tmp_path):
     assert written["by_class_model_alone"]["gemm"] == pytest.approx(result["summary"]["by_class"]["gemm"]["mape"])
     card = (tmp_path / "MODEL_CARD.md").read_text()
     assert "ours as shipped" in card and "| fp32 | **all** |" in card
+
+
+def test_the_shipped_errors_are_the_committed_evaluation_s():
+    """`heldout_errors.json` (each class's band) is what `evaluate --update-card` derives from `heldout_eval.json`."""
+    import json
+    from pathlib import Path
+
+    from predictor_models.predictor.card import shipped_errors
+
+    folder = Path(__file__).resolve().parent.parent / "predictor_models/pretrained"
+    evaluation = json.loads((folder / "heldout_eval.json").read_text())
+    errors = json.loads((folder / "heldout_errors.json").read_text())
+    assert errors["by_class"] == shipped_errors(evaluation["summary"])
+    assert errors["summary"]["shipped_mape"] == evaluation["summary"]["shipped_mape"]
