@@ -13,8 +13,10 @@ Needs only what a stock CUDA PyTorch image has (torch, lightning, numpy, scikit-
    and the callback's overhead on the whole fit.
 4. ``collect --quick`` on the GPU and the shipped predictor's per-class error on those rows
    (a held-out check when the GPU is not in the training data: the H200 is not).
-5. ``estimate()`` from the model alone against measured step times: ResNet-50, BERT-base,
-   GPT-2-small, two batch sizes each, 32-true and bf16-mixed.
+5. ``estimate()`` from the model alone against measured step times: ResNet-50 (NCHW, and channels-last: what
+   cuDNN's layout transforms cost), BERT-base, GPT-2-small, two batch sizes each, 32-true and bf16-mixed; at
+   each model's first batch one profiled step's op table, which `benchmarks/op_table_compare.py` sets against
+   the estimate per op class.
 
 Without a GPU it runs the CPU parts at a small size (``--smoke``) and lists what it skipped and why.
 """

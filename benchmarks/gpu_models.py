@@ -97,6 +97,17 @@ def resnet50() -> tuple:
     return ResNet(), batch, lambda out: out.float().logsumexp(-1).mean()
 
 
+def resnet50_channels_last() -> tuple:
+    """ResNet-50 with its weights and inputs channels-last (NHWC): no layout transform around a half-precision
+    convolution (`prenet_callbacks/projection/ops/layout.py`), so beside `resnet50` it measures what they cost."""
+    model, batch, loss_fn = resnet50()
+
+    def nhwc(n: int, device: Any) -> torch.Tensor:
+        return batch(n, device).contiguous(memory_format=torch.channels_last)
+
+    return model.to(memory_format=torch.channels_last), nhwc, loss_fn
+
+
 def _token_batch(seq: int, vocab: int) -> Callable[[int, Any], dict]:
     def batch(n: int, device: Any) -> dict:
         ids = torch.randint(0, vocab, (n, seq), device=device)
@@ -147,6 +158,7 @@ def tiny_gpt() -> tuple:
 
 ESTIMATE_MODELS: dict[str, tuple[Builder, tuple[int, int]]] = {
     "resnet50": (resnet50, (64, 128)),
+    "resnet50_channels_last": (resnet50_channels_last, (64, 128)),
     "bert_base": (bert_base, (16, 32)),
     "gpt2_small": (gpt2_small, (8, 16)),
 }

@@ -240,6 +240,7 @@ def run(args) -> int:
     s = result["summary"]
     nan = float("nan")
     print(f"summary: mape={nan if s['mape'] is None else s['mape']:.3f} "
+          f"as shipped={nan if s.get('shipped_mape') is None else s['shipped_mape']:.3f} "
           f"baseline={nan if s['baseline_mape'] is None else s['baseline_mape']:.3f} -> {args.json}")
     for entry in labels:
         print(f"  layer {entry['gpu']:16s} {entry['model']:28s} fw {entry['forward_predicted_ms']:.2f}/{entry['forward_measured_ms']:.2f}"

@@ -51,6 +51,23 @@ def test_nchw_half_convolutions_pay_layout_transforms_and_channels_last_does_not
         estimate(_cnn(), x, targets=["H100"], channels_last="yes")
 
 
+def test_a_channels_last_model_s_1x1_convolutions_after_a_norm_pay_no_transform() -> None:
+    """On meta a norm's output is NCHW whatever its input, and a 1x1 weight's strides read the same in both
+    formats: the capture keeps a channels-last model's convolutions channels-last, as a GPU's kernels do."""
+    def bottleneck() -> nn.Module:
+        with torch.device("meta"):
+            return nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+                                 nn.Conv2d(64, 256, 1), nn.BatchNorm2d(256), nn.ReLU(), nn.Conv2d(256, 64, 1),
+                                 nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
+    x = torch.empty(16, 3, 64, 64, device="meta")
+    nchw = estimate(bottleneck(), x, targets=["H100"], precision="bf16-mixed")
+    assert _op_names(nchw)[LAYOUT_NAME] == 18   # 3 convolutions x (2 forward + 4 backward)
+    model = bottleneck().to(memory_format=torch.channels_last)
+    last = estimate(model, x.to(memory_format=torch.channels_last), targets=["H100"], precision="bf16-mixed")
+    assert LAYOUT_NAME not in _op_names(last)
+
+
 def test_layout_transforms_only_where_cudnn_uses_tensor_cores() -> None:
     x = torch.empty(64, 3, 256, 256, device="meta")
     assert runs_layout_transforms(lookup_hardware("V100"), "float16")

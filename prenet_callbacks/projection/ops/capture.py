@@ -69,6 +69,7 @@ class _Recorder(TorchDispatchMode):
         self.phase = "fwd"
         self.context = context
         self.quiet = 0
+        self.channels_last_seen = False   # a convolution of this capture took a channels-last input or weight
 
     def add(self, item: Any) -> None:
         self.capture.ops[self.phase][item] += 1
@@ -89,10 +90,16 @@ class _Recorder(TorchDispatchMode):
             extra = ()
             base = op_base_name(func)
             if "convolution" in base and len(args) > 2:
-                # PyTorch runs cuDNN channels-last when the input or the weight is (the weight is
-                # enough: meta kernels of norms and activations do not keep channels-last strides)
+                # PyTorch runs cuDNN channels-last when the input or the weight is
                 x, w = (args[1], args[2]) if "backward" in base else (args[0], args[1])
-                extra = (("channels_last", channels_last_flag(x) or channels_last_flag(w)),)
+                seen = bool(channels_last_flag(x) or channels_last_flag(w))
+                self.channels_last_seen |= seen
+                # meta kernels (convolutions, norms, activations) return NCHW strides whatever their input's,
+                # and a 1x1 weight's strides are the same in both formats: on meta, once the model has shown
+                # channels-last (its input, or a larger kernel's weight), its convolutions stay channels-last,
+                # as a GPU's kernels keep the format from layer to layer
+                on_meta = getattr(x, "device", None) is not None and x.device.type == "meta"
+                extra = (("channels_last", int(seen or (on_meta and self.channels_last_seen))),)
             self.add(record_call(func, args, kwargs, out, context=self.context(), extra_scalars=extra))
         return out
 
