@@ -68,6 +68,21 @@ def test_a_channels_last_model_s_1x1_convolutions_after_a_norm_pay_no_transform(
     assert LAYOUT_NAME not in _op_names(last)
 
 
+def test_depthwise_convolutions_run_without_layout_transforms() -> None:
+    """PyTorch runs a half-precision NCHW depthwise convolution with an NCHW kernel (its own, or cuDNN's FP16
+    depthwise one); a grouped convolution of several channels a group goes to cuDNN's tensor cores, transposed."""
+    def net(groups: int) -> nn.Module:
+        with torch.device("meta"):
+            return nn.Sequential(nn.Conv2d(64, 64, 3, padding=1, groups=groups), nn.AdaptiveAvgPool2d(1),
+                                 nn.Flatten(), nn.Linear(64, 10))
+
+    x = torch.empty(16, 64, 32, 32, device="meta")
+    for precision in ("bf16-mixed", "16-mixed"):
+        assert LAYOUT_NAME not in _op_names(estimate(net(64), x, targets=["H100"], precision=precision))
+        # input and output forward, the output gradient twice, the input and its gradient backward
+        assert _op_names(estimate(net(16), x, targets=["H100"], precision=precision))[LAYOUT_NAME] == 6
+
+
 def test_layout_transforms_only_where_cudnn_uses_tensor_cores() -> None:
     x = torch.empty(64, 3, 256, 256, device="meta")
     assert runs_layout_transforms(lookup_hardware("V100"), "float16")

@@ -200,3 +200,18 @@ def test_a_prefetch_prices_every_new_spec_in_one_call_and_later_calls_read_it(mo
     assert priced == [(len(flatten(units).specs), 2)]
     np.testing.assert_allclose(on_a100, unit_matrix(units, [a100], predictor)[0], rtol=1e-6)   # BLAS blocks
     np.testing.assert_allclose(on_h100, unit_matrix(units, [h100], predictor)[0], rtol=1e-6)
+
+
+def test_a_layout_transform_and_a_clone_of_the_same_bytes_stay_two_ops():
+    """Dropping cuDNN's transforms on a target that does not run them keeps the model's own copy of the same tensor,
+    and only the copy is a host-issued kernel (the flat view once merged them by content alone)."""
+    from prenet_callbacks.projection.ops.layout import LAYOUT_NAME
+
+    transform = OpSpec("data_movement", "float16", 0.0, 2e6, 2e6, {"numel": 1e6}, False, LAYOUT_NAME)
+    clone = OpSpec("data_movement", "float16", 0.0, 2e6, 2e6, {"numel": 1e6}, False, "aten::clone")
+    for order in ([(transform, 2.0), (clone, 1.0)], [(clone, 1.0), (transform, 2.0)]):
+        workload = Workload([Unit("block", "fwd", order)], 1.0, parse_precision("16-true"))
+        flat = workload.flat()
+        assert len(flat.specs) == 2 and flat.kernels.tolist() == [1.0]
+        kept = workload.flat_for(Variant(layout_transforms=False))
+        assert [s.name for s in kept.specs] == ["aten::clone"] and kept.counts.tolist() == [1.0]

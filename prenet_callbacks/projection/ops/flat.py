@@ -23,8 +23,11 @@ def issued_inside(spec: OpSpec) -> bool:
 
 
 def spec_key(spec: OpSpec) -> tuple:
-    """What makes two specs the same op (OpSpec's own equality leaves `dims` out)."""
-    return spec.key
+    """What makes two specs the same op: its content (`OpSpec.key`; OpSpec's own equality leaves `dims` out) and its
+    name, which says what the op is beyond its bytes: a cuDNN layout transform and an ``aten::clone`` of one tensor
+    move the same bytes, but only the transform is dropped where cuDNN does not transpose (`is_layout_op`) and
+    only the clone is issued by the host (`issued_inside`)."""
+    return spec.name, spec.key
 
 
 class _Interner:

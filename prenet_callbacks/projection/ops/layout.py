@@ -7,6 +7,11 @@ Guide" (Tensor layouts in memory: NCHW vs NHWC) says so and recommends NHWC, and
 channels-last tutorial reports the speed-up it brings under AMP. Each transform is one streaming
 pass over a tensor: read it, write it.
 
+Depthwise convolutions (as many groups as input channels) pay none: PyTorch runs a half-precision NCHW one with
+its own NCHW kernel (``CudaDepthwise2d``: always in BF16, and in FP16 outside cuDNN's depthwise conditions) or,
+in FP16, with cuDNN's NCHW depthwise kernels; neither transposes (``ConvParams::use_cudnn_depthwise`` in
+PyTorch's ``aten/src/ATen/native/Convolution.cpp``: "Use cudnn for FP16 depthwise convolutions").
+
 PyTorch picks channels-last for a cuDNN convolution when its input *or* its weight is channels-last
 (``cudnn_conv_suggest_memory_format``), so ``model.to(memory_format=torch.channels_last)`` is enough.
 Per convolution call that is, in the forward, the input and the output; in the backward (one
@@ -43,7 +48,7 @@ def channels_last_flag(tensor: Any) -> int:
 def layout_ops(call: Any, spec: OpSpec, channels_last: bool | None = None) -> list[OpSpec]:
     """The transforms a half-precision 2-D convolution `call` (an `OpCall`) of NCHW tensors pays;
     ``channels_last`` True/False overrides the memory format recorded with the call."""
-    if spec.op_class != "conv" or spec.dtype not in _HALF:
+    if spec.op_class != "conv" or spec.dtype not in _HALF or _depthwise(spec):
         return []
     if channels_last if channels_last is not None else call.scalar("channels_last", 0):
         return []
@@ -59,13 +64,21 @@ def layout_ops_from_dims(spec: OpSpec) -> list[OpSpec]:
     """`layout_ops` of a half-precision 2-D convolution known only by its spec (a report's recorded op, whose
     tensors are gone): the operands' sizes from its dims, NCHW assumed (PyTorch's default)."""
     d = spec.dims or {}
-    if spec.op_class != "conv" or spec.dtype not in _HALF or d.get("spatial_dims", 2) != 2:
+    if spec.op_class != "conv" or spec.dtype not in _HALF or d.get("spatial_dims", 2) != 2 or _depthwise(spec):
         return []
     x = d.get("n", 0) * d.get("c_in", 0) * d.get("h_in", 0) * d.get("w_in", 0)
     out = d.get("n", 0) * d.get("c_out", 0) * d.get("h_out", 0) * d.get("w_out", 0)
     if not (x > 0 and out > 0):
         return []
     return _operand_transforms(spec, x, out, bool(d.get("backward", 0)))
+
+
+def _depthwise(spec: OpSpec) -> bool:
+    """PyTorch's depthwise convolution (`ConvParams::is_depthwise`): one group per input channel, output channels
+    a multiple of the input's (`expand.is_depthwise` prices also two channels a group as streaming kernels)."""
+    d = spec.dims or {}
+    groups, c_in, c_out = d.get("groups", 1), d.get("c_in", 0), d.get("c_out", 0)
+    return groups > 1 and groups == c_in and c_out % c_in == 0
 
 
 def _operand_transforms(spec: OpSpec, x: float, out: float | None, backward: bool) -> list[OpSpec]:
