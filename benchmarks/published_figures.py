@@ -1691,18 +1691,18 @@ QUOTES += [
       F(PHYSICS, "generation_dominance.every_figure.comparisons", INTC),
       F(PHYSICS, "generation_dominance.peak_bandwidth_sms.violations", INTC),
       F(PHYSICS, "generation_dominance.peak_bandwidth_sms.comparisons", INTC)),
-    Q(CARD, "(the files at ee03ef9 -> now): - H200 `estimate()`: fp32 {} -> {}% median; bf16 {} -> {}% (worst {} -> "
+    Q(CARD, "(the files at ee03ef9 -> d36711c): - H200 `estimate()`: fp32 {} -> {}% median; bf16 {} -> {}% (worst {} -> "
             "{}%). - Lambda ResNet-50: AMP {} -> {}% median; FP32 worst {} -> {}%. - Whole models' relative speed: {} -> "
             "{}% MAPE. - NeuSight's relative speed over all pairs: {} -> {}%. - Host-bound CNN steps: {} -> {}% MAPE.",
-      *(F(H200_EST + at, key) for key in ("summary.32-true.median_abs_error",) for at in ("@ee03ef9", "")),
-      *(F(H200_EST + at, key) for key in ("summary.bf16-mixed.median_abs_error",) for at in ("@ee03ef9", "")),
-      *(F(H200_EST + at, key) for key in ("summary.bf16-mixed.worst_abs_error",) for at in ("@ee03ef9", "")),
-      *(F(LAMBDA + at, key) for key in ("summary.16-mixed.median_abs_error",) for at in ("@ee03ef9", "")),
-      *(F(LAMBDA + at, key) for key in ("summary.32-true.worst_abs_error",) for at in ("@ee03ef9", "")),
-      *(F(PROJ + at, key) for key in ("summary.relative_speed_all.mape",) for at in ("@ee03ef9", "")),
+      *(F(H200_EST + at, key) for key in ("summary.32-true.median_abs_error",) for at in ("@ee03ef9", "@d36711c")),
+      *(F(H200_EST + at, key) for key in ("summary.bf16-mixed.median_abs_error",) for at in ("@ee03ef9", "@d36711c")),
+      *(F(H200_EST + at, key) for key in ("summary.bf16-mixed.worst_abs_error",) for at in ("@ee03ef9", "@d36711c")),
+      *(F(LAMBDA + at, key) for key in ("summary.16-mixed.median_abs_error",) for at in ("@ee03ef9", "@d36711c")),
+      *(F(LAMBDA + at, key) for key in ("summary.32-true.worst_abs_error",) for at in ("@ee03ef9", "@d36711c")),
+      *(F(PROJ + at, key) for key in ("summary.relative_speed_all.mape",) for at in ("@ee03ef9", "@d36711c")),
       *(F(PROJ + at, key) for key in ("summary.relative_speed_neusight_nvidia_all_pairs.mape",)
-        for at in ("@ee03ef9", "")),
-      *(F(PROJ + at, key) for key in ("summary.hostbound_step.mape",) for at in ("@ee03ef9", ""))),
+        for at in ("@ee03ef9", "@d36711c")),
+      *(F(PROJ + at, key) for key in ("summary.hostbound_step.mape",) for at in ("@ee03ef9", "@d36711c"))),
     Q(CARD, "host-bound CNN steps (fp16 and fp32 on six GPUs) {}% -> {}% MAPE (worst {}% -> {}%), their relative pairs "
             "{}% -> {}%",
       F(TRIALS + "before_1_1_0_projection_accuracy.json", "summary.hostbound_step.mape"),

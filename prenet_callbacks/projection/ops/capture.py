@@ -133,7 +133,7 @@ class _SdpaOnce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, mask, options, recorder):  # noqa: ANN001
         with recorder.suppressed():
-            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, **options)
+            out = _fused_layout(torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, **options))
         shape = _sdpa_shape(q, k, v, mask, options.get("dropout_p", 0.0), options.get("is_causal", False))
         recorder.add(fused_spec(shape, _dtype_name(q), backward=False))
         ctx.shape, ctx.options, ctx.recorder = shape, options, recorder
@@ -148,8 +148,18 @@ class _SdpaOnce(torch.autograd.Function):
         with ctx.recorder.suppressed(), torch.enable_grad():
             out = torch.nn.functional.scaled_dot_product_attention(*wanted, attn_mask=mask, **ctx.options)
             inputs = [t for t in wanted if t.requires_grad]
-            grads = iter(torch.autograd.grad(out, inputs, grad) if inputs else ())
+            grads = iter([_fused_layout(g) for g in torch.autograd.grad(out, inputs, grad)] if inputs else ())
         return (*(next(grads) if t.requires_grad else None for t in wanted), None, None, None)
+
+
+def _fused_layout(t: torch.Tensor) -> torch.Tensor:
+    """A meta tensor of SDPA's (batch, heads, seq, dim) laid out as the fused kernels (flash, memory-efficient, cuDNN)
+    lay out their output and gradients: (batch, seq, heads, dim) in memory. Meta SDPA returns them contiguous, so the
+    model's ``.transpose(1, 2).contiguous()`` after attention (and the views' backward before it) recorded a copy the
+    GPU never makes. Real tensors are returned as computed."""
+    if t.device.type != "meta" or t.dim() != 4:
+        return t
+    return t.transpose(1, 2).contiguous().transpose(1, 2)
 
 
 def _dtype_name(t: torch.Tensor) -> str:
