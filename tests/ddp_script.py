@@ -127,6 +127,10 @@ def main() -> None:
         "save_checkpoint_wrapped": "save_checkpoint" in trainer.__dict__,
     }
     (out / f"rank{rank}.json").write_text(json.dumps(result, default=str))
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        # a gloo group left alive at interpreter exit can abort it ("terminate called without an active
+        # exception", exit code -6: one CI run in this file's history) after every rank has written its result
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
