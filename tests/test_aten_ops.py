@@ -273,3 +273,16 @@ def test_layer_features():
     half = OpSpec("gemm", "float16", 1e9, 1, 1)
     assert layer_features([(half, 1, "fwd")], accelerator=_FakeAccelerator()).ct_seconds is None
     assert type(f).from_dict(json.loads(json.dumps(f.to_dict()))) == f
+
+
+def test_a_mkldnn_layer_op_is_one_layer_of_the_stack():
+    """mkldnn runs an LSTM one layer per call but passes the whole stack's num_layers: each call is one layer
+    (counted as the stack, a 2-layer LSTM's CPU capture held twice its work)."""
+    lstm = nn.LSTM(8, 16, num_layers=2, batch_first=True)
+    x = torch.randn(4, 5, 8)
+    c = _run(lambda: lstm(x)[0].sum().backward())
+    rec = [s for s in c.specs if s.op_class == "recurrent"]
+    if not rec:
+        pytest.skip(f"this torch build ({torch.__version__}) runs a CPU LSTM decomposed, not as mkldnn layer ops")
+    assert {s.dims["layers"] for s in rec} == {1}
+    assert sorted(s.dims["input"] for s in rec if not s.dims["backward"]) == [8, 16]   # each layer its own input

@@ -147,3 +147,30 @@ def test_accumulation_repeats_forward_and_backward_and_steps_the_optimizer_once(
     assert four.to_dict()["accumulate"] == 4 and four.row("A100")["fits_memory"] == one.row("A100")["fits_memory"]
     with pytest.raises(ValueError, match="accumulate"):
         estimate(model, x, targets=["A100"], accumulate=0)
+
+
+def test_a_recurrent_layer_on_meta_is_the_fused_op_a_gpu_runs() -> None:
+    """On meta `aten::lstm` decomposes into a GEMM and the gates' pointwise ops per time step (about 1,000 host-issued
+    ops for this model); a GPU runs cuDNN's fused layer op, as the CPU's mkldnn does: the meta capture records one op
+    per layer and phase and prices the step as a real CPU capture of the same model does."""
+    def lstm() -> nn.Module:
+        class Model(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.emb, self.rnn, self.head = nn.Embedding(100, 32), nn.LSTM(32, 64, num_layers=2, batch_first=True), \
+                    nn.Linear(64, 10)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return self.head(self.rnn(self.emb(x))[0][:, -1])
+        return Model()
+
+    with torch.device("meta"):
+        on_meta = lstm()
+    meta = estimate(on_meta, torch.zeros(4, 16, dtype=torch.long, device="meta"), targets=["A100"])
+    real = estimate(lstm(), torch.zeros(4, 16, dtype=torch.long), targets=["A100"])
+    ops = _op_names(meta)
+    assert ops["aten::_cudnn_rnn"] == 2 and ops["aten::_cudnn_rnn_backward"] == 2
+    assert "aten::addmm" not in ops or ops["aten::addmm"] <= 1          # the head's, no per-step GEMM
+    assert sum(ops.values()) < 40
+    if "aten::mkldnn_rnn_layer" in _op_names(real):                      # a CPU build that fuses the layer
+        assert meta.rows[0]["step_s"] == pytest.approx(real.rows[0]["step_s"], rel=0.02)

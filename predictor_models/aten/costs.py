@@ -290,7 +290,8 @@ def _describe_recurrent(call: OpCall) -> tuple[float, dict[str, float]]:
     # layer ops (mkldnn, cuDNN, MIOpen; fwd and bwd) lead with the input, then the first weight
     x = shapes[0]
     hidden = int(call.scalar("hidden_size") or 0)
-    layers = int(call.scalar("num_layers", 1) or 1)
+    # cuDNN's and MIOpen's call runs every layer; mkldnn's runs one (its num_layers is the whole stack's)
+    layers = 1 if base.startswith("mkldnn_rnn_layer") else int(call.scalar("num_layers", 1) or 1)
     directions = 2 if call.scalar("bidirectional", False) else 1
     mode = call.scalar("mode")
     w = shapes[1] if len(shapes) > 1 else ()

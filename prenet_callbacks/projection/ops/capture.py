@@ -20,7 +20,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from predictor_models.aten_ops import is_free_op, op_base_name, record_call
+from predictor_models.aten_ops import OpCall, is_free_op, op_base_name, record_call
 
 from prenet_callbacks.projection.ops.attention import SdpaShape, fused_spec
 from prenet_callbacks.projection.ops.autocast import CUDA_POLICY, AutocastEmulation, AutocastPolicy
@@ -166,8 +166,75 @@ def _dtype_name(t: torch.Tensor) -> str:
     return str(t.dtype).replace("torch.", "")
 
 
+# recurrent layers as `nn.RNN`/`nn.LSTM`/`nn.GRU` call them, with cuDNN's mode number (`costs._RNN_GATES`)
+_RNN_MODES = {"rnn_relu": 0, "rnn_tanh": 1, "lstm": 2, "gru": 3}
+
+
+def _rnn_call(func, args: tuple) -> bool:
+    """A recurrent layer's unpacked call on meta (``input, hx, params, has_biases, num_layers, dropout, train,
+    bidirectional, batch_first``; a packed sequence's call has its batch sizes second and is left to decompose)."""
+    return (getattr(func, "__name__", "") in _RNN_MODES and len(args) == 9 and isinstance(args[3], bool)
+            and isinstance(args[0], torch.Tensor) and args[0].device.type == "meta")
+
+
+def _rnn_ops(name: str, x: torch.Tensor, params: Sequence[torch.Tensor], options: tuple, mode: int) -> list[OpCall]:
+    """The fused layer ops a GPU runs (cuDNN's ``_cudnn_rnn``, forward or backward), one per layer, each described
+    with its own input width (the first layer's input, then the layer below's hidden x directions)."""
+    has_biases, num_layers, _, _, bidirectional, batch_first = options
+    directions = 2 if bidirectional else 1
+    per_direction = 4 if has_biases else 2
+    shape = list(x.shape)
+    ops = []
+    for layer in range(int(num_layers)):
+        w_ih = params[layer * directions * per_direction]
+        hidden = int(params[layer * directions * per_direction + 1].shape[-1])
+        ops.append(OpCall(name, input_shapes=(tuple(shape), tuple(w_ih.shape)),
+                          input_dtypes=(_dtype_name(x), _dtype_name(w_ih)),
+                          scalars=(("batch_first", bool(batch_first)), ("bidirectional", bool(bidirectional)),
+                                   ("hidden_size", hidden), ("mode", mode), ("num_layers", 1))))
+        shape[-1] = hidden * directions
+    return ops
+
+
+class _RnnOnce(torch.autograd.Function):
+    """A recurrent layer recorded as one fused op per phase, as cuDNN runs it on a GPU. On meta `aten::lstm` and its
+    kin decompose into a GEMM and the gates' pointwise ops per time step, each a host-issued kernel that a GPU never
+    launches from Python (an LSTM of 2 layers over 16 steps: ~1,000 recorded ops instead of 4). Computed by PyTorch's
+    own decomposition, unrecorded."""
+
+    @staticmethod
+    def forward(ctx, func, options, recorder, n_hx, x, *tensors):  # noqa: ANN001
+        hx, params = tensors[:n_hx], tensors[n_hx:]
+        mode = _RNN_MODES[func.__name__]
+        with recorder.suppressed():
+            outs = func(x, hx if n_hx > 1 else hx[0], list(params), *options)
+        for op in _rnn_ops("aten::_cudnn_rnn", x, params, options, mode):
+            recorder.add(op)
+        ctx.func, ctx.options, ctx.recorder, ctx.n_hx, ctx.mode = func, options, recorder, n_hx, mode
+        ctx.set_materialize_grads(False)   # outputs the loss does not use (h_n, c_n) get no zero-filled gradient
+        ctx.save_for_backward(x, *tensors)
+        return outs
+
+    @staticmethod
+    def backward(ctx, *grads):  # noqa: ANN001
+        x, *tensors = ctx.saved_tensors
+        n_hx = ctx.n_hx
+        for op in _rnn_ops("aten::_cudnn_rnn_backward", x, tensors[n_hx:], ctx.options, ctx.mode):
+            ctx.recorder.add(op)
+        wanted = [t.detach().requires_grad_(need) for t, need in zip([x, *tensors], ctx.needs_input_grad[4:])]
+        with ctx.recorder.suppressed(), torch.enable_grad():
+            hx = wanted[1:1 + n_hx]
+            outs = ctx.func(wanted[0], hx if n_hx > 1 else hx[0], wanted[1 + n_hx:], *ctx.options)
+            pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+            inputs = [t for t in wanted if t.requires_grad]
+            found = iter(torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True)
+                         if inputs and pairs else [None] * len(inputs))
+        return (None, None, None, None, *(next(found) if t.requires_grad else None for t in wanted))
+
+
 class _SdpaMode(TorchFunctionMode):
-    """Routes `F.scaled_dot_product_attention` through `_SdpaOnce` while capturing."""
+    """Routes `F.scaled_dot_product_attention` through `_SdpaOnce`, and a recurrent layer's call on meta through
+    `_RnnOnce`, while capturing."""
 
     def __init__(self, recorder: _Recorder) -> None:
         super().__init__()
@@ -175,6 +242,10 @@ class _SdpaMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
+        if not kwargs and _rnn_call(func, args):
+            x, hx, params, *options = args
+            hx = tuple(hx) if isinstance(hx, (tuple, list)) else (hx,)
+            return _RnnOnce.apply(func, tuple(options), self.recorder, len(hx), x, *hx, *params)
         if func not in _SDPA_FUNCS:
             return func(*args, **kwargs)
         names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale")
