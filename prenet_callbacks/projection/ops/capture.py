@@ -173,8 +173,12 @@ _RNN_MODES = {"rnn_relu": 0, "rnn_tanh": 1, "lstm": 2, "gru": 3}
 def _rnn_call(func, args: tuple) -> bool:
     """A recurrent layer's unpacked call on meta (``input, hx, params, has_biases, num_layers, dropout, train,
     bidirectional, batch_first``; a packed sequence's call has its batch sizes second and is left to decompose)."""
-    return (getattr(func, "__name__", "") in _RNN_MODES and len(args) == 9 and isinstance(args[3], bool)
-            and isinstance(args[0], torch.Tensor) and args[0].device.type == "meta")
+    if not (getattr(func, "__name__", "") in _RNN_MODES and len(args) == 9 and isinstance(args[3], bool)
+            and isinstance(args[0], torch.Tensor) and args[0].device.type == "meta"):
+        return False
+    # weights as `_rnn_ops` reads them (an LSTM with projections, proj_size > 0, has a fifth: left to decompose)
+    _, _, params, has_biases, num_layers, _, _, bidirectional, _ = args
+    return len(params) == int(num_layers) * (2 if bidirectional else 1) * (4 if has_biases else 2)
 
 
 def _rnn_ops(name: str, x: torch.Tensor, params: Sequence[torch.Tensor], options: tuple, mode: int) -> list[OpCall]:
