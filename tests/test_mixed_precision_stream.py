@@ -174,3 +174,19 @@ def test_a_recurrent_layer_on_meta_is_the_fused_op_a_gpu_runs() -> None:
     assert sum(ops.values()) < 40
     if "aten::mkldnn_rnn_layer" in _op_names(real):                      # a CPU build that fuses the layer
         assert meta.rows[0]["step_s"] == pytest.approx(real.rows[0]["step_s"], rel=0.02)
+
+
+def test_an_lstm_with_projections_on_meta_is_left_to_decompose() -> None:
+    """Its layers hold a fifth weight (the projection), which the fused op's description does not read."""
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn, self.head = nn.LSTM(32, 48, num_layers=2, proj_size=16), nn.Linear(16, 5)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.head(self.rnn(x)[0][-1])
+
+    with torch.device("meta"):
+        model = Model()
+    est = estimate(model, torch.empty(12, 4, 32, device="meta"), targets=["A100"])
+    assert "aten::_cudnn_rnn" not in _op_names(est) and est.rows[0]["step_s"] > 0
