@@ -128,9 +128,17 @@ def main() -> None:
     }
     (out / f"rank{rank}.json").write_text(json.dumps(result, default=str))
     if torch.distributed.is_available() and torch.distributed.is_initialized():
-        # a gloo group left alive at interpreter exit can abort it ("terminate called without an active
-        # exception", exit code -6: one CI run in this file's history) after every rank has written its result
         torch.distributed.destroy_process_group()
+    # gloo's threads can abort the interpreter's teardown after all the work ("terminate called without an active
+    # exception", exit code -6, twice in a day's CI runs on this machine's torch, with and without the group
+    # destroyed): once every rank's result is written, leave without that teardown
+    deadline = time.monotonic() + 60
+    while rank == 0 and not all((out / f"rank{r}.json").exists() for r in range(trainer.world_size)) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
