@@ -39,13 +39,14 @@ class CalibratedPredictor(Predictor):
         self.base_sha256 = base_sha256
         self._device_key = correction.device.strip().lower()
 
+    def _is_calibrated(self, name) -> bool:
+        return name is not None and str(name).strip().lower() == self._device_key
+
     def adjusted_devices(self, names) -> np.ndarray:
-        return np.array([name.strip().lower() == self._device_key for name in names], dtype=bool)
+        return np.array([self._is_calibrated(name) for name in names], dtype=bool)
 
     def adjust_times(self, cols, devs, times: np.ndarray, bound: np.ndarray) -> np.ndarray:
-        for j, name in enumerate(devs.names):
-            if name.strip().lower() != self._device_key:
-                continue
+        for j in np.flatnonzero(self.adjusted_devices(devs.names)):
             times[:, j] = times[:, j] * np.exp(self.correction.log_ratio(cols, devs.take(np.array([j])), times[:, j]))
         return times
 
@@ -54,7 +55,7 @@ class CalibratedPredictor(Predictor):
         class; the base's held-out error everywhere else."""
         name = getattr(device, "name", device)
         after = self.summary.get("heldback", {}).get(op_class, {}).get("mape_after")
-        if name is not None and str(name).strip().lower() == self._device_key and after is not None:
+        if self._is_calibrated(name) and after is not None:
             return float(after)
         return super().relative_error(op_class)
 

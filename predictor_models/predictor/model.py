@@ -305,14 +305,14 @@ def _catalog_devices() -> list:
     """The catalog's devices a prediction can bound (every down-set is taken over them)."""
     from predictor_models.hardware import default_catalog
 
+    global _CATALOG_DEVICES
     catalog = default_catalog()
-    cached = _CATALOG_DEVICES.get(id(catalog))
-    if cached is None or cached[0] is not catalog:
-        cached = _CATALOG_DEVICES[id(catalog)] = (catalog, [d for d in catalog.list() if d.memory_bandwidth_gbs])
-    return cached[1]
+    if _CATALOG_DEVICES is None or _CATALOG_DEVICES[0] is not catalog:
+        _CATALOG_DEVICES = (catalog, [d for d in catalog.list() if d.memory_bandwidth_gbs])
+    return _CATALOG_DEVICES[1]
 
 
-_CATALOG_DEVICES: dict[int, tuple] = {}
+_CATALOG_DEVICES: tuple | None = None   # (the catalog, its devices with a bandwidth)
 
 
 def _pattern_blocks(rows: np.ndarray, wanted: np.ndarray):

@@ -200,6 +200,13 @@ def _rnn_ops(name: str, x: torch.Tensor, params: Sequence[torch.Tensor], options
     return ops
 
 
+def _rnn_run(func, x: torch.Tensor, tensors: Sequence[torch.Tensor], n_hx: int, options: tuple):
+    """The layer's call from its flattened tensors: ``tensors`` is hx (one tensor, or an LSTM's h and c) then the
+    weights."""
+    hx = tensors[:n_hx]
+    return func(x, tuple(hx) if n_hx > 1 else hx[0], list(tensors[n_hx:]), *options)
+
+
 class _RnnOnce(torch.autograd.Function):
     """A recurrent layer recorded as one fused op per phase, as cuDNN runs it on a GPU. On meta `aten::lstm` and its
     kin decompose into a GEMM and the gates' pointwise ops per time step, each a host-issued kernel that a GPU never
@@ -208,11 +215,10 @@ class _RnnOnce(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, func, options, recorder, n_hx, x, *tensors):  # noqa: ANN001
-        hx, params = tensors[:n_hx], tensors[n_hx:]
         mode = _RNN_MODES[func.__name__]
         with recorder.suppressed():
-            outs = func(x, hx if n_hx > 1 else hx[0], list(params), *options)
-        for op in _rnn_ops("aten::_cudnn_rnn", x, params, options, mode):
+            outs = _rnn_run(func, x, tensors, n_hx, options)
+        for op in _rnn_ops("aten::_cudnn_rnn", x, tensors[n_hx:], options, mode):
             recorder.add(op)
         ctx.func, ctx.options, ctx.recorder, ctx.n_hx, ctx.mode = func, options, recorder, n_hx, mode
         ctx.set_materialize_grads(False)   # outputs the loss does not use (h_n, c_n) get no zero-filled gradient
@@ -227,8 +233,7 @@ class _RnnOnce(torch.autograd.Function):
             ctx.recorder.add(op)
         wanted = [t.detach().requires_grad_(need) for t, need in zip([x, *tensors], ctx.needs_input_grad[4:])]
         with ctx.recorder.suppressed(), torch.enable_grad():
-            hx = wanted[1:1 + n_hx]
-            outs = ctx.func(wanted[0], hx if n_hx > 1 else hx[0], wanted[1 + n_hx:], *ctx.options)
+            outs = _rnn_run(ctx.func, wanted[0], wanted[1:], n_hx, ctx.options)
             pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
             inputs = [t for t in wanted if t.requires_grad]
             found = iter(torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True)
@@ -236,7 +241,7 @@ class _RnnOnce(torch.autograd.Function):
         return (None, None, None, None, *(next(found) if t.requires_grad else None for t in wanted))
 
 
-class _SdpaMode(TorchFunctionMode):
+class _FusedOpsMode(TorchFunctionMode):
     """Routes `F.scaled_dot_product_attention` through `_SdpaOnce`, and a recurrent layer's call on meta through
     `_RnnOnce`, while capturing."""
 
@@ -381,7 +386,7 @@ def capture_step(model: torch.nn.Module, example_input: Any, *,
     recorder = _Recorder(capture, context)
     fp8_mode = Fp8LinearMode(recorder, fused=fused_casts) if fp8 else None
     capture.input_bytes = float(_input_bytes(example_input))
-    modes = (_SdpaMode(recorder), emulation, fp8_mode, values)
+    modes = (_FusedOpsMode(recorder), emulation, fp8_mode, values)
     try:
         output = _run_step(model, state, args, kwargs, loss_fn, capture, recorder, modes, activations.pack)
     except CaptureError:

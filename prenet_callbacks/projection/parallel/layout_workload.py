@@ -136,7 +136,7 @@ def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predict
 
 
 def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, found: tuple,
-             flats: tuple[Flat, Flat | None] | None = None) -> RankStep:
+             flats: tuple[Flat, Flat | None]) -> RankStep:
     """The rank's step from its split forward and backward units and its share of the optimizer (``flats``: the
     split units' flat views, which ranks of the same split with other pipeline stages share)."""
     shape, units, measured, category, unsplit = found
@@ -148,8 +148,7 @@ def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, found: t
                             params=workload.params * share,
                             param_tensors=[max(1, round(n * share)) for n in workload.param_tensors],
                             accumulate=1, micro_batches=1.0, batch_size=mb.size)
-    if flats is not None:
-        rank.share_flats(*flats)
+    rank.share_flats(*flats)
     return RankStep(rank, np.array(category + [3] * len(rank_opt), dtype=int), shape, share, unsplit)
 
 

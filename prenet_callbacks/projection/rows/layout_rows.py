@@ -113,17 +113,16 @@ def _priced_together(runnable: list, predictor, memo: PriceMemo) -> list:
     groups: dict[int, list] = {}
     for entry in runnable:
         groups.setdefault(id(entry[3].workload), []).append(entry)
-    planned = []
+    planned, specs, devices = [], [], []
     for members in groups.values():
         workload = members[0][3].workload
         accelerators = [target.accelerator for _, target, _, _ in members]
         variants = [workload.variant_for(acc, default_implementation(acc)) for acc in accelerators]
         planned.append((members, workload, accelerators, variants))
+        specs += _specs_priced(workload, variants)
+        devices += accelerators + ([workload.anchor] if workload.anchor is not None else [])
     # the groups' new specs (each split's) priced in one predictor call: a call has a fixed cost of its own
-    memo.prefetch(predictor, [spec for _, workload, accelerators, variants in planned
-                              for spec in _specs_priced(workload, variants)],
-                  [device for _, workload, accelerators, _ in planned for device in accelerators + [workload.anchor]
-                   if device is not None])
+    memo.prefetch(predictor, specs, devices)
     priced = []
     for members, workload, accelerators, variants in planned:
         times = device_times(workload, accelerators, variants, predictor, memo)
