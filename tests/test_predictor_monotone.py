@@ -101,3 +101,24 @@ def test_the_ladder_built_as_columns_is_the_lattice_of_ops() -> None:
     for field in ("op_class", "mode", "flops", "bytes", "dims", "heavy", "softmax", "esize"):
         assert np.array_equal(getattr(found, field), getattr(want, field)), field
     assert ladder_columns(ops[1:2], op_columns(ops[1:2]))[0] is None
+
+
+def test_the_columns_ladder_matches_the_lattice_on_random_ops_and_a_2d_lattice(monkeypatch) -> None:
+    """The vectorised rungs (one work dimension) and the per-op lattice (several) give `work_ladder`'s rungs, in
+    order, for sizes that are not powers of two, below 2, and past `MAX_RUNGS` halvings."""
+    import predictor_models.predictor.monotone as monotone
+
+    rng = np.random.default_rng(7)
+    ops = []
+    for i in range(60):
+        dtype = ("bfloat16", "float16", "float32")[i % 3]
+        size = float(rng.choice([1, 1.5, 2, 3, 7, 1024, 3000, 65536, 65537, 2 ** 20 + 3, 1e9]))
+        ops.append(elementwise_op(size, 1 + i % 3, dtype, name="aten::add") if i % 2 else
+                   norm_op(int(rng.integers(1, 300)), int(rng.integers(1, 300)), dtype, name="aten::native_layer_norm"))
+    monkeypatch.setitem(monotone.WORK_DIMS, "norm", ("rows", "cols"))   # mixes a 2-D lattice with the 1-D rungs
+    expected, expected_owner = work_ladder(ops)
+    found, owner = ladder_columns(ops, op_columns(ops))
+    want = op_columns(expected)
+    assert owner.tolist() == expected_owner and len(found) == len(want) > 0
+    for field in ("op_class", "mode", "flops", "bytes", "dims", "heavy", "softmax", "esize"):
+        assert np.array_equal(getattr(found, field), getattr(want, field)), field

@@ -16,6 +16,7 @@ violations, not fewer). `benchmarks/predictor_physics.py` reports what remains.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Sequence
 
@@ -75,30 +76,49 @@ def smaller_ops(op: OpSpec) -> list[OpSpec]:
 def ladder_columns(ops: Sequence[OpSpec], cols: OpColumns,
                    dtypes: frozenset[str] = HELD_DTYPES) -> tuple[OpColumns | None, np.ndarray]:
     """Every op's `smaller_ops` (ops of `dtypes`) as columns, built from ``cols`` (the columns of ``ops``) without
-    an `OpSpec` per rung (a 2-D lattice has up to 289 points, and a step has hundreds of distinct ops).
+    an `OpSpec` per rung (a step has hundreds of distinct ops, each with up to 16 rungs).
     Returns the ladder's columns (None when empty) and each rung's owner."""
-    owners, shares, sizes = [], [], []
+    lengths = np.zeros(len(ops), dtype=np.int64)
+    singles: list[tuple[int, int, float, int]] = []     # one work dimension: (op, its column, its size, rungs)
+    lattices: list[tuple[int, tuple]] = []              # several: the op's `_lattice`
+    work = np.zeros((len(ops), 3))                      # flops, bytes read and written of each held op
     for i, op in enumerate(ops):
-        if op.dtype in dtypes:
-            keys, along, share = _lattice(op)
-            if share.size:
-                owners.append(np.full(share.size, i))
-                shares.append(share)
-                sizes.append([(_DIM_INDEX[key], size) for key, size in zip(keys, along)])
-    if not owners:
+        keys = WORK_DIMS.get(op.op_class)
+        if not keys or op.dtype not in dtypes:
+            continue
+        if len(keys) == 1:
+            size = float((op.dims or {}).get(keys[0]) or 0)
+            if size < 2.0:
+                continue
+            # `_sizes`' halvings: one per power of two from 2 up to the size (frexp is exact), at most MAX_RUNGS
+            lengths[i] = min(math.frexp(size)[1] - 1, MAX_RUNGS)
+            singles.append((i, _DIM_INDEX[keys[0]], size, int(lengths[i])))
+        else:
+            lattice = _lattice(op)
+            if not lattice[2].size:
+                continue
+            lengths[i] = lattice[2].size
+            lattices.append((i, lattice))
+        work[i] = (op.flops, op.bytes_read, op.bytes_written)
+    if not lengths.any():
         return None, np.zeros(0, dtype=np.int64)
-    owner = np.concatenate(owners)
-    share = np.concatenate(shares)
+    owner = np.repeat(np.arange(len(ops)), lengths)
+    first = np.cumsum(lengths) - lengths                 # each op's first rung
+    share = np.empty(owner.size)
     rungs = cols.take(owner)
     dims = rungs.dims.copy()
-    start = 0
-    for rows, changes in zip(shares, sizes):
-        for column, values in changes:
-            dims[start:start + rows.size, column] = values
-        start += rows.size
-    read = np.array([float(op.bytes_read) for op in ops])[owner]
-    written = np.array([float(op.bytes_written) for op in ops])[owner]
-    flops = np.array([float(op.flops) for op in ops])[owner]
+    if singles:
+        index, column, size, count = (np.array(x) for x in zip(*singles))
+        offset = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)   # 0, 1, ... within an op
+        rows = np.repeat(first[index], count) + offset
+        share[rows] = np.ldexp(1.0, -(offset + 1))      # exactly size / 2^j over size, as `_lattice` divides
+        dims[rows, np.repeat(column, count)] = np.repeat(size, count) * share[rows]
+    for i, (keys, along, part) in lattices:
+        rows = slice(first[i], first[i] + part.size)
+        share[rows] = part
+        for key, values in zip(keys, along):
+            dims[rows, _DIM_INDEX[key]] = values
+    flops, read, written = work[owner].T
     return OpColumns(rungs.op_class, rungs.mode, np.maximum(flops * share, 0.0),
                      np.maximum(read * share + written * share, 0.0), dims, rungs.heavy, rungs.softmax,
                      rungs.esize), owner
