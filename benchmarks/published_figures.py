@@ -1820,6 +1820,11 @@ QUOTES += [
       F(LAYOUT_SPEED + "split_replay/plain_before_run1.json",
         lambda d: max(load(LAYOUT_SPEED + f"split_replay/plain_{s}_run{i}.json")["median_ms"]
                       for s in ("before", "after") for i in (1, 2)), INT)),
+    Q(MODEL_PARALLEL, "moved the\nmedian of the rounds from {} to {} ms",
+      *(F(LAYOUT_SPEED + f"work_ladder/{side}_run1.json",
+          lambda d, side=side: statistics.median(load(LAYOUT_SPEED + f"work_ladder/{side}_run{i}.json")["median_ms"]
+                                                 for i in (1, 2, 3)), num(2))
+        for side in ("before", "after"))),
 ]
 
 
