@@ -954,7 +954,7 @@ QUOTES += [
       F(PROJ, "summary.relative_speed_anchored_neusight_nvidia.mape"),
       F(PROJ, "summary.relative_speed_anchored_gavel_without_k80.mape")),
     Q(PROJECTION, "| prediction speed, {}-target table for a {}-layer model | — | **{} ms** median of {} processes "
-                  "({}-{} ms, {}, norms no longer held by a work ladder; docs/overhead.md); `python "
+                  "({}-{} ms, {}, norms held along their rows only; docs/overhead.md); `python "
                   "benchmarks/projection_speed.py` | {} ms the same morning (the file at ee03ef9); {}-{} ms before the "
                   "work ladder was built as columns",
       F(SPEED, "targets", INT), F(SPEED, "layers", INT), F(SPEED, "median_ms", INT), F(SPEED, "processes", INT),
@@ -1206,7 +1206,8 @@ QUOTES += [
       F(CALIB_SPEED, "calibrated_predict_ms", INT), F(CALIB_SPEED, "targets.predict_ms", INT)),
     Q(OVERHEAD, "a report of a {}-layer model onto {} targets, predictor loaded, {} projections in each of {} fresh "
                 "processes; `benchmarks/results/projection_speed.json`) is {} ms median on {} (process medians {}-{} "
-                "ms; target {} ms, reached once norms were no longer held by a work ladder, below). It was {} ms on "
+                "ms; target {} ms, reached once norms were no longer held by a work ladder over rows x columns, and "
+                "kept with norms held along their rows only, below). It was {} ms on "
                 "2026-12-01 (process medians {}-{} ms, the file at "
                 "ae11471)",
       F(SPEED, "layers", INT), F(SPEED, "targets", INT), F(SPEED, "repeats", INT), F(SPEED, "processes", INT),
@@ -1361,10 +1362,11 @@ def pct_cell(value: float) -> str:
 LADDER_FOLDS = RESULTS + "pointwise_ladder_folds.json"
 
 
-def ladder_fold(gpu: str, key: str) -> Callable[[Any], float]:
-    """One held-out GPU's pointwise figure in pointwise_ladder_folds.json (``key``: "ladder.mape", ...)."""
+def ladder_fold(gpu: str, key: str, op: str = "elementwise", section: str = "rows") -> Callable[[Any], float]:
+    """One GPU's figure of one op class in pointwise_ladder_folds.json (``key``: "ladder.mape", ...; ``section``:
+    "rows" held out, "in_sample" the shipped predictor)."""
     side, measure = key.split(".")
-    return lambda d: next(r for r in d["rows"] if r["gpu"] == gpu and r["op"] == "elementwise")[side][measure]
+    return lambda d: next(r for r in d[section] if r["gpu"] == gpu and r["op"] == op)[side][measure]
 
 
 def heldout_rows() -> list[Q]:
@@ -1429,6 +1431,13 @@ CALIBRATED = (("A100-PCIe-40GB", "A100-PCIe-40GB", True), ("A100-PCIe-80GB", "A1
 H200_COLLECT = "parts.collect.mape_by_class."
 
 QUOTES += heldout_rows()
+NORM_ROWS = RESULTS + "issue38_norm_rows/"
+QUOTES += [
+    Q(OVERHEAD, "two rounds alternated\nwith the code before (`benchmarks/results/issue38_norm_rows/`): the 40 targets {} and "
+                "{} ms against {} and {} ms\nbefore, the predictor's 10,000 ops x 40 devices {} and {} ms against {} and {} ms",
+      *(F(NORM_ROWS + f"{bench}_{side}_run{i}.json", "median_ms", INT)
+        for bench in ("projection_speed", "predictor_speed") for side in ("after", "before") for i in (1, 2))),
+]
 QUOTES += [
     Q(CARD, f"{name} {{}}% → {{}}%" + (" ({}%, {}%)" if parens else ""),
       F(CALIB_VALUE, calibrated(gpu, "uncalibrated")), F(CALIB_VALUE, calibrated(gpu, "calibrated")),
@@ -1453,7 +1462,17 @@ QUOTES += [
       *(F(LADDER_FOLDS, ladder_fold(gpu, k)) for gpu in ("A100-SXM4-80GB", "H100-SXM5", "A40")
         for k in ("no_ladder.mape", "ladder.mape")),
       F(LADDER_FOLDS, lambda d: max(abs(r["ladder"]["time_weighted"] - r["no_ladder"]["time_weighted"])
-                                    for r in d["rows"]), Fmt(1, 100))),
+                                    for r in d["rows"] if r["op"] == "elementwise"), Fmt(1, 100))),
+    Q(CARD, "`in_sample`): H100 {}% -> {}%, A100 SXM4 {}% -> {}%, A40 {}% -> {}%. Held out (the same file, each GPU's "
+            "class networks trained without it): H100 {}% -> {}%, A100 SXM4 {}% -> {}%, A40 {}% -> {}%. On the physics "
+            "grids the bf16 norms' work violations go from {} to {} of {} (worst x{}:",
+      *(F(LADDER_FOLDS, ladder_fold(gpu, k, "norm", section)) for section in ("in_sample", "rows")
+        for gpu in ("H100-SXM5", "A100-SXM4-80GB", "A40") for k in ("no_ladder.mape", "ladder.mape")),
+      F(PHYSICS + "@9a92148", violations("norm_rows/bfloat16"), INT), F(PHYSICS, violations("norm_rows/bfloat16"), INT),
+      F(PHYSICS, "work.norm_rows/bfloat16.steps", INT), F(PHYSICS, "work.norm_rows/bfloat16.worst_drop", num(3))),
+    Q(CARD, "the H200's bf16 `estimate()` steps {}% median (worst {}%), Lambda AMP {}%, host-bound CNN steps {}% MAPE",
+      F(H200_EST, "summary.bf16-mixed.median_abs_error"), F(H200_EST, "summary.bf16-mixed.worst_abs_error"),
+      F(LAMBDA, "summary.16-mixed.median_abs_error"), F(PROJ, "summary.hostbound_step.mape")),
     Q(CARD, "The envelope helps a held-out A100 SXM4's GEMMs ({} -> {}%",
       F(HELDOUT, held("gemm", "A100-SXM4-80GB", "mape")), F(HELDOUT, held("gemm", "A100-SXM4-80GB", "shipped_mape"))),
     Q(CARD, "with it {}%, `heldout_eval.json`)", F(HELDOUT, held("gemm", "P4"), PCT0)),

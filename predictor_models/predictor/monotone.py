@@ -4,8 +4,8 @@ The utilisation models are free functions of their features, so between measured
 dip: an add of 2x the elements predicted faster than the smaller one. Physics says otherwise: the
 larger op's kernel can always do the smaller one's work and more. So each op's time is the maximum of
 its own prediction and those of the same op with its work dimensions halved, quartered, ... down to 1,
-every combination of them (`smaller_ops`): a pointwise op's elements, a convolution's batch (norms are
-not held, see `WORK_DIMS`). An op whose sizes are power-of-two multiples of another's holds every point of
+every combination of them (`smaller_ops`): a pointwise op's elements, a norm's rows, a convolution's batch
+(`WORK_DIMS`). An op whose sizes are power-of-two multiples of another's holds every point of
 the smaller one's lattice, so it is never predicted faster (`tests/test_predictor_monotone.py`).
 Predictions build the lattice as columns (`ladder_columns`, the same rungs as `smaller_ops` without an
 `OpSpec` each) and price a rung shared by several ops once.
@@ -33,11 +33,12 @@ from .optable import _DIM_INDEX, OpColumns
 HELD_DTYPES = frozenset({"bfloat16", "float16"})
 MAX_RUNGS = 16          # a dimension of 65,536 reaches 1
 # Work dimensions per class; flops and bytes are proportional to each (a conv's weights aside).
-WORK_DIMS = {"elementwise": ("numel",), "conv": ("n",)}
-# Norms are not held (2026-12-05): a norm's lattice of rows x columns reaches shapes far from every measured
+WORK_DIMS = {"elementwise": ("numel",), "conv": ("n",), "norm": ("rows",)}
+# A norm is held along its rows only (the batch and sequence a step grows with), at its own columns: its rungs stay
+# at a measured norm's width. Its lattice of rows x columns (until 2026-12-05) reached shapes far from every measured
 # half-precision norm, whose predictions then raised the measured ones: the trained GPUs' own fp16 norms (Vidur) went
-# from 5.9% to 95.8% MAPE on the H100, 4.6% to 44.0% on the A100 SXM4, 4.7% to 32.2% on the A40, while no
-# whole-step development set moved by more than 0.2 points without it (model card, "Physics, partly enforced").
+# from 5.9% to 95.8% MAPE on the H100, 4.6% to 44.0% on the A100 SXM4, 4.7% to 32.2% on the A40 (model card,
+# "Physics, partly enforced").
 
 
 def _sizes(value: float) -> list[float]:
