@@ -93,17 +93,22 @@ def work_ladder(ops):
     return [rung for rung, _ in pairs], [i for _, i in pairs]
 
 
-def test_the_ladder_built_as_columns_is_the_lattice_of_ops() -> None:
-    """`ladder_columns` (what predictions use) builds the same rungs, in the same order, as `work_ladder`."""
-    ops = [norm_op(96, 640, "bfloat16", name="aten::native_layer_norm"), gemm_op(1, 64, 64, 64, "bfloat16"),
-           elementwise_op(3000, 3, "float16", name="aten::gelu"), elementwise_op(4096, 2, "float32", name="aten::add"),
-           norm_op(1, 1, "bfloat16", name="aten::softmax")]
+def assert_columns_ladder_is_the_lattice(ops) -> None:
+    """`ladder_columns` gives `work_ladder`'s rungs and owners, in order, field for field (and some rungs)."""
     expected, expected_owner = work_ladder(ops)
     found, owner = ladder_columns(ops, op_columns(ops))
     want = op_columns(expected)
     assert owner.tolist() == expected_owner and len(found) == len(want) > 0
     for field in ("op_class", "mode", "flops", "bytes", "dims", "heavy", "softmax", "esize"):
         assert np.array_equal(getattr(found, field), getattr(want, field)), field
+
+
+def test_the_ladder_built_as_columns_is_the_lattice_of_ops() -> None:
+    """`ladder_columns` (what predictions use) builds the same rungs, in the same order, as `work_ladder`."""
+    ops = [norm_op(96, 640, "bfloat16", name="aten::native_layer_norm"), gemm_op(1, 64, 64, 64, "bfloat16"),
+           elementwise_op(3000, 3, "float16", name="aten::gelu"), elementwise_op(4096, 2, "float32", name="aten::add"),
+           norm_op(1, 1, "bfloat16", name="aten::softmax")]
+    assert_columns_ladder_is_the_lattice(ops)
     assert ladder_columns(ops[1:2], op_columns(ops[1:2]))[0] is None
 
 
@@ -120,9 +125,4 @@ def test_the_columns_ladder_matches_the_lattice_on_random_ops_and_a_2d_lattice(m
         ops.append(elementwise_op(size, 1 + i % 3, dtype, name="aten::add") if i % 2 else
                    norm_op(int(rng.integers(1, 300)), int(rng.integers(1, 300)), dtype, name="aten::native_layer_norm"))
     monkeypatch.setitem(monotone.WORK_DIMS, "norm", ("rows", "cols"))   # mixes a 2-D lattice with the 1-D rungs
-    expected, expected_owner = work_ladder(ops)
-    found, owner = ladder_columns(ops, op_columns(ops))
-    want = op_columns(expected)
-    assert owner.tolist() == expected_owner and len(found) == len(want) > 0
-    for field in ("op_class", "mode", "flops", "bytes", "dims", "heavy", "softmax", "esize"):
-        assert np.array_equal(getattr(found, field), getattr(want, field)), field
+    assert_columns_ladder_is_the_lattice(ops)
