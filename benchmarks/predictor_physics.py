@@ -113,9 +113,10 @@ def generation_dominance(predictor) -> dict:
     def envelope(a, b, mode: str) -> bool:
         return b.name in measured and dominates(a, b, mode)
 
+    half = np.array([op.dtype != "float32" for op in ops])
     out = {}
     for name, relation in (("envelope", envelope), ("every_figure", dominates), ("peak_bandwidth_sms", loose)):
-        comparisons = violations = 0
+        comparisons = violations = half_comparisons = half_violations = 0
         worst = []
         for mode in sorted(set(modes.tolist())):
             rows = np.flatnonzero(modes == mode)
@@ -123,11 +124,15 @@ def generation_dominance(predictor) -> dict:
                 for j, b in enumerate(gpus):
                     if i != j and relation(a, b, MODES[mode]):
                         ratio = times[rows, i] / times[rows, j]
+                        broken = ratio > 1.0001
                         comparisons += rows.size
-                        violations += int((ratio > 1.0001).sum())
+                        violations += int(broken.sum())
+                        half_comparisons += int(half[rows].sum())
+                        half_violations += int((broken & half[rows]).sum())
                         worst.append((float(ratio.max()), a.name, b.name, MODES[mode]))
         worst.sort(reverse=True)
         out[name] = {"comparisons": comparisons, "violations": violations,
+                     "bf16_ops": {"comparisons": half_comparisons, "violations": half_violations},
                      "worst": [{"slower_stronger_gpu": a, "than": b, "mode": m, "ratio": round(r, 3)}
                                for r, a, b, m in worst[:5] if r > 1.0001]}
     return out
@@ -185,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
           f"dominance {net['dominance_violations']} of {net['dominance_comparisons']}")
     for key in ("generation_dominance", "generation_dominance_raw_model"):
         for name, row in result[key].items():
-            print(f"{key} ({name}): {row['violations']} of {row['comparisons']}")
+            print(f"{key} ({name}): {row['violations']} of {row['comparisons']} "
+                  f"(bf16 ops {row['bf16_ops']['violations']} of {row['bf16_ops']['comparisons']})")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
     return 0

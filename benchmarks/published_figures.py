@@ -1431,6 +1431,23 @@ CALIBRATED = (("A100-PCIe-40GB", "A100-PCIe-40GB", True), ("A100-PCIe-80GB", "A1
 H200_COLLECT = "parts.collect.mape_by_class."
 
 QUOTES += heldout_rows()
+HALF_UP = RESULTS + "issue38_half_upsets/"
+BF16_EVERY = "generation_dominance.every_figure.bf16_ops."
+QUOTES += [
+    Q(CARD, "bf16 ops against any GPU of their generation (every figure): {} -> {} violations of {}",
+      F(HALF_UP + "predictor_physics_before.json", BF16_EVERY + "violations", INTC),
+      F(PHYSICS, BF16_EVERY + "violations", INTC), F(PHYSICS, BF16_EVERY + "comparisons", INTC)),
+    Q(CARD, "Leave-one-GPU-out as shipped:\n{}% -> {}% (half precision {}% -> {}%); no fold moved",
+      F(HELDOUT, "summary.shipped_mape"), F(HALF_UP + "measured_stronger_heldout_eval.json", "summary.shipped_mape"),
+      F(HELDOUT, "summary.by_precision.half.all.shipped_mape"),
+      F(HALF_UP + "measured_stronger_heldout_eval.json", "summary.by_precision.half.all.shipped_mape")),
+    Q(CARD, "closes the order between any two catalog GPUs on bf16 ops ({} violations; leave-one-GPU-out half "
+            "precision {}%), but\nprices 13 more GPUs in the 40-target projection: {} and {} ms against {} and {} ms",
+      F(HALF_UP + "every_stronger_predictor_physics.json", BF16_EVERY + "violations", INT),
+      F(HALF_UP + "every_stronger_heldout_eval.json", "summary.by_precision.half.all.shipped_mape"),
+      *(F(HALF_UP + f"every_stronger_projection_speed_{side}_run{i}.json", "median_ms", INT)
+        for side in ("after", "before") for i in (1, 2))),
+]
 NORM_ROWS = RESULTS + "issue38_norm_rows/"
 QUOTES += [
     Q(OVERHEAD, "two rounds alternated\nwith the code before (`benchmarks/results/issue38_norm_rows/`): the 40 targets {} and "

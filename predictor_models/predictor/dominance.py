@@ -1,21 +1,30 @@
-"""A GPU at least as strong as a measured GPU of its generation is never predicted slower: the device envelope.
+"""A GPU at least as strong as another of its generation is never predicted slower: the device envelope.
 
 The class models read the device through learned features, so between the GPUs they were trained on they can rank
 two GPUs of one generation against their figures (an H200 slower than an H100 on most bf16 GEMMs). Physics says
 otherwise: a GPU with at least another's figures, of the same architecture generation, can run the other's kernels at
 least as fast. The figures compared are every one the models read: the peak of the op's math mode (the vector FP32
 rate for pointwise and norm ops, as the bound reads it), DRAM bandwidth, SMs, L2 and board power; a figure the
-catalog lacks compares with nothing. So each device's time for an op is the smallest over its *down-set*: itself and
-the GPUs the training data measures that it dominates in the op's mode, taken over the whole catalog and the devices
-asked for, whichever of them a prediction names. Unmeasured GPUs stay out of every down-set: the models extrapolate
-to them, and a measured GPU would take their errors. Dominance is a partial order, so a down-set holds the down-sets
-of the measured devices in it, and for B measured
+catalog lacks compares with nothing. Two sets, taken over the whole catalog and the devices asked for, whichever of
+them a prediction names:
 
-    A dominates B  =>  down(A) contains down(B)  =>  time(A) = min over down(A) <= min over down(B) <= time(B)
+- the *down-set* of a device: itself and the GPUs the training data measures that it dominates in the op's mode. Its
+  envelope time is the smallest over its down-set. Unmeasured GPUs stay out of every down-set: the models extrapolate
+  to them, and a measured GPU would take their errors. Dominance is a partial order, so for B measured
 
-for every op, whatever else is predicted with it (`tests/test_predictor_dominance.py`). The minimum keeps the other
-guarantees: no time falls below its own device's roofline (a weaker device's bound is larger), and a minimum of
-times that never fall as work grows never falls either.
+      A dominates B  =>  down(A) contains down(B)  =>  env(A) = min over down(A) <= min over down(B) <= env(B);
+
+- the *up-set* of a device: itself and every GPU of its generation that dominates it, measured or not. On a
+  half-precision op its time is the largest envelope time over its up-set, so for any A dominating B, up(A) is in
+  up(B) and the order holds between any two catalog GPUs. A measured device is never raised (every GPU above it holds
+  its down-set, so none has a larger envelope time): only GPUs the data does not measure are. fp32 ops keep the
+  envelope time alone: their public per-op times carry each harness machine's host lag (NeuSight's events around one
+  call), so raising a GPU to a stronger one's fp32 times would raise it to another machine's lag (measured: held-out
+  P4 norms 7.1% -> 19.4% MAPE, `benchmarks/results/issue38_upset_trial/`).
+
+`tests/test_predictor_dominance.py` checks both on random ops and catalog subsets. Neither breaks the other
+guarantees: no time falls below its own device's roofline (a minimum over weaker devices, a maximum raises), and a
+minimum or maximum of times that never fall as work grows never falls either.
 """
 from __future__ import annotations
 
@@ -75,44 +84,64 @@ def _cached_key(device) -> tuple:
     return (device.name, generation(device), tuple(_figures([device])[0].tolist()))
 
 
-def down_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int],
-              measured: Sequence[str] = ()) -> tuple[list, dict[int, list[np.ndarray]]]:
-    """The devices to predict (``devices`` first, then the ``measured`` catalog devices some of them dominate in one
-    of ``modes``, indices into `MODES`) and, per mode and per device asked for, the indices into that list of its
-    down-set: itself first, then the devices of ``measured`` (the GPUs the training data holds) it dominates."""
+def envelope_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int],
+                  measured: Sequence[str] = ()) -> tuple[list, dict[int, tuple[list[np.ndarray], list[np.ndarray]]]]:
+    """The devices to predict and, per mode (indices into `MODES`), the envelope's sets:
+
+    - ``ups``: per device asked for, indices into ``downs`` of itself (first) and of every catalog device of its
+      generation that dominates it in that mode, measured or not;
+    - ``downs``: per device of those, indices into the returned device list of its down-set: itself first, then the
+      devices of ``measured`` (the GPUs the training data holds) it dominates.
+
+    On a half-precision op a device's time is the largest over its up-set of each member's smallest time over that
+    member's down-set; on an fp32 op, its own smallest (`Predictor.predict_matrix`). The devices to predict are
+    ``devices`` first, then the catalog devices the sets add.
+    """
     devices = list(devices)
     asked = {d.name for d in devices}
     trusted = frozenset(measured)
-    extra = [d for d in catalog if d.name not in asked and d.name in trusted]
+    extra = [d for d in catalog if d.name not in asked]
     keys = tuple(device_key(d) for d in devices)
-    order, sets = _down_sets(keys, tuple(device_key(d) for d in extra), tuple(sorted(set(modes))),
-                             tuple(d.name in trusted for d in devices))
+    order, sets = _envelope_sets(keys, tuple(device_key(d) for d in extra), tuple(sorted(set(modes))),
+                                 tuple(d.name in trusted for d in devices), tuple(d.name in trusted for d in extra))
     pool = devices + extra
-    return [pool[i] for i in order], {mode: [np.asarray(s, dtype=np.int64) for s in per] for mode, per in sets.items()}
+    as_arrays = lambda lists: [np.asarray(x, dtype=np.int64) for x in lists]  # noqa: E731
+    return [pool[i] for i in order], {mode: (as_arrays(ups), as_arrays(downs)) for mode, (ups, downs) in sets.items()}
 
 
 @lru_cache(maxsize=64)
-def _down_sets(asked: tuple, extra: tuple, modes: tuple,
-               asked_measured: tuple) -> tuple[list[int], dict[int, list[list[int]]]]:
+def _envelope_sets(asked: tuple, extra: tuple, modes: tuple, asked_measured: tuple,
+                   extra_measured: tuple) -> tuple[list[int], dict[int, tuple[list[list[int]], list[list[int]]]]]:
     keys = list(asked) + list(extra)
-    measured = np.array(list(asked_measured) + [True] * len(extra), dtype=bool)
+    measured = np.array(list(asked_measured) + list(extra_measured), dtype=bool)
     gens = np.array([k[1] for k in keys], dtype=object)
     figs = np.array([k[2] for k in keys], dtype=np.float64).reshape(len(keys), len(MODES) + len(_OTHER_FIGURES))
     same = (gens[:, None] == gens[None, :]) & (gens != "")[:, None]
     order = list(range(len(asked)))        # the devices asked for keep their places
     index = {i: i for i in order}
-    sets: dict[int, list[list[int]]] = {}
+
+    def placed(b: int) -> int:
+        if b not in index:
+            index[b] = len(order)
+            order.append(b)
+        return index[b]
+
+    sets: dict[int, tuple[list[list[int]], list[list[int]]]] = {}
     for mode in modes:
         f = _compared(figs, mode)
         # below[a, b]: a >= b in every figure; a figure missing on either side (NaN) compares False
         below = same & np.all(f[:, None, :] >= f[None, :, :] * (1 - _TOLERANCE), axis=2)
-        per = []
+        env: dict[int, int] = {}           # device -> its place in ``downs``
+        ups, downs = [], []
         for a in range(len(asked)):
-            members = [a] + [b for b in np.flatnonzero(below[a] & measured).tolist() if b != a]
-            for b in members:
-                if b not in index:
-                    index[b] = len(order)
-                    order.append(b)
-            per.append([index[b] for b in members])
-        sets[mode] = per
+            members = [a] + [u for u in np.flatnonzero(below[:, a] & measured).tolist() if u != a]
+            up = []
+            for u in members:
+                if u not in env:
+                    env[u] = len(downs)
+                    downs.append([placed(b) for b in [u] + [b for b in np.flatnonzero(below[u] & measured).tolist()
+                                                              if b != u]])
+                up.append(env[u])
+            ups.append(up)
+        sets[mode] = (ups, downs)
     return order, sets

@@ -12,7 +12,7 @@ from predictor_models.op_spec import OpSpec
 
 from .bound import bound_seconds, matrix
 from .devices import MODES, device_columns
-from .dominance import device_key, down_sets
+from .dominance import device_key, envelope_sets
 from .expand import PROXIED, conv_kernels, expand, is_depthwise
 from .features import FEATURES
 from .kernel_features import feature_arrays
@@ -87,7 +87,7 @@ class Predictor:
         self._network_modes = frozenset(m for net in self.networks if "conv" in net.classes for m in net.modes)
         # dtypes whose ops are held monotone in their work (monotone.py); empty: the raw model
         self.monotone: frozenset[str] = HELD_DTYPES
-        # each device at most as slow as the devices of its generation it dominates (dominance.py); False: raw
+        # each device between the GPUs of its generation below and above it (dominance.py); False: raw
         self.device_envelope: bool = True
         self._memo: dict | None = None      # the `remembering` scope's times, by (op, device)
         self._memo_ladder: frozenset[str] = self.monotone   # the ladder the scope's times were priced with
@@ -132,8 +132,9 @@ class Predictor:
         return self.predict_matrix(ops, [device])[:, 0]
 
     def predict_matrix(self, ops: Sequence[OpSpec], devices: Sequence) -> np.ndarray:
-        """Predicted seconds, shape ``(len(ops), len(devices))``, all devices at once; no device slower than a
-        device of its generation it dominates (`dominance.py`), except a calibrated one, which keeps its own."""
+        """Predicted seconds, shape ``(len(ops), len(devices))``, all devices at once; no device slower than a measured
+        device of its generation it dominates, nor (half-precision ops) faster than one that dominates it
+        (`dominance.py`), except a calibrated one, which keeps its own."""
         ops, devices = list(ops), list(devices)
         if not ops or not devices:
             return np.zeros((len(ops), len(devices)))
@@ -141,17 +142,25 @@ class Predictor:
         distinct_ops, inverse, keys = _distinct_ops(ops)
         if not self.device_envelope:
             return self._remembered(distinct_ops, keys, devices)[inverse]
-        # never slower than a device of its generation it dominates (dominance.py): the down-sets are priced too
+        # never slower than a measured device of its generation it dominates, and on half-precision ops never faster
+        # than a device of its generation that dominates it (dominance.py): the down-sets and up-sets are priced too
         modes = np.fromiter((op_mode(op) for op in distinct_ops), dtype=np.int64, count=len(distinct_ops))
-        pool, down = down_sets(devices, _catalog_devices(), modes.tolist(), self._metadata.get("trained_on") or ())
+        # half-precision ops only are raised to the GPUs above: the fp32 training times carry each harness's host lag
+        half = np.fromiter((op.dtype in HELD_DTYPES for op in distinct_ops), dtype=bool, count=len(distinct_ops))
+        pool, sets = envelope_sets(devices, _catalog_devices(), modes.tolist(), self._metadata.get("trained_on") or ())
         times = self._remembered(distinct_ops, keys, pool)
-        # a device whose times an adjustment corrects (a calibration measured on it) keeps its own
-        own = self.adjusted_devices([d.name for d in devices])
+        # a device whose times an adjustment corrects (a calibration measured on it) keeps its own, and raises no
+        # other device: what it measured is that machine's, not its generation's
+        own = self.adjusted_devices([d.name for d in pool])
         out = np.empty((len(distinct_ops), len(devices)))
-        for mode, sets in down.items():
+        for mode, (ups, downs) in sets.items():
             rows = np.flatnonzero(modes == mode)
-            for j, members in enumerate(sets):
-                out[rows, j] = times[np.ix_(rows, members[:1] if own[j] else members)].min(axis=1)
+            lowest = np.column_stack([times[np.ix_(rows, members[:1] if own[members[0]] else members)].min(axis=1)
+                                      for members in downs])
+            raised = half[rows]
+            for j, up in enumerate(ups):
+                kept = up[:1] if own[j] else [e for e in up if e == up[0] or not own[downs[e][0]]]
+                out[rows, j] = np.where(raised, lowest[:, kept].max(axis=1), lowest[:, up[0]])
         return out[inverse]
 
     @contextlib.contextmanager
