@@ -1,4 +1,4 @@
-"""A GPU at least as strong as another of its generation is never predicted slower: the device envelope.
+"""A GPU at least as strong as a measured GPU of its generation is never predicted slower: the device envelope.
 
 The class models read the device through learned features, so between the GPUs they were trained on they can rank
 two GPUs of one generation against their figures (an H200 slower than an H100 on most bf16 GEMMs). Physics says
@@ -14,13 +14,15 @@ them a prediction names:
 
       A dominates B  =>  down(A) contains down(B)  =>  env(A) = min over down(A) <= min over down(B) <= env(B);
 
-- the *up-set* of a device: itself and every GPU of its generation that dominates it, measured or not. On a
-  half-precision op its time is the largest envelope time over its up-set, so for any A dominating B, up(A) is in
-  up(B) and the order holds between any two catalog GPUs. A measured device is never raised (every GPU above it holds
-  its down-set, so none has a larger envelope time): only GPUs the data does not measure are. fp32 ops keep the
-  envelope time alone: their public per-op times carry each harness machine's host lag (NeuSight's events around one
-  call), so raising a GPU to a stronger one's fp32 times would raise it to another machine's lag (measured: held-out
-  P4 norms 7.1% -> 19.4% MAPE, `benchmarks/results/issue38_upset_trial/`).
+- the *up-set* of a device: itself and the GPUs the training data measures that dominate it. On a half-precision op
+  its time is the largest envelope time over its up-set, so for A measured, A dominating B puts A in up(B) and
+  time(A) = env(A) <= time(B). A measured device is never raised (every measured GPU above it holds its down-set, so
+  none has a larger envelope time): only GPUs the data does not measure are. The order then holds on half-precision
+  ops whenever either GPU of a pair is measured; between two unmeasured GPUs it is not enforced (an up-set over
+  every GPU enforces it, at 13 more GPUs priced for a 40-target table: `benchmarks/results/issue38_half_upsets/`).
+  fp32 ops keep the envelope time alone: their public per-op times carry each harness machine's host lag (NeuSight's
+  events around one call), so raising a GPU to a stronger one's fp32 times would raise it to another machine's lag
+  (measured: held-out P4 norms 7.1% -> 19.4% MAPE, `benchmarks/results/issue38_upset_trial/`).
 
 `tests/test_predictor_dominance.py` checks both on random ops and catalog subsets. Neither breaks the other
 guarantees: no time falls below its own device's roofline (a minimum over weaker devices, a maximum raises), and a
@@ -88,8 +90,8 @@ def envelope_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int],
                   measured: Sequence[str] = ()) -> tuple[list, dict[int, tuple[list[np.ndarray], list[np.ndarray]]]]:
     """The devices to predict and, per mode (indices into `MODES`), the envelope's sets:
 
-    - ``ups``: per device asked for, indices into ``downs`` of itself (first) and of every catalog device of its
-      generation that dominates it in that mode, measured or not;
+    - ``ups``: per device asked for, indices into ``downs`` of itself (first) and of the ``measured`` catalog devices
+      of its generation that dominate it in that mode;
     - ``downs``: per device of those, indices into the returned device list of its down-set: itself first, then the
       devices of ``measured`` (the GPUs the training data holds) it dominates.
 
