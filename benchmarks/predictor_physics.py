@@ -4,7 +4,8 @@ dominates another in every spec predicted slower on the same op.
     python benchmarks/predictor_physics.py [--json OUT]
 
 Same-generation dominance (``generation_dominance``) compares every NVIDIA catalog GPU with every other of its
-generation on the grid ops (the device envelope of `predictor_models/predictor/dominance.py`).
+generation on the grid ops (the device envelope of `predictor_models/predictor/dominance.py`), over all of them and
+over the bf16 ops alone (``bf16_ops``: the half-precision ops the envelope's up-sets hold).
 
 Grids: GEMMs (m and k from 16 to 16,384 at n, k/m in 64..4,096), convolutions (batch 1..128, channels 16..2,048),
 layer norms (rows 16..16,384 at 64, 768, 4,096 columns) and adds (256 to 2^27 elements), in fp32 and bf16, on 13
@@ -13,7 +14,8 @@ GPUs from the T4 to the B200. A
 with at least another's FP32 and BF16 peaks, DRAM bandwidth and SM count predicted slower on the same op.
 Each is reported with its count and the worst ratio, for the shipped predictor (half-precision pointwise
 and norm ops held monotone, `predictor_models/predictor/monotone.py`) and for its raw model. Nothing here
-is asserted: it measures (`tests/test_predictor_monotone.py` asserts what the envelope guarantees).
+is asserted: it measures (`tests/test_predictor_monotone.py` and `tests/test_predictor_dominance.py` assert what the
+work ladder and the envelope guarantee).
 """
 from __future__ import annotations
 
