@@ -102,20 +102,20 @@ def envelope_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int],
     devices = list(devices)
     asked = {d.name for d in devices}
     trusted = frozenset(measured)
-    extra = [d for d in catalog if d.name not in asked]
+    extra = [d for d in catalog if d.name not in asked and d.name in trusted]   # no set holds an unmeasured other
     keys = tuple(device_key(d) for d in devices)
     order, sets = _envelope_sets(keys, tuple(device_key(d) for d in extra), tuple(sorted(set(modes))),
-                                 tuple(d.name in trusted for d in devices), tuple(d.name in trusted for d in extra))
+                                 tuple(d.name in trusted for d in devices))
     pool = devices + extra
     as_arrays = lambda lists: [np.asarray(x, dtype=np.int64) for x in lists]  # noqa: E731
     return [pool[i] for i in order], {mode: (as_arrays(ups), as_arrays(downs)) for mode, (ups, downs) in sets.items()}
 
 
 @lru_cache(maxsize=64)
-def _envelope_sets(asked: tuple, extra: tuple, modes: tuple, asked_measured: tuple,
-                   extra_measured: tuple) -> tuple[list[int], dict[int, tuple[list[list[int]], list[list[int]]]]]:
+def _envelope_sets(asked: tuple, extra: tuple, modes: tuple,
+                   asked_measured: tuple) -> tuple[list[int], dict[int, tuple[list[list[int]], list[list[int]]]]]:
     keys = list(asked) + list(extra)
-    measured = np.array(list(asked_measured) + list(extra_measured), dtype=bool)
+    measured = np.array(list(asked_measured) + [True] * len(extra), dtype=bool)
     gens = np.array([k[1] for k in keys], dtype=object)
     figs = np.array([k[2] for k in keys], dtype=np.float64).reshape(len(keys), len(MODES) + len(_OTHER_FIGURES))
     same = (gens[:, None] == gens[None, :]) & (gens != "")[:, None]
