@@ -1863,6 +1863,68 @@ QUOTES += [
         for side in ("before", "after"))),
 ]
 
+# -- docs/overhead.md: where the overhead sits, step by step (issue 39, 2026-12-05) ----------------------------
+STEP_OVER = RESULTS + "issue39_step_overhead/"
+
+
+def step_runs(kind: str) -> list[dict]:
+    """Both step_overhead.py runs of one workload (``loop`` or ``trainer``), their summaries."""
+    return [load(STEP_OVER + f"{kind}_run{i}.json")["summary"] for i in (1, 2)]
+
+
+def step_share(kind: str, parts: tuple[str, ...], batches: bool = False) -> Callable[[Any], float]:
+    """The mean over both runs of ``parts`` of the excess (and, with ``batches``, the own time of the steady
+    batches) as a share of the run without PreNeT."""
+    def share(run: dict) -> float:
+        ms = sum(run["excess_ms"][p] for p in parts)
+        if batches:
+            ms += run["own_time_per_batch_us"] * (run["steps"] - 40) / 1e3
+        return ms / (run["fit_s_median"]["without"] * 1e3)
+    return lambda d: statistics.mean(share(r) for r in step_runs(kind))
+
+
+def step_cells(kind: str) -> list[F]:
+    """One row of the step table: start, steady, end, whole-run ratio and own time, run 1 / run 2."""
+    steady = "steps 41-900" if kind == "loop" else "steps 41-600"
+    cells = [("excess_ms.steps 1-40", num(1)), (f"excess_ms.{steady}", num(1)), ("excess_ms.close", num(1)),
+             ("fit_ratio_of_medians", num(3)), ("own_time_ms.total_s", num(1))]
+    return [F(STEP_OVER + f"{kind}_run{i}.json", lambda d, path=path: get(d["summary"], path), fmt)
+            for path, fmt in cells for i in (1, 2)]
+
+
+TRAINER_10 = STEP_OVER + "hf_overhead_trainer_10pairs.json"
+QUOTES += [
+    Q(OVERHEAD, "| `Tracker` loop, 7 s (`loop_run1.json`, `loop_run2.json`) | {} / {} ms | {} / {} ms | {} / {} ms | "
+                "x{} / x{} | {} / {} ms |", *step_cells("loop")),
+    Q(OVERHEAD, "| `Trainer`, 30 s (`trainer_run1.json`, `trainer_run2.json`) | {} / {} ms | {} / {} ms | {} / {} ms | "
+                "x{} / x{} | {} / {} ms |", *step_cells("trainer")),
+    Q(OVERHEAD, "The steady steps' difference ({} ms over {} `Trainer` steps in one run, {} ms in the other)",
+      F(STEP_OVER + "trainer_run2.json", "summary.excess_ms.steps 41-600", INT),
+      F(STEP_OVER + "trainer_run2.json", lambda d: d["summary"]["steps"] - 40, INT),
+      F(STEP_OVER + "trainer_run1.json", "summary.excess_ms.steps 41-600", Fmt(0, sign=True))),
+    Q(OVERHEAD, "its own time there is {}-{} µs a batch",
+      F(STEP_OVER + "loop_run1.json", lambda d: min(r["own_time_per_batch_us"] for k in ("loop", "trainer")
+                                                    for r in step_runs(k)), INT),
+      F(STEP_OVER + "loop_run1.json", lambda d: max(r["own_time_per_batch_us"] for k in ("loop", "trainer")
+                                                    for r in step_runs(k)), INT)),
+    Q(OVERHEAD, "alone, {}-{} ms and {}-{} ms, are {}% and {}% of a 7-second run",
+      *(F(STEP_OVER + "loop_run1.json", lambda d, part=part, pick=pick: pick(r["excess_ms"][part] for r in step_runs("loop")),
+          INT) for part in ("steps 1-40", "close") for pick in (min, max)),
+      F(STEP_OVER + "loop_run1.json", step_share("loop", ("steps 1-40",)), PCT1),
+      F(STEP_OVER + "loop_run1.json", step_share("loop", ("close",)), PCT1)),
+    Q(OVERHEAD, "on the `Trainer` the same parts are {}% and {}%, about {}% with its batches",
+      F(STEP_OVER + "trainer_run1.json", step_share("trainer", ("steps 1-40",)), PCT1),
+      F(STEP_OVER + "trainer_run1.json", step_share("trainer", ("close",)), Fmt(2, 100)),
+      F(STEP_OVER + "trainer_run1.json", step_share("trainer", ("steps 1-40", "close"), batches=True), PCT1)),
+    Q(OVERHEAD, "judged it above the target all the same: x{}\n(pairs {} to {}, {} of ten above 1.01), own time {}%",
+      F(TRAINER_10, "workloads.0.fit_ratio_median", num(3)),
+      F(TRAINER_10, lambda d: min(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
+      F(TRAINER_10, lambda d: max(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
+      F(TRAINER_10, lambda d: ("none", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")[
+          sum(r > 1.01 for r in d["workloads"][0]["fit_ratio_per_pair"])], Fmt(pattern=r"[a-z]+")),
+      F(TRAINER_10, "workloads.0.own_time_share_median", Fmt(2, 100))),
+]
+
 
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
