@@ -1892,6 +1892,21 @@ def step_cells(kind: str) -> list[F]:
             for path, fmt in cells for i in (1, 2)]
 
 
+GEMM_M = RESULTS + "issue38_gemm_m_trial/"
+QUOTES += [
+    Q(CARD, "took the bf16 GEMMs' violations along m from {} to {} of {}, but along k from\n  {} to {} (worst x{} -> x{})",
+      F(RESULTS + "predictor_physics.json@58cfeda", "work.gemm_m/bfloat16.violations", INT),
+      F(GEMM_M + "predictor_physics.json", "work.gemm_m/bfloat16.violations", INT),
+      F(GEMM_M + "predictor_physics.json", "work.gemm_m/bfloat16.steps", INTC),
+      F(RESULTS + "predictor_physics.json@58cfeda", "work.gemm_k/bfloat16.violations", INT),
+      F(GEMM_M + "predictor_physics.json", "work.gemm_k/bfloat16.violations", INT),
+      F(RESULTS + "predictor_physics.json@58cfeda", "work.gemm_k/bfloat16.worst_drop", num(3)),
+      F(GEMM_M + "predictor_physics.json", "work.gemm_k/bfloat16.worst_drop", num(3))),
+    Q(CARD, "and the 10,000-op benchmark went from {} to {} ms",
+      *(F(GEMM_M + f"predictor_{side}_run1.json",
+          lambda d, side=side: statistics.median([load(GEMM_M + f"predictor_{side}_run{i}.json")["median_ms"]
+                                                  for i in (1, 2)]), INT) for side in ("before", "after"))),
+]
 TRAINER_10 = STEP_OVER + "hf_overhead_trainer_10pairs.json"
 QUOTES += [
     Q(OVERHEAD, "| `Tracker` loop, 7 s (`loop_run1.json`, `loop_run2.json`) | {} / {} ms | {} / {} ms | {} / {} ms | "
