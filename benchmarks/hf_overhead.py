@@ -34,9 +34,9 @@ def runners() -> dict[str, Any]:
     return {**{name: run_trainer for name in HF}, **{name: run_loop for name in LOOPS}}
 
 
-def run_sequence(name: str, pairs: int, out_dir: str, scale: float, aa: bool = False) -> dict[str, Any]:
-    """Warm-up run, then ``pairs`` x (without, with), all in this process; ``aa``: both runs of a pair without
-    PreNeT (the protocol's own order effect: the second run's ratio to the first with nothing changed)."""
+def prepare_process() -> float:
+    """Set torch's threads (``PRENET_BENCH_THREADS``, default 1), then import the projection and load the predictor,
+    what a process's first run with PreNeT pays once; returns those seconds."""
     import torch
 
     torch.set_num_threads(int(os.environ.get("PRENET_BENCH_THREADS", "1")))
@@ -45,7 +45,13 @@ def run_sequence(name: str, pairs: int, out_dir: str, scale: float, aa: bool = F
     from predictor_models.predictor import load_predictor
 
     load_predictor()
-    import_s = time.perf_counter() - started
+    return time.perf_counter() - started
+
+
+def run_sequence(name: str, pairs: int, out_dir: str, scale: float, aa: bool = False) -> dict[str, Any]:
+    """Warm-up run, then ``pairs`` x (without, with), all in this process; ``aa``: both runs of a pair without
+    PreNeT (the protocol's own order effect: the second run's ratio to the first with nothing changed)."""
+    import_s = prepare_process()
     run = runners()[name]
     run(name, with_prenet=False, out_dir=out_dir, scale=scale)  # warm-up: caches, allocator, lazy imports
     runs = []

@@ -1865,6 +1865,7 @@ QUOTES += [
 
 # -- docs/overhead.md: where the overhead sits, step by step (issue 39, 2026-12-05) ----------------------------
 STEP_OVER = RESULTS + "issue39_step_overhead/"
+STEP_HEAD = 40   # the steps step_overhead.py counts as the start (its default ``--head``, as these runs used)
 
 
 def step_runs(kind: str) -> list[dict]:
@@ -1878,7 +1879,7 @@ def step_share(kind: str, parts: tuple[str, ...], batches: bool = False) -> Call
     def share(run: dict) -> float:
         ms = sum(run["excess_ms"][p] for p in parts)
         if batches:
-            ms += run["own_time_per_batch_us"] * (run["steps"] - 40) / 1e3
+            ms += run["own_time_per_batch_us"] * (run["steps"] - STEP_HEAD) / 1e3
         return ms / (run["fit_s_median"]["without"] * 1e3)
     return lambda d: statistics.mean(share(r) for r in step_runs(kind))
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -47,13 +46,9 @@ def _run(name: str, with_prenet: bool, out_dir: str, scale: float) -> dict[str, 
 
 def measure(name: str, pairs: int, out_dir: str, scale: float) -> list[dict[str, Any]]:
     """A discarded warm-up run, then ``pairs`` x (without, with), the order alternating pair by pair."""
-    import torch
+    from benchmarks.hf_overhead import prepare_process
 
-    torch.set_num_threads(int(os.environ.get("PRENET_BENCH_THREADS", "1")))
-    import prenet_callbacks.projection  # noqa: F401 - what every run of the process then finds imported
-    from predictor_models.predictor import load_predictor
-
-    load_predictor()
+    prepare_process()
     _run(name, False, out_dir, scale)
     runs = []
     for pair in range(pairs):
@@ -72,6 +67,8 @@ def summarise(runs: list[dict[str, Any]], head: int) -> dict[str, Any]:
     steps = min(len(r["step_s"]) for r in later)
     per_step = {flag: np.median([r["step_s"][:steps] for r in side[flag]], axis=0) for flag in side}
     excess = per_step[True] - per_step[False]
+    # the step whose end made the first prediction; a Trainer's marks come from a callback called before PreNeT's,
+    # so there the prediction's cost falls in the next step's interval
     first = [r["first_prediction_at"] for r in side[True] if r["first_prediction_at"]]
     at = int(statistics.median(first)) if first else None
     median = lambda key, flag: statistics.median(r[key] for r in side[flag])  # noqa: E731
