@@ -1856,6 +1856,16 @@ QUOTES += [
       F(LAYOUT_SPEED + "split_replay/plain_before_run1.json",
         lambda d: max(load(LAYOUT_SPEED + f"split_replay/plain_{s}_run{i}.json")["median_ms"]
                       for s in ("before", "after") for i in (1, 2)), INT)),
+    Q(MODEL_PARALLEL, "three rounds alternated with the code before: {}, {} and {} ms -> {}, {} and {} ms\n(`unit_reuse/`), "
+                      "the plain 40 targets {} and {} ms -> {} and {} ms. Eight targets of which one is a layout (about\n"
+                      "what a user names): {} and {} ms -> {} and {} ms, against {}-{} ms for eight plain targets",
+      *(F(LAYOUT_SPEED + f"unit_reuse/{side}_run{i}.json", "median_ms", INT)
+        for side in ("before", "after") for i in (1, 2, 3)),
+      *(F(LAYOUT_SPEED + f"unit_reuse/{kind}_{side}_run{i}.json", "median_ms", INT)
+        for kind in ("plain", "t8_layouts1") for side in ("before", "after") for i in (1, 2)),
+      *(F(LAYOUT_SPEED + "unit_reuse/t8_plain_before_run1.json",
+          lambda d, pick=pick: pick(load(LAYOUT_SPEED + f"unit_reuse/t8_plain_{s}_run{i}.json")["median_ms"]
+                                    for s in ("before", "after") for i in (1, 2)), INT) for pick in (min, max))),
     Q(MODEL_PARALLEL, "moved the\nmedian of the rounds from {} to {} ms",
       *(F(LAYOUT_SPEED + f"work_ladder/{side}_run1.json",
           lambda d, side=side: statistics.median(load(LAYOUT_SPEED + f"work_ladder/{side}_run{i}.json")["median_ms"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import jsonschema
@@ -221,10 +222,10 @@ def test_an_anchored_run_cuts_its_recorded_step_once_for_every_split(monkeypatch
     whole_cuts = []
     split = layout_workload.split_units
 
-    def counted(units, shape, tp, sp):
+    def counted(units, shape, tp, sp, *walked):
         if tp == 1:
             whole_cuts.append(shape)
-        return split(units, shape, tp, sp)
+        return split(units, shape, tp, sp, *walked)
 
     monkeypatch.setattr(layout_workload, "split_units", counted)
     together = {row["name"] + str(row.get("layout")): row for row in project_report(synthetic_report(8), targets)}
@@ -233,3 +234,40 @@ def test_an_anchored_run_cuts_its_recorded_step_once_for_every_split(monkeypatch
         alone = [row for row in project_report(synthetic_report(8), [target]) if not row.get("current")][0]
         row = together[alone["name"] + str(alone.get("layout"))]
         assert row["step_s"] == pytest.approx(alone["step_s"], rel=1e-12) and row["layout"] == alone["layout"]
+
+
+def test_a_measured_units_time_goes_whole_to_one_piece_and_shared_among_several():
+    """Anchored ranks: each recorded unit's measured time is shared among the pieces its category cut makes (by
+    the anchor's predictions), and kept whole, exactly, where the cut makes one piece; the micro-batch of a run
+    without accumulation is the run's own units."""
+    from benchmarks.projection_speed import synthetic_report
+    from prenet_callbacks.projection.from_report import workload_from_report
+    from prenet_callbacks.projection.parallel import layout_workload
+    from prenet_callbacks.projection.parallel.tensor_split import split_units
+    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
+    from prenet_callbacks.projection.targets import parse_projection_target
+
+    predictor, _ = default_predictor()
+    report = synthetic_report(35)   # its layers' widths cycle over 35: a shape from 35 on
+    report.measured["layers"]["layers"][0]["ops"].insert(0,   # the first block also looks up embeddings ("pre")
+        {"name": "aten::embedding", "phase": "fwd", "count_per_step": 1.0, "seconds_per_step": 1e-5,
+         "spec": {"op_class": "embedding", "dtype": "bfloat16", "flops": 0.0, "bytes_read": 8e6,
+                  "bytes_written": 8e6, "dims": {"vocab": 32000, "rows": 4096, "cols": 1024}, "tf32": False}})
+    workload = workload_from_report(report)
+    micro = layout_workload._per_micro_batch(workload.units, 1.0, 1.0)
+    assert all(a is b for a, b in zip(micro, [u for u in workload.units if u.phase != "opt"]))
+    target = parse_projection_target("8x H100 tp=4")
+    mb = layout_workload.micro_batches(workload, target.layout, "per_device")
+    shape, _ = layout_workload.model_shape(workload)
+    split = split_units(micro, shape, 4, False)
+    pieces = layout_workload._measured_units(workload, split, shape, 1.0, predictor)
+    assert mb.count == 1 and len(pieces) == len(split.units)
+    counts = Counter(split.source)
+    assert max(counts.values()) > 1   # a unit cut in two: its time is shared
+    for source, n in counts.items():
+        own = [p.measured_s for p, s in zip(pieces, split.source) if s == source]
+        measured = micro[source].measured_s
+        if n == 1:
+            assert own == [measured]
+        else:
+            assert sum(own) == pytest.approx(measured, rel=1e-12) and all(0 < t < measured for t in own)

@@ -161,3 +161,34 @@ def test_repeated_layers_split_as_if_each_were_walked_on_its_own():
                 [(u.name, u.phase, [(s.name, s.key, c) for s, c in u.ops]) for u in alone.units]
             assert (shared.gemm_flops, shared.unsplit_flops) == (alone.gemm_flops, alone.unsplit_flops)
     assert split_units(modules, cases[1][1], 2, False).unsplit_flops == 3 * 2 * (2.0 * 7 * H * H)
+
+
+def test_one_walk_serves_every_tp_and_untouched_units_are_kept_as_they_are():
+    """The walk (how each op splits) does not depend on tp: a walk shared by several splits gives what each split
+    walked alone gives. At tp=1 a unit of one category is the unit itself (no copy); a unit that records its op
+    order is still copied (its pieces drop the order); a walk of other units is refused."""
+    from prenet_callbacks.projection.parallel.tensor_split import walk_units
+
+    workload = _workload(layers=3)
+    shape, _ = model_shape(workload)
+    units = [u for u in workload.units if u.phase != "opt"]
+    for sp in (False, True):
+        walked = walk_units(units, shape, sp)
+        for tp in (1, 2, 4):
+            shared, alone = split_units(units, shape, tp, sp, walked), split_units(units, shape, tp, sp)
+            assert (shared.category, shared.source) == (alone.category, alone.source)
+            assert [(u.name, u.phase, u.ops, u.sequence) for u in shared.units] == \
+                [(u.name, u.phase, u.ops, u.sequence) for u in alone.units]
+            assert (shared.gemm_flops, shared.unsplit_flops) == (alone.gemm_flops, alone.unsplit_flops)
+    with pytest.raises(ValueError, match="walk of other units"):
+        split_units(list(units), shape, 2, False, walk_units(units, shape, False))
+
+    modules = _module_units(2)
+    whole = split_units(modules, recognise(modules)[0], 1, False)
+    assert all(piece is unit for piece, unit in zip(whole.units, modules)) and len(whole.units) == len(modules)
+    ordered = [u.changed(sequence=tuple(range(len(u.ops)))) for u in modules]
+    kept = split_units(ordered, recognise(ordered)[0], 1, False)
+    assert all(piece is not unit and piece.sequence is None and piece.ops == unit.ops
+               for piece, unit in zip(kept.units, ordered))
+    split = split_units(modules, recognise(modules)[0], 2, False)   # split GEMMs are new specs: copies
+    assert any(piece is not unit for piece, unit in zip(split.units, modules))

@@ -19,7 +19,13 @@ import numpy as np
 
 from prenet_callbacks.projection.parallel.model_layout import ModelLayout
 from prenet_callbacks.projection.parallel.pipeline import stage_layers
-from prenet_callbacks.projection.parallel.tensor_split import TransformerShape, recognise, shard_scaled, split_units
+from prenet_callbacks.projection.parallel.tensor_split import (
+    TransformerShape,
+    recognise,
+    shard_scaled,
+    split_units,
+    walk_units,
+)
 from prenet_callbacks.projection.ops.flat import Flat, flatten
 from prenet_callbacks.projection.ops.workload import Unit, Workload, batch_scaled
 
@@ -75,6 +81,8 @@ class RankStep:
 
 def _per_micro_batch(units: Sequence[Unit], accumulate: float, scale: float) -> list[Unit]:
     """Forward and backward units at one micro-batch: counts over the accumulation, ops at `scale` x batch."""
+    if accumulate == 1 and scale == 1.0:   # one micro-batch per step, as captured: the units as they are
+        return [u for u in units if u.phase != "opt" and u.name != ACCUMULATION_UNIT]
     out = []
     for unit in units:
         if unit.phase == "opt" or unit.name == ACCUMULATION_UNIT:
@@ -159,7 +167,13 @@ def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predi
     micro, shape, reason = _micro_step(workload, accumulate, mb.scale, cache)
     if shape is None:
         return reason
-    split = split_units(micro, shape, layout.tp, layout.sp)
+    walk_key = ("walk", accumulate, mb.scale, layout.sp)   # the walk does not depend on tp: splits share it
+    walked = cache.get(walk_key) if cache is not None else None
+    if walked is None:
+        walked = walk_units(micro, shape, layout.sp)
+        if cache is not None:
+            cache[walk_key] = walked
+    split = split_units(micro, shape, layout.tp, layout.sp, walked)
     anchored = workload.anchor is not None and any(u.measured_s is not None for u in workload.units)
     measured = _measured_units(workload, split, shape, accumulate, predictor, memo, cache) if anchored else None
     if measured is not None:
@@ -227,13 +241,20 @@ def _anchored_pieces(workload: Workload, recorded: list[Unit], whole, split, pre
     by_key = {(s, c): u for s, c, u in zip(whole.source, whole.category, whole.units)}
     parts = [by_key[s, c] if (s, c) in by_key else recorded[s].changed(ops=[])
              for s, c in zip(split.source, split.category)]
-    predicted = unit_matrix(parts, [workload.anchor], predictor, memo)[0][:, 0]
-    totals = np.bincount(split.source, weights=predicted, minlength=len(recorded))
     pieces = np.bincount(split.source, minlength=len(recorded))
-    out = []
-    for part, source, value in zip(parts, split.source, predicted):
-        unit = recorded[source]
-        share = value / totals[source] if totals[source] > 0 else 1.0 / pieces[source]
-        out.append(part.changed(measured_s=None if unit.measured_s is None else unit.measured_s * share,
-                           python_s=None if unit.python_s is None else unit.python_s * share))
+    # a source cut into one piece keeps all its time (the piece is the recorded unit's category cut, which
+    # carries its times already): only the pieces of sources cut in several are predicted on the anchor
+    shared = np.flatnonzero(pieces[split.source] > 1)
+    predicted = np.zeros(len(parts))
+    if shared.size:
+        predicted[shared] = unit_matrix([parts[i] for i in shared.tolist()], [workload.anchor], predictor,
+                                        memo)[0][:, 0]
+    totals = np.bincount(split.source, weights=predicted, minlength=len(recorded))
+    out = list(parts)
+    for i in shared.tolist():
+        part, unit = parts[i], recorded[split.source[i]]
+        source = split.source[i]
+        share = predicted[i] / totals[source] if totals[source] > 0 else 1.0 / pieces[source]
+        out[i] = part.changed(measured_s=None if unit.measured_s is None else unit.measured_s * share,
+                              python_s=None if unit.python_s is None else unit.python_s * share)
     return out

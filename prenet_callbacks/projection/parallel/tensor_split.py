@@ -274,45 +274,80 @@ def _in_order(unit: Unit) -> list[tuple[int, float]]:
     return [(i, unit.ops[i][1] / seen[i]) for i in sequence]
 
 
-def split_units(units: Sequence[Unit], shape: TransformerShape, tp: int, sp: bool) -> SplitResult:
-    """Each unit's ops as one tensor-parallel rank runs them, cut into one unit per pipeline category
-    present (``category``). Optimizer units are left to the caller (their share is the rank's parameters)."""
-    splitter = _Splitter(shape, tp, sp)
-    out = SplitResult([], [], [])
+def walk_units(units: Sequence[Unit], shape: TransformerShape, sp: bool) -> UnitWalks:
+    """How each unit's ops split (`split_units`' first half, which does not depend on tp): walked in order, per
+    phase. A model's repeated layers walk alike: a unit whose ops (the same spec objects, counts and order) meet
+    the walk in the same state splits the same way, so it is walked once and its walk replayed."""
     walks = {phase: _Walk(shape, sp) for phase in ("fwd", "bwd")}
-    # a model's repeated layers walk alike: a unit whose ops (the same spec objects, counts and order) meet the
-    # walk in the same state splits the same way, so it is walked once and its split replayed
-    seen: dict[tuple, _UnitSplit] = {}
+    seen: dict[tuple, _UnitWalk] = {}
+    per_unit: list[_UnitWalk] = []
     gemm_flops: list[float] = []
-    for index, unit in enumerate(units):
+    for unit in units:
         walk = walks.get(unit.phase)
         state = (walk.parallel, walk.compute_since_switch) if walk is not None else None
         key = (unit.phase, state, unit.sequence, tuple((id(s), c) for s, c in unit.ops))
         found = seen.get(key)
         if found is None:
-            found = seen[key] = _split_unit(unit, walk, splitter, shape)
+            found = seen[key] = _walk_unit(unit, walk, shape)
         elif walk is not None:
             walk.parallel, walk.compute_since_switch = found.after
             walk.whole += found.whole
         gemm_flops += found.gemm_flops
-        for category, ops in found.pieces:
+        per_unit.append(found)
+    return UnitWalks(units, shape, sp, per_unit, sum(gemm_flops), sum(sum(w.whole) for w in walks.values()))
+
+
+def split_units(units: Sequence[Unit], shape: TransformerShape, tp: int, sp: bool,
+                walked: UnitWalks | None = None) -> SplitResult:
+    """Each unit's ops as one tensor-parallel rank runs them, cut into one unit per pipeline category
+    present (``category``). Optimizer units are left to the caller (their share is the rank's parameters).
+    ``walked``: `walk_units` of these units, shape and sp, shared by the splits of several tp."""
+    if walked is None:
+        walked = walk_units(units, shape, sp)
+    elif walked.units is not units or (walked.shape, walked.sp) != (shape, sp):
+        raise ValueError("walked: a walk of other units (pass the same list), shape or sequence parallelism")
+    splitter = _Splitter(shape, tp, sp)
+    out = SplitResult([], [], [], walked.unsplit_flops, walked.gemm_flops)
+    # units that walked alike hold the same spec objects: their pieces are built once
+    pieces_of: dict[int, tuple[tuple, bool]] = {}
+    for index, (unit, found) in enumerate(zip(units, walked.per_unit)):
+        built = pieces_of.get(id(found))
+        if built is None:
+            built = pieces_of[id(found)] = _pieces(unit, found, splitter)
+        pieces, unchanged = built
+        if unchanged and unit.sequence is None:   # one piece, its ops as they were: the unit itself
+            out.units.append(unit)
+            out.category.append(pieces[0][0])
+            out.source.append(index)
+            continue
+        for category, ops in pieces:
             out.units.append(unit.changed(ops=list(ops), sequence=None))
             out.category.append(category)
             out.source.append(index)
-    out.gemm_flops = sum(gemm_flops)
-    out.unsplit_flops = sum(sum(w.whole) for w in walks.values())
     return out
 
 
 @dataclass(frozen=True)
-class _UnitSplit:
-    pieces: tuple          # (category, ((split spec, calls), ...)) per category present, in order
+class UnitWalks:
+    """`walk_units`' answer: each unit's walk, and the GEMM FLOPs met and kept whole."""
+
+    units: Sequence[Unit]
+    shape: TransformerShape
+    sp: bool
+    per_unit: list             # a `_UnitWalk` per unit (units that walked alike share one)
+    gemm_flops: float
+    unsplit_flops: float
+
+
+@dataclass(frozen=True)
+class _UnitWalk:
+    parts: tuple           # (category, (((op index, how), calls), ...)) per category present, in order
     gemm_flops: list       # FLOPs of its GEMMs, as met
     whole: list            # of which kept whole
     after: tuple | None    # the walk's state after the unit
 
 
-def _split_unit(unit: Unit, walk: _Walk | None, splitter: _Splitter, shape: TransformerShape) -> _UnitSplit:
+def _walk_unit(unit: Unit, walk: _Walk | None, shape: TransformerShape) -> _UnitWalk:
     """One unit walked from the walk's present state (which it advances)."""
     parts: dict[int, dict[tuple[int, str], float]] = {}
     gemm_flops = []
@@ -324,8 +359,17 @@ def _split_unit(unit: Unit, walk: _Walk | None, splitter: _Splitter, shape: Tran
             gemm_flops.append(spec.flops * count)
         entries = parts.setdefault(_category(spec, shape), {})
         entries[(i, how)] = entries.get((i, how), 0.0) + count
-    pieces = tuple((category, tuple((splitter.apply(unit.ops[i][0], how), count)
-                                    for (i, how), count in parts[category].items())) for category in sorted(parts))
+    ordered = tuple((category, tuple(parts[category].items())) for category in sorted(parts))
     if walk is None:
-        return _UnitSplit(pieces, gemm_flops, [], None)
-    return _UnitSplit(pieces, gemm_flops, walk.whole[mark:], (walk.parallel, walk.compute_since_switch))
+        return _UnitWalk(ordered, gemm_flops, [], None)
+    return _UnitWalk(ordered, gemm_flops, walk.whole[mark:], (walk.parallel, walk.compute_since_switch))
+
+
+def _pieces(unit: Unit, found: _UnitWalk, splitter: _Splitter) -> tuple[tuple, bool]:
+    """The unit's pieces at the splitter's tp: (category, ((split spec, calls), ...)) per category, and whether
+    they are the unit's own ops unchanged (one piece, the same specs and calls in their order)."""
+    pieces = tuple((category, tuple((splitter.apply(unit.ops[i][0], how), count) for (i, how), count in entries))
+                   for category, entries in found.parts)
+    unchanged = len(pieces) == 1 and len(pieces[0][1]) == len(unit.ops) and all(
+        new is old and c == count for (new, c), (old, count) in zip(pieces[0][1], unit.ops))
+    return pieces, unchanged
