@@ -1918,6 +1918,23 @@ QUOTES += [
           lambda d, side=side: statistics.median([load(GEMM_M + f"predictor_{side}_run{i}.json")["median_ms"]
                                                   for i in (1, 2)]), INT) for side in ("before", "after"))),
 ]
+STREAM_NET = RESULTS + "issue38_stream_network_trial/"
+
+
+def stream_cells() -> list:
+    """The card's pairs (network / class models as shipped) per set, in both seeds."""
+    out = []
+    for key, view in (("elementwise_half", ""), ("norm_half", ""), ("elementwise_fp32", "above_100us."),
+                      ("norm_fp32", "above_100us.")):
+        for run in ("run2_default_seed_with_lag_view.json", "run3_seed7.json"):
+            out += [F(STREAM_NET + run, f"summary.{key}.{view}{model}.mape") for model in ("network", "class_shipped")]
+    return out
+
+
+QUOTES += [
+    Q(CARD, "half-precision pointwise {} / {} % and {} / {} %, half-precision norms {} / {} % and {} / {} %, fp32 pointwise "
+            "above\n  100 us {} / {} % and {} / {} %, fp32 norms above 100 us {} / {} % and {} / {} %", *stream_cells()),
+]
 TRAINER_10 = STEP_OVER + "hf_overhead_trainer_10pairs.json"
 QUOTES += [
     Q(OVERHEAD, "| `Tracker` loop, 7 s (`loop_run1.json`, `loop_run2.json`) | {} / {} ms | {} / {} ms | {} / {} ms | "
