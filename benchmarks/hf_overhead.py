@@ -8,7 +8,9 @@ that slow drifts of the machine hit both sides alike; separate processes differ 
 from one another (memory layout, CPU placement), which would hide a sub-percent effect. Reported:
 the whole-run wall-time ratio (with / without) per pair and its median; target <= 1.01 (`TARGET`) for each
 workload; beside it, from each run's report, PreNeT's own time as a share of that run (``actual.own_time``,
-`prenet_callbacks.session.own_time`), which the machine's drift between runs does not scatter. What the first run of a process pays once to import the projection and load the
+`prenet_callbacks.session.own_time`), which the machine's drift between runs does not scatter, and the ratio of
+the runs' CPU seconds (the process's threads and finished children, `cpu_seconds`): what PreNeT adds in work,
+which other tenants of a shared machine scatter less than they scatter wall time. What the first run of a process pays once to import the projection and load the
 predictor is measured apart (``import_s``). Torch runs single-threaded unless
 ``PRENET_BENCH_THREADS`` says otherwise. ``--scale 0.05 --pairs 1`` is a smoke test, not a measurement.
 """
@@ -48,6 +50,21 @@ def prepare_process() -> float:
     return time.perf_counter() - started
 
 
+def cpu_seconds() -> float:
+    """CPU seconds this process (every thread) and its finished children have used: a run's CPU time is what
+    the tool costs in work, which other tenants of a shared machine scatter far less than its wall time."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def ratios(runs: list[dict[str, Any]], key: str) -> list[float]:
+    """Per pair, the run with PreNeT's ``key`` over the run without's (runs alternate without, with)."""
+    without = [r[key] for r in runs if not r["with_prenet"]]
+    return [w[key] / o for w, o in zip([r for r in runs if r["with_prenet"]], without)]
+
+
 def run_sequence(name: str, pairs: int, out_dir: str, scale: float, aa: bool = False) -> dict[str, Any]:
     """Warm-up run, then ``pairs`` x (without, with), all in this process; ``aa``: both runs of a pair without
     PreNeT (the protocol's own order effect: the second run's ratio to the first with nothing changed)."""
@@ -57,9 +74,10 @@ def run_sequence(name: str, pairs: int, out_dir: str, scale: float, aa: bool = F
     runs = []
     for pair in range(pairs):
         for with_prenet in (False, True):
+            cpu = cpu_seconds()
             result = run(name, with_prenet=with_prenet and not aa, out_dir=out_dir, scale=scale)
             fit_s = result["fit_s"]
-            runs.append({"with_prenet": with_prenet, "fit_s": fit_s})
+            runs.append({"with_prenet": with_prenet, "fit_s": fit_s, "cpu_s": cpu_seconds() - cpu})
             if with_prenet and result.get("report") is not None and result["report"].actual:
                 runs[-1]["own_time"] = result["report"].actual.get("own_time")
             print(f"{name} pair {pair} prenet={int(with_prenet)}: {fit_s:.2f}s", file=sys.stderr)
@@ -69,15 +87,17 @@ def run_sequence(name: str, pairs: int, out_dir: str, scale: float, aa: bool = F
 def summarise(name: str, result: dict[str, Any]) -> dict[str, Any]:
     runs = result["runs"]
     without = [r["fit_s"] for r in runs if not r["with_prenet"]]
-    with_prenet = [r["fit_s"] for r in runs if r["with_prenet"]]
-    ratios = [w / o for w, o in zip(with_prenet, without)]
+    fit = ratios(runs, "fit_s")
+    cpu = ratios(runs, "cpu_s") if all("cpu_s" in r for r in runs) else []
     own = [r["own_time"]["share"] for r in runs if (r.get("own_time") or {}).get("share") is not None]
-    return {"workload": name, "pairs": len(ratios), "fit_ratio_median": round(statistics.median(ratios), 4),
-            "fit_ratio_per_pair": [round(r, 4) for r in ratios],
+    return {"workload": name, "pairs": len(fit), "fit_ratio_median": round(statistics.median(fit), 4),
+            "fit_ratio_per_pair": [round(r, 4) for r in fit],
+            "cpu_ratio_median": round(statistics.median(cpu), 4) if cpu else None,
+            "cpu_ratio_per_pair": [round(r, 4) for r in cpu],
             "own_time_share_median": round(statistics.median(own), 5) if own else None,
             "own_time_share_per_run": own,
             "fit_s_without_median": round(statistics.median(without), 3), "import_s": round(result["import_s"], 3),
-            "within_target": statistics.median(ratios) <= TARGET}
+            "within_target": statistics.median(fit) <= TARGET}
 
 
 def main() -> None:

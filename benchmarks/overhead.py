@@ -4,7 +4,8 @@
 
 Reports the whole-fit wall-time ratio (with / without) and the per-step ratio after the profiling
 window (median training-batch interval, measured by the same independent clock in both runs), and
-PreNeT's own time in each fit with it, as its report gives it (``actual.own_time``).
+PreNeT's own time in each fit with it, as its report gives it (``actual.own_time``), and the ratio of the fits' CPU
+seconds (``cpu_ratio_median``: what PreNeT adds in work, which other tenants of a shared machine scatter less).
 All fits run in one process, alternating (without, with, without, with, ...) after one discarded
 warm-up fit: separate processes differ by a few percent from one another (memory layout, CPU
 placement), which would hide a sub-percent effect. What the first fit of a process pays once for
@@ -67,12 +68,14 @@ def run_one(name: str, with_callback: bool, out_dir: str) -> dict[str, Any]:
         prenet = PreNeTCallback(report_path=f"{out_dir}/{name}/prenet_report.json", print_report=False)
         callbacks.append(prenet)
     trainer = build_trainer(f"{out_dir}/{name}-{int(with_callback)}", callbacks, settings)
-    start = time.perf_counter()
+    from benchmarks.hf_overhead import cpu_seconds
+
+    start, cpu = time.perf_counter(), cpu_seconds()
     trainer.fit(module, train, val)
-    fit_s = time.perf_counter() - start
+    fit_s, cpu_s = time.perf_counter() - start, cpu_seconds() - cpu
     steady = clock.intervals[_SKIP_BATCHES:]
     own = (prenet.report.actual or {}).get("own_time") if prenet is not None else None
-    return {"with_callback": with_callback, "fit_s": fit_s, "median_step_s": statistics.median(steady),
+    return {"with_callback": with_callback, "fit_s": fit_s, "cpu_s": cpu_s, "median_step_s": statistics.median(steady),
             "mean_step_s": statistics.fmean(steady), "steps": len(steady), "own_time": own}
 
 
@@ -120,6 +123,7 @@ def main() -> None:
     with_cb = [r for r in runs if r["with_callback"]]
     fit_ratios = [w["fit_s"] / o["fit_s"] for w, o in zip(with_cb, without)]
     step_ratios = [w["median_step_s"] / o["median_step_s"] for w, o in zip(with_cb, without)]
+    cpu_ratios = [w["cpu_s"] / o["cpu_s"] for w, o in zip(with_cb, without)]
     fit_without = statistics.median(r["fit_s"] for r in without)
     summary = {
         "workload": args.workload,
@@ -128,6 +132,9 @@ def main() -> None:
         "fit_ratio_per_pair": [round(r, 4) for r in fit_ratios],
         "fit_ratio_including_first_fit_imports": round(
             (statistics.median(r["fit_s"] for r in with_cb) + result["import_s"]) / fit_without, 4),
+        # the fits' CPU seconds (every thread, finished children): PreNeT's work, less scattered by other tenants
+        "cpu_ratio_median": round(statistics.median(cpu_ratios), 4),
+        "cpu_ratio_per_pair": [round(r, 4) for r in cpu_ratios],
         "step_ratio_after_window_median": round(statistics.median(step_ratios), 4),
         "step_ratio_per_pair": [round(r, 4) for r in step_ratios],
         "fit_s_without_median": round(fit_without, 3),

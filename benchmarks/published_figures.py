@@ -1903,6 +1903,50 @@ def step_cells(kind: str) -> list[F]:
             for path, fmt in cells for i in (1, 2)]
 
 
+CPU39 = RESULTS + "issue39_cpu_time/"
+
+
+def hf_cell(name: str, key: str) -> Callable[[Any], Any]:
+    """A value of the one workload in an hf_overhead.json of issue39_cpu_time/."""
+    return lambda d: d["workloads"][0][key] if key in d["workloads"][0] else None
+
+
+def cpu_wall_gap(d: Any) -> float:
+    """The largest |CPU ratio - wall ratio| of any pair in the four hf_overhead files."""
+    files = ("loop_10pairs", "loop_10pairs_aa", "trainer_6pairs", "trainer_6pairs_aa")
+    pairs = [(w["fit_ratio_per_pair"], w["cpu_ratio_per_pair"])
+             for w in (load(CPU39 + f"hf_overhead_{f}.json")["workloads"][0] for f in files)]
+    return max(abs(a - b) for fit, cpu in pairs for a, b in zip(fit, cpu))
+
+
+QUOTES += [
+    Q(OVERHEAD, "and every pair's CPU ratio\ncame within {} of its wall ratio: the loop x{} by both (ten pairs, {} to {}; "
+                "its A/A check x{}), the\n`Trainer` x{} (six pairs, {} to {}; A/A x{}), Lightning's default workload x{} "
+                "and x{} (three\npairs)",
+      F(CPU39 + "hf_overhead_loop_10pairs.json", lambda d: math.ceil(cpu_wall_gap(d) * 1000) / 1000, num(3)),
+      F(CPU39 + "hf_overhead_loop_10pairs.json", hf_cell("loop", "fit_ratio_median"), num(3)),
+      F(CPU39 + "hf_overhead_loop_10pairs.json", lambda d: min(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
+      F(CPU39 + "hf_overhead_loop_10pairs.json", lambda d: max(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
+      F(CPU39 + "hf_overhead_loop_10pairs_aa.json", hf_cell("loop", "fit_ratio_median"), num(3)),
+      F(CPU39 + "hf_overhead_trainer_6pairs.json", hf_cell("trainer", "fit_ratio_median"), num(3)),
+      F(CPU39 + "hf_overhead_trainer_6pairs.json", lambda d: min(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
+      F(CPU39 + "hf_overhead_trainer_6pairs.json", lambda d: max(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
+      F(CPU39 + "hf_overhead_trainer_6pairs_aa.json", hf_cell("trainer", "fit_ratio_median"), num(3)),
+      F(CPU39 + "overhead_lightning.json", "summary.fit_ratio_median", num(3)),
+      F(CPU39 + "overhead_lightning.json", "summary.cpu_ratio_median", num(3))),
+    Q(OVERHEAD, "On the loop, PreNeT's cost is real (x{} against x{} with nothing changed) and its\nown account holds {}% of it",
+      F(CPU39 + "hf_overhead_loop_10pairs.json", hf_cell("loop", "fit_ratio_median"), num(3)),
+      F(CPU39 + "hf_overhead_loop_10pairs_aa.json", hf_cell("loop", "fit_ratio_median"), num(3)),
+      F(CPU39 + "hf_overhead_loop_10pairs.json", hf_cell("loop", "own_time_share_median"), PCT1)),
+    Q(OVERHEAD, "the loop's runs without PreNeT see {}-{} young collections and no full\none; with it {}-{}",
+      *(F(CPU39 + "gc_probe_loop_8pairs.json", lambda d, side=side, pick=pick: pick(
+          n for f in ("gc_probe_loop_run1.json", "gc_probe_loop_8pairs.json")
+          for n in load(CPU39 + f)["summary"][side]["young_collections_per_run"]), INT)
+        for side in ("without", "with") for pick in (min, max))),
+    Q(OVERHEAD, "a full collection of the process's ~400,000 objects, {} and {} ms",
+      F(CPU39 + "gc_probe_loop_run1.json", "summary.with.full_collection_ms", INT),
+      F(CPU39 + "gc_probe_loop_8pairs.json", "summary.with.full_collection_ms", INT)),
+]
 GEMM_M = RESULTS + "issue38_gemm_m_trial/"
 QUOTES += [
     Q(CARD, "took the bf16 GEMMs' violations along m from {} to {} of {}, but along k from\n  {} to {} (worst x{} -> x{})",

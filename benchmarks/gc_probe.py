@@ -1,0 +1,87 @@
+"""Python's garbage collections inside runs with and without PreNeT, alternating in one process.
+
+    python benchmarks/gc_probe.py [--workload loop_encoder_loader_epochs] [--pairs 4] [--json benchmarks/results/gc_probe.json]
+
+A diagnostic for the whole-run overhead that PreNeT's own time does not hold (docs/overhead.md). Runs as
+`hf_overhead.py` runs them (a discarded warm-up, then pairs of without / with), and reads, through ``gc.callbacks``
+(which only watch), each run's collections per generation, their time, and the objects alive before and after.
+A full collection scans every object of the process: a training loop that frees what it makes hardly ever
+triggers one, and a run that keeps more objects alive for a while (PreNeT's projections) moves the process
+towards one.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+class Collections:
+    """Per-generation count and seconds of the collections seen since `reset`."""
+
+    def __init__(self) -> None:
+        self._started = 0.0
+        self.reset()
+
+    def reset(self) -> None:
+        self.count, self.seconds = [0, 0, 0], [0.0, 0.0, 0.0]
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        generation = info["generation"]
+        self.count[generation] += 1
+        self.seconds[generation] += time.perf_counter() - self._started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", default="loop_encoder_loader_epochs")
+    parser.add_argument("--pairs", type=int, default=4)
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--out", default="/tmp/prenet-gc-probe")
+    parser.add_argument("--json", default=str(ROOT / "benchmarks/results/gc_probe.json"))
+    args = parser.parse_args(argv)
+    from benchmarks.hf_overhead import cpu_seconds, prepare_process, runners
+
+    prepare_process()
+    run = runners()[args.workload]
+    seen = Collections()
+    gc.callbacks.append(seen)
+    run(args.workload, with_prenet=False, out_dir=args.out, scale=args.scale)   # warm-up: imports, caches
+    runs = []
+    for pair in range(args.pairs):
+        for with_prenet in (False, True):
+            seen.reset()
+            objects = len(gc.get_objects())
+            started, cpu = time.perf_counter(), cpu_seconds()
+            run(args.workload, with_prenet=with_prenet, out_dir=args.out, scale=args.scale)
+            runs.append({"pair": pair, "with_prenet": with_prenet, "fit_s": round(time.perf_counter() - started, 4),
+                         "cpu_s": round(cpu_seconds() - cpu, 4), "collections": list(seen.count),
+                         "collection_ms": [round(s * 1e3, 2) for s in seen.seconds],
+                         "objects_before": objects, "objects_after": len(gc.get_objects())})
+            print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
+    gc.callbacks.remove(seen)
+    side = lambda flag: [r for r in runs if r["with_prenet"] == flag]  # noqa: E731
+    summary = {flag_name: {"full_collections": sum(r["collections"][2] for r in side(flag)),
+                           "full_collection_ms": round(sum(r["collection_ms"][2] for r in side(flag)), 1),
+                           "young_collections_per_run": [r["collections"][0] for r in side(flag)]}
+               for flag_name, flag in (("with", True), ("without", False))}
+    result = {"benchmark": "gc_probe", "command": "python benchmarks/gc_probe.py " + " ".join(
+        argv if argv is not None else sys.argv[1:]), "date": time.strftime("%Y-%m-%d %H:%M"),
+        "workload": args.workload, "summary": summary, "runs": runs}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""benchmarks/hf_overhead.py judges a run with PreNeT against the one before it: wall time and CPU time per pair."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from benchmarks.hf_overhead import cpu_seconds, summarise
+
+
+def test_pairs_are_judged_on_wall_and_cpu_time_and_own_time_is_read_from_the_reports() -> None:
+    runs = []
+    for fit, cpu in ((10.0, 9.0), (10.5, 9.1), (10.0, 9.5), (9.8, 9.6)):
+        runs.append({"with_prenet": False, "fit_s": fit, "cpu_s": cpu})
+        runs.append({"with_prenet": True, "fit_s": fit * 1.02, "cpu_s": cpu * 1.004, "own_time": {"share": 0.004}})
+    summary = summarise("w", {"import_s": 0.1, "runs": runs})
+    assert summary["pairs"] == 4 and summary["fit_ratio_median"] == pytest.approx(1.02)
+    assert summary["cpu_ratio_median"] == pytest.approx(1.004) and len(summary["cpu_ratio_per_pair"]) == 4
+    assert summary["own_time_share_median"] == 0.004 and not summary["within_target"]
+    older = summarise("w", {"import_s": 0.1, "runs": [{k: v for k, v in r.items() if k != "cpu_s"} for r in runs]})
+    assert older["cpu_ratio_median"] is None and older["fit_ratio_median"] == pytest.approx(1.02)
+
+
+def test_cpu_seconds_count_this_process_work_not_its_sleep() -> None:
+    start = cpu_seconds()
+    time.sleep(0.2)
+    slept = cpu_seconds() - start
+    start = cpu_seconds()
+    deadline = time.perf_counter() + 0.2
+    while time.perf_counter() < deadline:
+        pass
+    busy = cpu_seconds() - start
+    assert slept < 0.1 and busy > slept
