@@ -1922,7 +1922,7 @@ def cpu_wall_gap(d: Any) -> float:
 QUOTES += [
     Q(OVERHEAD, "and every pair's CPU ratio\ncame within {} of its wall ratio: the loop x{} by both (ten pairs, {} to {}; "
                 "its A/A check x{}), the\n`Trainer` x{} (six pairs, {} to {}; A/A x{}), Lightning's default workload x{} "
-                "and x{} (three\npairs)",
+                "by wall time and\nx{} by CPU time (three pairs)",
       F(CPU39 + "hf_overhead_loop_10pairs.json", lambda d: math.ceil(cpu_wall_gap(d) * 1000) / 1000, num(3)),
       F(CPU39 + "hf_overhead_loop_10pairs.json", hf_cell("loop", "fit_ratio_median"), num(3)),
       F(CPU39 + "hf_overhead_loop_10pairs.json", lambda d: min(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
