@@ -1,12 +1,14 @@
 """Prediction speed: a 40-target table for a 500-layer model, after the profile.
 
-    python benchmarks/projection_speed.py [--layers 500] [--targets 40] [--layouts 0] [--repeats 9] [--processes 5]
+    python benchmarks/projection_speed.py [--layers 500] [--targets 40] [--layouts 0] [--uniform] [--repeats 9] [--processes 5]
 
 A timing benchmark (run it on a quiet machine). It builds a report as the session writes it for a
 500-layer model measured on an A100 (each layer: a forward GEMM, two backward GEMMs, a norm, a
 pointwise op and an SDPA call fused forward and backward) and times `project_report` onto 40 targets
 (single GPUs, one-node and multi-node targets), the predictor already loaded. Target: <= 50 ms.
-``--layouts K`` makes the last K of them tensor/pipeline-parallel layouts (`LAYOUTS`).
+``--layouts K`` makes the last K of them tensor/pipeline-parallel layouts (`LAYOUTS`). The layers cycle over 35
+shapes, so that the predictor meets many distinct ops; ``--uniform`` gives every layer one shape, as a GPT or
+Llama stack has (not the budget's case).
 Writes ``benchmarks/results/projection_speed.json`` (``--out``).
 """
 from __future__ import annotations
@@ -34,10 +36,11 @@ def _op(name, phase, op_class, flops, read, written, dims, count=1.0):
                      "bytes_written": written, "dims": dims, "tf32": False}}
 
 
-def synthetic_report(layers: int) -> Report:
+def synthetic_report(layers: int, uniform: bool = False) -> Report:
+    """The report; its layers cycle over 35 shapes (7 token counts x 5 widths), or all share one (``uniform``)."""
     rows = []
     for i in range(layers):
-        m, k = 4096 + (i % 7) * 64, 1024 + (i % 5) * 128
+        m, k = (4096, 1024) if uniform else (4096 + (i % 7) * 64, 1024 + (i % 5) * 128)
         gemm = dict(b=1, m=m, n=k, k=k)
         attention = dict(b=8, heads=16, s_q=512, s_kv=512, d=64, causal=1, sdpa=1)
         rows.append({"name": f"blocks.{i}", "module_type": "Block", "calls_per_step": 1, "forward_s": 4e-5,
@@ -90,12 +93,12 @@ def targets(n: int, layouts: int = 0) -> list[str]:
     return out[:n - layouts] + LAYOUTS[:layouts]
 
 
-def _time_in_this_process(layers: int, names: list[str], repeats: int) -> list[float]:
+def _time_in_this_process(layers: int, names: list[str], repeats: int, uniform: bool = False) -> list[float]:
     predictor, _ = default_predictor()
-    project_report(synthetic_report(layers), names[:2], predictor=predictor)   # imports, catalog, predictor warm
+    project_report(synthetic_report(layers, uniform), names[:2], predictor=predictor)   # imports, catalog, predictor warm
     seconds = []
     for _ in range(repeats):
-        report = synthetic_report(layers)
+        report = synthetic_report(layers, uniform)
         start = time.perf_counter()
         project_report(report, names, predictor=predictor)
         seconds.append(time.perf_counter() - start)
@@ -109,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layouts", type=int, default=0,
                         help="how many of the targets are tensor/pipeline-parallel layouts (default 0)")
     parser.add_argument("--repeats", type=int, default=9, help="timed projections per process")
+    parser.add_argument("--uniform", action="store_true",
+                        help="every layer of one shape, as a GPT or Llama stack (default: 35 shapes, the budget's case)")
     parser.add_argument("--processes", type=int, default=5,
                         help="fresh processes, one after another: on a shared machine a whole process can run "
                              "~1.5x slower than the next (every stage alike), so one process is not a measurement")
@@ -117,15 +122,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = targets(args.targets, args.layouts)
     if args.child:
-        print(json.dumps(_time_in_this_process(args.layers, names, args.repeats)))
+        print(json.dumps(_time_in_this_process(args.layers, names, args.repeats, args.uniform)))
         return 0
     per_process = []
     for _ in range(args.processes):
         out = subprocess.run([sys.executable, __file__, "--child", "--layers", str(args.layers), "--targets",
-                              str(args.targets), "--layouts", str(args.layouts), "--repeats", str(args.repeats)],
+                              str(args.targets), "--layouts", str(args.layouts), "--repeats", str(args.repeats)]
+                             + (["--uniform"] if args.uniform else []),
                              capture_output=True, text=True, check=True).stdout
         per_process.append(statistics.median(json.loads(out.strip().splitlines()[-1])) * 1e3)
-    result = {"layers": args.layers, "targets": len(names), "layout_targets": args.layouts, "repeats": args.repeats,
+    result = {"layers": args.layers, "uniform": args.uniform, "targets": len(names), "layout_targets": args.layouts,
+              "repeats": args.repeats,
               "processes": args.processes,
               "median_ms": round(statistics.median(per_process), 2),
               "process_medians_ms": [round(x, 2) for x in per_process],

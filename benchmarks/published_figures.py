@@ -1866,6 +1866,8 @@ QUOTES += [
       *(F(LAYOUT_SPEED + "unit_reuse/t8_plain_before_run1.json",
           lambda d, pick=pick: pick(load(LAYOUT_SPEED + f"unit_reuse/t8_plain_{s}_run{i}.json")["median_ms"]
                                     for s in ("before", "after") for i in (1, 2)), INT) for pick in (min, max))),
+    Q(MODEL_PARALLEL, "40 targets take {} and {} ms, and {} and {} ms with ten of them layouts",
+      *(F(LAYOUT_SPEED + f"uniform/layouts{n}_run{i}.json", "median_ms", INT) for n in (0, 10) for i in (1, 2))),
     Q(MODEL_PARALLEL, "moved the\nmedian of the rounds from {} to {} ms",
       *(F(LAYOUT_SPEED + f"work_ladder/{side}_run1.json",
           lambda d, side=side: statistics.median(load(LAYOUT_SPEED + f"work_ladder/{side}_run{i}.json")["median_ms"]

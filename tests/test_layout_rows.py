@@ -271,3 +271,17 @@ def test_a_measured_units_time_goes_whole_to_one_piece_and_shared_among_several(
             assert own == [measured]
         else:
             assert sum(own) == pytest.approx(measured, rel=1e-12) and all(0 < t < measured for t in own)
+
+
+def test_the_speed_benchmarks_uniform_stack_is_one_transformer_shape():
+    """`projection_speed.py --uniform`: every layer one shape, recognised as a transformer (its layouts are priced)."""
+    from benchmarks.projection_speed import synthetic_report
+    from prenet_callbacks.projection.from_report import workload_from_report
+    from prenet_callbacks.projection.parallel import layout_workload
+
+    report = synthetic_report(6, uniform=True)
+    dims = {tuple(op["spec"]["dims"].items()) for row in report.measured["layers"]["layers"][:-1]
+            for op in row["ops"] if op["spec"]["op_class"] == "gemm"}
+    assert len(dims) == 1
+    shape, reason = layout_workload.model_shape(workload_from_report(report))
+    assert reason is None and (shape.hidden, shape.tokens, shape.layers) == (1024, 4096, 6)
