@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=str(ROOT / "benchmarks/results/gc_probe.json"))
     args = parser.parse_args(argv)
     from benchmarks.hf_overhead import cpu_seconds, prepare_process, runners
+    from benchmarks.result_file import write_result
 
     prepare_process()
     run = runners()[args.workload]
@@ -74,11 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                            "full_collection_ms": round(sum(r["collection_ms"][2] for r in side(flag)), 1),
                            "young_collections_per_run": [r["collections"][0] for r in side(flag)]}
                for flag_name, flag in (("with", True), ("without", False))}
-    result = {"benchmark": "gc_probe", "command": "python benchmarks/gc_probe.py " + " ".join(
-        argv if argv is not None else sys.argv[1:]), "date": time.strftime("%Y-%m-%d %H:%M"),
-        "workload": args.workload, "summary": summary, "runs": runs}
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    write_result(args.json, "gc_probe", argv, workload=args.workload, summary=summary, runs=runs)
     print(json.dumps(summary, indent=1))
     return 0
 

@@ -1230,8 +1230,8 @@ QUOTES += [
       F(RESULTS + "issue38_speed/overhead/overhead_lightning.json", lambda d: max(d["summary"]["own_time_share_per_pair"]), Fmt(2, 100)),
       F(RESULTS + "issue38_speed/overhead/overhead_lightning.json", "summary.own_per_batch_us_median", num(1)),
       F(RESULTS + "issue38_speed/overhead/hf_overhead_loop_10pairs.json", "workloads.0.fit_ratio_median", num(3)),
-      F(RESULTS + "issue38_speed/overhead/hf_overhead_loop_10pairs.json", lambda d: min(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
-      F(RESULTS + "issue38_speed/overhead/hf_overhead_loop_10pairs.json", lambda d: max(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
+      F(RESULTS + "issue38_speed/overhead/hf_overhead_loop_10pairs.json", hf_pairs(min), num(3)),
+      F(RESULTS + "issue38_speed/overhead/hf_overhead_loop_10pairs.json", hf_pairs(max), num(3)),
       F(RESULTS + "issue38_speed/overhead/hf_overhead_loop_10pairs.json", "workloads.0.own_time_share_median", Fmt(2, 100)),
       F(RESULTS + "issue39_short_loop/hf_overhead_loop_10pairs.json", "workloads.0.own_time_share_median", Fmt(2, 100))),
     Q(OVERHEAD, "targets): {} ms median (process medians {}-{}, `projection_speed_envelope.json`)",
@@ -1253,8 +1253,8 @@ QUOTES += [
       F(RESULTS + "issue38_speed/overhead/overhead_lightning_final.json", "summary.fit_ratio_median", num(3)),
       *(F(RESULTS + "issue38_speed/overhead/overhead_lightning_final.json", f"summary.fit_ratio_per_pair.{i}", num(3)) for i in range(3)),
       F(RESULTS + "issue38_speed/overhead/hf_overhead_loop_10pairs_final.json", "workloads.0.fit_ratio_median", num(3)),
-      F(RESULTS + "issue38_speed/overhead/hf_overhead_loop_10pairs_final.json", lambda d: min(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
-      F(RESULTS + "issue38_speed/overhead/hf_overhead_loop_10pairs_final.json", lambda d: max(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
+      F(RESULTS + "issue38_speed/overhead/hf_overhead_loop_10pairs_final.json", hf_pairs(min), num(3)),
+      F(RESULTS + "issue38_speed/overhead/hf_overhead_loop_10pairs_final.json", hf_pairs(max), num(3)),
       F(RESULTS + "issue38_speed/overhead/hf_overhead_loop_10pairs_final.json", "workloads.0.own_time_share_median", Fmt(2, 100))),
     Q(OVERHEAD, "without the blocks, the same protocol an hour earlier gave {} -> {} ms",
       F(PRED_AB_STEP1, "summary.before.median_ms", num(1)), F(PRED_AB_STEP1, "summary.after.median_ms", num(1))),
@@ -1908,9 +1908,9 @@ def step_cells(kind: str) -> list[F]:
 CPU39 = RESULTS + "issue39_cpu_time/"
 
 
-def hf_cell(name: str, key: str) -> Callable[[Any], Any]:
+def hf_cell(key: str) -> Callable[[Any], Any]:
     """A value of the one workload in an hf_overhead.json of issue39_cpu_time/."""
-    return lambda d: d["workloads"][0][key] if key in d["workloads"][0] else None
+    return lambda d: d["workloads"][0][key]
 
 
 def cpu_wall_gap(d: Any) -> float:
@@ -1926,20 +1926,20 @@ QUOTES += [
                 "its A/A check x{}), the\n`Trainer` x{} (six pairs, {} to {}; A/A x{}), Lightning's default workload x{} "
                 "by wall time and\nx{} by CPU time (three pairs)",
       F(CPU39 + "hf_overhead_loop_10pairs.json", lambda d: math.ceil(cpu_wall_gap(d) * 1000) / 1000, num(3)),
-      F(CPU39 + "hf_overhead_loop_10pairs.json", hf_cell("loop", "fit_ratio_median"), num(3)),
-      F(CPU39 + "hf_overhead_loop_10pairs.json", lambda d: min(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
-      F(CPU39 + "hf_overhead_loop_10pairs.json", lambda d: max(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
-      F(CPU39 + "hf_overhead_loop_10pairs_aa.json", hf_cell("loop", "fit_ratio_median"), num(3)),
-      F(CPU39 + "hf_overhead_trainer_6pairs.json", hf_cell("trainer", "fit_ratio_median"), num(3)),
-      F(CPU39 + "hf_overhead_trainer_6pairs.json", lambda d: min(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
-      F(CPU39 + "hf_overhead_trainer_6pairs.json", lambda d: max(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
-      F(CPU39 + "hf_overhead_trainer_6pairs_aa.json", hf_cell("trainer", "fit_ratio_median"), num(3)),
+      F(CPU39 + "hf_overhead_loop_10pairs.json", hf_cell("fit_ratio_median"), num(3)),
+      F(CPU39 + "hf_overhead_loop_10pairs.json", hf_pairs(min), num(3)),
+      F(CPU39 + "hf_overhead_loop_10pairs.json", hf_pairs(max), num(3)),
+      F(CPU39 + "hf_overhead_loop_10pairs_aa.json", hf_cell("fit_ratio_median"), num(3)),
+      F(CPU39 + "hf_overhead_trainer_6pairs.json", hf_cell("fit_ratio_median"), num(3)),
+      F(CPU39 + "hf_overhead_trainer_6pairs.json", hf_pairs(min), num(3)),
+      F(CPU39 + "hf_overhead_trainer_6pairs.json", hf_pairs(max), num(3)),
+      F(CPU39 + "hf_overhead_trainer_6pairs_aa.json", hf_cell("fit_ratio_median"), num(3)),
       F(CPU39 + "overhead_lightning.json", "summary.fit_ratio_median", num(3)),
       F(CPU39 + "overhead_lightning.json", "summary.cpu_ratio_median", num(3))),
     Q(OVERHEAD, "On the loop, PreNeT's cost is real (x{} against x{} with nothing changed) and its\nown account holds {}% of it",
-      F(CPU39 + "hf_overhead_loop_10pairs.json", hf_cell("loop", "fit_ratio_median"), num(3)),
-      F(CPU39 + "hf_overhead_loop_10pairs_aa.json", hf_cell("loop", "fit_ratio_median"), num(3)),
-      F(CPU39 + "hf_overhead_loop_10pairs.json", hf_cell("loop", "own_time_share_median"), PCT1)),
+      F(CPU39 + "hf_overhead_loop_10pairs.json", hf_cell("fit_ratio_median"), num(3)),
+      F(CPU39 + "hf_overhead_loop_10pairs_aa.json", hf_cell("fit_ratio_median"), num(3)),
+      F(CPU39 + "hf_overhead_loop_10pairs.json", hf_cell("own_time_share_median"), PCT1)),
     Q(OVERHEAD, "the loop's runs without PreNeT see {}-{} young collections and no full\none; with it {}-{}",
       *(F(CPU39 + "gc_probe_loop_8pairs.json", lambda d, side=side, pick=pick: pick(
           n for f in ("gc_probe_loop_run1.json", "gc_probe_loop_8pairs.json")
@@ -1989,7 +1989,7 @@ QUOTES += [
                 "x{} / x{} | {} / {} ms |", *step_cells("trainer")),
     Q(OVERHEAD, "The steady steps' difference ({} ms over {} `Trainer` steps in one run, {} ms in the other)",
       F(STEP_OVER + "trainer_run2.json", "summary.excess_ms.steps 41-600", INT),
-      F(STEP_OVER + "trainer_run2.json", lambda d: d["summary"]["steps"] - 40, INT),
+      F(STEP_OVER + "trainer_run2.json", lambda d: d["summary"]["steps"] - STEP_HEAD, INT),
       F(STEP_OVER + "trainer_run1.json", "summary.excess_ms.steps 41-600", Fmt(0, sign=True))),
     Q(OVERHEAD, "its own time there is {}-{} µs a batch",
       F(STEP_OVER + "loop_run1.json", lambda d: min(r["own_time_per_batch_us"] for k in ("loop", "trainer")
@@ -2007,8 +2007,8 @@ QUOTES += [
       F(STEP_OVER + "trainer_run1.json", step_share("trainer", ("steps 1-40", "close"), batches=True), PCT1)),
     Q(OVERHEAD, "judged it above the target all the same: x{}\n(pairs {} to {}, {} of ten above 1.01), own time {}%",
       F(TRAINER_10, "workloads.0.fit_ratio_median", num(3)),
-      F(TRAINER_10, lambda d: min(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
-      F(TRAINER_10, lambda d: max(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
+      F(TRAINER_10, hf_pairs(min), num(3)),
+      F(TRAINER_10, hf_pairs(max), num(3)),
       F(TRAINER_10, lambda d: ("none", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")[
           sum(r > 1.01 for r in d["workloads"][0]["fit_ratio_per_pair"])], Fmt(pattern=r"[a-z]+")),
       F(TRAINER_10, "workloads.0.own_time_share_median", Fmt(2, 100))),

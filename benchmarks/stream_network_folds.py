@@ -170,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     from threadpoolctl import threadpool_limits
 
     from predictor_models.predictor.training import SEED
+    from benchmarks.result_file import write_result
     from predictor_models.train import load_training_set
 
     torch.set_num_threads(1)
@@ -200,11 +201,8 @@ def main(argv: list[str] | None = None) -> int:
                     summary[f"{cls}_{precision}"]["network_plus_median_lag"] = _weighted(long, "network_plus_median_lag")
                     summary[f"{cls}_{precision}"]["above_100us"] = {
                         k: _weighted(long, k, "above_100us") for k in ("network", "class_shipped")}
-    result = {"benchmark": "stream_network_folds", "command": "python benchmarks/stream_network_folds.py "
-              + " ".join(argv if argv is not None else sys.argv[1:]), "date": time.strftime("%Y-%m-%d %H:%M"),
-              "seed": seed, "cap": args.cap, "summary": summary, "rows": rows, "harness_lags_s": lags}
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    write_result(args.json, "stream_network_folds", argv, seed=seed, cap=args.cap, summary=summary, rows=rows,
+                 harness_lags_s=lags)
     print(json.dumps(summary, indent=1))
     return 0
 

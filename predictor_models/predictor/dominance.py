@@ -128,6 +128,9 @@ def _envelope_sets(asked: tuple, extra: tuple, modes: tuple,
             order.append(b)
         return index[b]
 
+    def itself_then_measured(x: int, related: np.ndarray) -> list[int]:
+        return [x] + [y for y in np.flatnonzero(related & measured).tolist() if y != x]
+
     sets: dict[int, tuple[list[list[int]], list[list[int]]]] = {}
     for mode in modes:
         f = _compared(figs, mode)
@@ -136,13 +139,11 @@ def _envelope_sets(asked: tuple, extra: tuple, modes: tuple,
         env: dict[int, int] = {}           # device -> its place in ``downs``
         ups, downs = [], []
         for a in range(len(asked)):
-            members = [a] + [u for u in np.flatnonzero(below[:, a] & measured).tolist() if u != a]
             up = []
-            for u in members:
+            for u in itself_then_measured(a, below[:, a]):      # a and the measured devices above it
                 if u not in env:
                     env[u] = len(downs)
-                    downs.append([placed(b) for b in [u] + [b for b in np.flatnonzero(below[u] & measured).tolist()
-                                                              if b != u]])
+                    downs.append([placed(b) for b in itself_then_measured(u, below[u])])   # u and those below
                 up.append(env[u])
             ups.append(up)
         sets[mode] = (ups, downs)

@@ -121,26 +121,26 @@ def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predict
     shared by the targets of one projection (those with the same tp, sp and micro-batch share their split; those
     with the same layout on other GPUs share the rank's step); ``memo``: the projection's `PriceMemo`."""
     key = ("split", layout.tp, layout.sp, mb.scale)
-    found = cache.get(key) if cache is not None else None
-    if found is None:
-        found = _split_step(workload, layout, mb, predictor, memo, cache)
-        if cache is not None:
-            cache[key] = found
+    found = _cached(cache, key, lambda: _split_step(workload, layout, mb, predictor, memo, cache))
     if isinstance(found, str):
         return found
+
+    def rank() -> RankStep:
+        flats = _cached(cache, key + ("flats",),
+                        lambda: (flatten(found[1]), flatten(found[2]) if found[2] is not None else None))
+        return _rank_of(workload, layout, mb, found, flats)
+
     # the targets with the same layout on other GPUs share the rank's step (and are priced together)
-    rank_key = ("rank", layout.tp, layout.sp, mb.scale, layout.pp, mb.size)
-    if cache is not None and rank_key in cache:
-        return cache[rank_key]
-    flats = cache.get(key + ("flats",)) if cache is not None else None
-    if flats is None:
-        flats = (flatten(found[1]), flatten(found[2]) if found[2] is not None else None)
-        if cache is not None:
-            cache[key + ("flats",)] = flats
-    rank = _rank_of(workload, layout, mb, found, flats)
-    if cache is not None:
-        cache[rank_key] = rank
-    return rank
+    return _cached(cache, ("rank", layout.tp, layout.sp, mb.scale, layout.pp, mb.size), rank)
+
+
+def _cached(cache: dict | None, key: tuple, make):
+    """``cache[key]``, made by ``make()`` and kept there the first time (no cache: made each time)."""
+    if cache is None:
+        return make()
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
 
 
 def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, found: tuple,
@@ -167,12 +167,8 @@ def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predi
     micro, shape, reason = _micro_step(workload, accumulate, mb.scale, cache)
     if shape is None:
         return reason
-    walk_key = ("walk", accumulate, mb.scale, layout.sp)   # the walk does not depend on tp: splits share it
-    walked = cache.get(walk_key) if cache is not None else None
-    if walked is None:
-        walked = walk_units(micro, shape, layout.sp)
-        if cache is not None:
-            cache[walk_key] = walked
+    # the walk does not depend on tp: splits share it
+    walked = _cached(cache, ("walk", accumulate, mb.scale, layout.sp), lambda: walk_units(micro, shape, layout.sp))
     split = split_units(micro, shape, layout.tp, layout.sp, walked)
     anchored = workload.anchor is not None and any(u.measured_s is not None for u in workload.units)
     measured = _measured_units(workload, split, shape, accumulate, predictor, memo, cache) if anchored else None
@@ -187,14 +183,11 @@ def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predi
 def _micro_step(workload: Workload, accumulate: float, scale: float, cache: dict | None):
     """(one micro-batch's forward and backward units, their transformer shape or None, why none), once per
     micro-batch size in a projection (``cache``)."""
-    key = ("micro", accumulate, scale)
-    found = cache.get(key) if cache is not None else None
-    if found is None:
+    def make() -> tuple:
         micro = _per_micro_batch(workload.units, accumulate, scale)
-        found = (micro, *recognise(micro))
-        if cache is not None:
-            cache[key] = found
-    return found
+        return (micro, *recognise(micro))
+
+    return _cached(cache, ("micro", accumulate, scale), make)
 
 
 def _python_shared(units: list[Unit], source: list[int], n_split: int) -> list[Unit]:
@@ -216,22 +209,14 @@ def _measured_units(workload: Workload, split, shape: TransformerShape, accumula
     """The run's own ops and time behind each split unit (see the module docstring). ``cache``: the projection's
     (`rank_step`): the recorded step cut by category once for every split of the same model shape."""
     run_accumulate = accumulate / max(workload.micro_batches, 1e-12)
-    key = ("recorded", shape, run_accumulate)
-    found = cache.get(key) if cache is not None else None
-    if found is None:
+    def cut() -> tuple:
         recorded = _per_micro_batch(workload.measured_units or workload.units, run_accumulate, 1.0)
-        found = recorded, split_units(recorded, shape, 1, False)
-        if cache is not None:
-            cache[key] = found
-    recorded, whole = found
+        return recorded, split_units(recorded, shape, 1, False)
+
+    recorded, whole = _cached(cache, ("recorded", shape, run_accumulate), cut)
     # the pieces (source unit, category) do not depend on tp or sp, so splits of one shape share the answer
-    pieces_key = ("recorded pieces", shape, run_accumulate, tuple(split.source), tuple(split.category))
-    if cache is not None and pieces_key in cache:
-        return cache[pieces_key]
-    out = _anchored_pieces(workload, recorded, whole, split, predictor, memo)
-    if cache is not None:
-        cache[pieces_key] = out
-    return out
+    return _cached(cache, ("recorded pieces", shape, run_accumulate, tuple(split.source), tuple(split.category)),
+                   lambda: _anchored_pieces(workload, recorded, whole, split, predictor, memo))
 
 
 def _anchored_pieces(workload: Workload, recorded: list[Unit], whole, split, predictor, memo) -> list[Unit]:
@@ -252,8 +237,8 @@ def _anchored_pieces(workload: Workload, recorded: list[Unit], whole, split, pre
     totals = np.bincount(split.source, weights=predicted, minlength=len(recorded))
     out = list(parts)
     for i in shared.tolist():
-        part, unit = parts[i], recorded[split.source[i]]
         source = split.source[i]
+        part, unit = parts[i], recorded[source]
         share = predicted[i] / totals[source] if totals[source] > 0 else 1.0 / pieces[source]
         out[i] = part.changed(measured_s=None if unit.measured_s is None else unit.measured_s * share,
                               python_s=None if unit.python_s is None else unit.python_s * share)
