@@ -1,7 +1,8 @@
-"""What the half-precision work ladder (`predictor_models/predictor/monotone.py`) costs on GPUs the models never saw,
-and on the GPUs they were trained on.
+"""What holding half-precision ops monotone in their work costs on GPUs the models never saw, and on the GPUs they
+were trained on: pointwise ops and norms on their work grid (`predictor_models/predictor/work_grid.py`; the work
+ladder of `monotone.py` until 2026-12-06), as shipped (``ladder``) and not held (``no_ladder``).
 
-    python benchmarks/pointwise_ladder_folds.py [--json OUT]
+    python benchmarks/pointwise_ladder_folds.py [--steps-per-octave N] [--json OUT]
 
 For each GPU with half-precision pointwise rows (Vidur's fp16: A100-SXM4-80GB, A40, H100-SXM5), the class models are
 trained on every other GPU (as `python -m predictor_models.evaluate` does) and the held-out GPU's fp16/bf16
@@ -73,15 +74,21 @@ def run() -> dict:
                 own = _both_ways(shipped, ops, device, sub.seconds, {"gpu": gpu, "op": op_class, "n": int(rows.size)})
                 in_sample.append(own)
                 print("in sample:", json.dumps(own), flush=True)
-    return {"benchmark": "pointwise_ladder_folds", "command": "python benchmarks/pointwise_ladder_folds.py", "rows": rows_out,
-            "in_sample": in_sample}
+    return {"benchmark": "pointwise_ladder_folds", "rows": rows_out, "in_sample": in_sample}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", default=str(ROOT / "benchmarks/results/pointwise_ladder_folds.json"))
+    parser.add_argument("--steps-per-octave", type=int, default=None,
+                        help="grid points per doubling of the work (work_grid.STEPS_PER_OCTAVE; default: as shipped)")
     args = parser.parse_args(argv)
-    result = run()
+    if args.steps_per_octave:
+        from predictor_models.predictor import work_grid
+
+        work_grid.STEPS_PER_OCTAVE = args.steps_per_octave
+    result = {"command": "python benchmarks/pointwise_ladder_folds.py" + (
+        f" --steps-per-octave {args.steps_per_octave}" if args.steps_per_octave else ""), **run()}
     Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
     return 0
 

@@ -20,6 +20,7 @@ from .mlp import predict_ensemble_columns, predict_mlp
 from .mono import MonoNet
 from .monotone import HELD_DTYPES, ladder_columns
 from .optable import op_columns, op_mode
+from .work_grid import work_grid
 
 DEFAULT_UTILISATION = 0.5      # for unmodelled ops: bound / 0.5 (documented in the model card)
 DEFAULT_RELATIVE_ERROR = 0.30  # band for classes without a held-out measurement
@@ -205,17 +206,35 @@ class Predictor:
         # distinct kernel once and copy its row back
         first, inverse = _distinct(cols)
         distinct = [virtual[i] for i in first]
-        # and never below the same op with less work (monotone.py); rungs shared by several ops priced once
         unique = cols.take(first)
+        # a held pointwise op or norm reads its family's grid of sizes (work_grid.py), not its own prediction, so it
+        # is never faster than the same op with less work; its own row is not priced
+        hold = np.fromiter((op.dtype in self.monotone for op in distinct), dtype=bool, count=len(distinct))
+        grid = work_grid(unique, hold)
+        own = np.ones(len(distinct), dtype=bool)
+        if grid is not None:
+            own[grid.held] = False
+        kept = np.flatnonzero(own)
+        priced = unique if grid is None else unique.take(kept)
+        # any other held op is never below the same op with less work (monotone.py); a rung shared by several ops
+        # is priced once
         ladder, owner = ladder_columns(distinct, unique, self.monotone)
         if ladder is not None:
             rung_first, rung_inverse = _distinct(ladder)
-            unique = unique.concat(ladder.take(rung_first))
+            priced = priced.concat(ladder.take(rung_first))
+        rungs = len(priced)
+        if grid is not None:
+            priced = priced.concat(grid.cols)
         with one_blas_thread():
-            times = self._times(unique, devices, rungs_from=len(distinct))
+            times = self._times(priced, devices, rungs_from=len(kept))
+        distinct_times = np.empty((len(distinct), len(devices)))
+        distinct_times[kept] = times[:len(kept)]
         if ladder is not None:
-            np.maximum.at(times, owner, times[len(distinct):][rung_inverse])
-        return self._scatter(times[:len(distinct)][inverse], parent, mult, identity, out)
+            np.maximum.at(distinct_times, owner, times[len(kept):rungs][rung_inverse])
+        if grid is not None:
+            own_bound = bound_seconds(matrix(unique.take(grid.held), device_columns(devices)))
+            distinct_times[grid.held] = grid.held_times(times[rungs:], own_bound)
+        return self._scatter(distinct_times[inverse], parent, mult, identity, out)
 
     def _times(self, cols, devices: list, rungs_from: int | None = None) -> np.ndarray:
         """Seconds for every virtual op (rows of ``cols``) on every device; rows from ``rungs_from`` on are

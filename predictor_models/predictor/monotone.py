@@ -1,14 +1,18 @@
 """Time that does not fall as an op's work grows: the lattice of smaller ops each prediction is held above.
 
 The utilisation models are free functions of their features, so between measured shapes they can
-dip: an add of 2x the elements predicted faster than the smaller one. Physics says otherwise: the
-larger op's kernel can always do the smaller one's work and more. So each op's time is the maximum of
+dip: a convolution of 2x the batch predicted faster than the smaller one. Physics says otherwise: the
+larger op's kernel can always do the smaller one's work and more. So each held op's time is the maximum of
 its own prediction and those of the same op with its work dimensions halved, quartered, ... down to 1,
-every combination of them (`smaller_ops`): a pointwise op's elements, a norm's rows, a convolution's batch
-(`WORK_DIMS`). An op whose sizes are power-of-two multiples of another's holds every point of
-the smaller one's lattice, so it is never predicted faster (`tests/test_predictor_monotone.py`).
-Predictions build the lattice as columns (`ladder_columns`, the same rungs as `smaller_ops` without an
-`OpSpec` each) and price a rung shared by several ops once.
+every combination of them (`smaller_ops`, along `WORK_DIMS`). An op whose sizes are power-of-two multiples of
+another's holds every point of the smaller one's lattice, so it is never predicted faster
+(`tests/test_predictor_monotone.py`). Predictions build the lattice as columns (`ladder_columns`, the same rungs
+as `smaller_ops` without an `OpSpec` each) and price a rung shared by several ops once.
+
+Pointwise ops and norms are no longer held here but on their family's grid of sizes (`work_grid.py`,
+2026-12-06): monotone at every size, not only at power-of-two multiples, and shared by a family's members
+(a 500-layer step's adds and norms were ~1,000 rungs). What the ladder still holds is a half-precision
+convolution's batch where no tensor-core network prices it (a Pascal GPU's fp16).
 
 GEMMs are not held: their lattice over (b, m, n, k) has thousands of points per op, and a ladder along
 each dimension alone lets one dimension's dip raise the smaller op and not the larger (measured: more
@@ -30,15 +34,12 @@ from .optable import _DIM_INDEX, OpColumns
 # of Python and launch before the kernel; model card, "Known limits"), so holding fp32 ops above their
 # smaller ones spreads that lag onto mid-size kernels (measured: the H200's fp32 steps 3.1% -> 3.6%
 # median, worst 7.4% -> 11.5%). Half-precision rows come from kernel-timed sources (OpenXLA, Vidur).
+# The same dtypes are held on the work grid (work_grid.py).
 HELD_DTYPES = frozenset({"bfloat16", "float16"})
 MAX_RUNGS = 16          # a dimension of 65,536 reaches 1
-# Work dimensions per class; flops and bytes are proportional to each (a conv's weights aside).
-WORK_DIMS = {"elementwise": ("numel",), "conv": ("n",), "norm": ("rows",)}
-# A norm is held along its rows only (the batch and sequence a step grows with), at its own columns: its rungs stay
-# at a measured norm's width. Its lattice of rows x columns (until 2026-12-05) reached shapes far from every measured
-# half-precision norm, whose predictions then raised the measured ones: the trained GPUs' own fp16 norms (Vidur) went
-# from 5.9% to 95.8% MAPE on the H100, 4.6% to 44.0% on the A100 SXM4, 4.7% to 32.2% on the A40 (model card,
-# "Physics, partly enforced").
+# Work dimensions per class; flops and bytes are proportional to each (a conv's weights aside). Pointwise ops and
+# norms (numel, rows) are held on their grid instead (work_grid.GRID_DIMS).
+WORK_DIMS = {"conv": ("n",)}
 
 
 def _sizes(value: float) -> list[float]:

@@ -1,0 +1,112 @@
+"""Held pointwise ops and norms never get faster with more work, at any size (predictor/work_grid.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from predictor_models.datasets.common import elementwise_op, norm_op
+from predictor_models.hardware import list_hardware, lookup_hardware
+from predictor_models.predictor import Predictor
+from predictor_models.predictor import work_grid as grid_module
+from predictor_models.predictor.monotone import HELD_DTYPES
+from predictor_models.predictor.optable import op_columns
+from predictor_models.predictor.work_grid import work_grid
+from prenet_callbacks.projection.pricing.predictor_source import default_predictor
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Predictor:
+    return default_predictor()[0]
+
+
+def _random_family(rng: np.random.Generator, sizes: np.ndarray) -> list:
+    """One family (alike in all but the work dimension) at the given sizes, of a random kind and dtype."""
+    dtype = str(rng.choice(["bfloat16", "float16"]))
+    if rng.random() < 0.5:
+        inputs = int(rng.integers(1, 4))
+        name = str(rng.choice(["aten::add", "aten::mul", "aten::gelu", "aten::exp"]))
+        return [elementwise_op(float(s), inputs, dtype, name=name) for s in sizes]
+    cols = int(rng.choice([1, 7, 64, 333, 768, 4096, 12288]))
+    name = str(rng.choice(["aten::native_layer_norm", "aten::_softmax"]))
+    return [norm_op(int(s), cols, dtype, name=name) for s in sizes]
+
+
+def test_more_work_is_never_faster_at_any_size_on_random_families_and_gpus(shipped: Predictor) -> None:
+    """Sizes drawn at random (not powers of two apart), each family on random catalog GPUs: 0 violations."""
+    rng = np.random.default_rng(20261206)
+    catalog = [d for d in list_hardware(vendor="NVIDIA") if d.memory_bandwidth_gbs]
+    checked = 0
+    for _ in range(40):
+        sizes = np.unique(np.round(np.exp(rng.uniform(0.0, np.log(2e8), size=25))).clip(1))
+        family = _random_family(rng, sizes)
+        devices = [catalog[i] for i in rng.choice(len(catalog), size=5, replace=False)]
+        times = shipped.predict_matrix(family, devices)
+        assert (times[1:] >= times[:-1] * (1 - 1e-9)).all()
+        checked += times[1:].size
+    assert checked > 3000
+
+
+def test_a_held_op_is_never_below_its_roofline(shipped: Predictor) -> None:
+    rng = np.random.default_rng(3)
+    devices = [lookup_hardware(g) for g in ("T4", "A100", "H100", "B200", "L4")]
+    family = _random_family(rng, np.unique(np.round(np.exp(rng.uniform(0, np.log(1e9), size=40)))))
+    times = shipped.predict_matrix(family, devices)
+    bounds = np.column_stack([shipped.bound_seconds(family, d) for d in devices])
+    assert (times >= bounds * (1 - 1e-9)).all()
+
+
+class _Dipping(Predictor):
+    """Raw times that rise to 1e6 FLOPs and fall beyond: the grid must hold them."""
+
+    @staticmethod
+    def raw(flops: np.ndarray) -> np.ndarray:
+        return np.where(flops < 1e6, 1e-8 * flops, 1e-2 * (1e6 / np.maximum(flops, 1.0)))
+
+    def _times(self, cols, devices, rungs_from=None):
+        return np.repeat(self.raw(np.asarray(cols.flops, dtype=float))[:, None], len(devices), axis=1)
+
+
+def test_the_grid_holds_a_dipping_model_at_its_running_maximum() -> None:
+    model = _Dipping({}, {})
+    device = lookup_hardware("A100")
+    chain = [elementwise_op(2 ** i, 1, "bfloat16", name="aten::relu") for i in range(10, 26)]   # 1 FLOP an element
+    model.monotone = frozenset()
+    raw = model.predict_matrix(chain, [device])[:, 0]
+    assert (raw[1:] < raw[:-1]).any()                    # the raw model dips
+    model.monotone = HELD_DTYPES
+    held = model.predict_matrix(chain, [device])[:, 0]
+    assert (held[1:] >= held[:-1]).all()
+    # at a grid point the time is the running maximum of the raw times on the grid below it
+    grid = 2.0 ** (np.arange(0, 51) / grid_module.STEPS_PER_OCTAVE)
+    assert held[-1] == pytest.approx(_Dipping.raw(grid).max())
+    assert held[:10] == pytest.approx(raw[:10])           # below the dip the raw times are kept
+
+
+def test_a_family_shares_one_grid_that_keeps_its_other_columns() -> None:
+    """Norms of one width share a grid from one row up to the largest; another width is another family; fp32 is not
+    held (its public small-op times carry a host lag)."""
+    ops = [norm_op(rows, 768, "bfloat16", name="aten::native_layer_norm") for rows in (100, 1000, 4096)]
+    ops.append(norm_op(1000, 64, "bfloat16", name="aten::native_layer_norm"))
+    ops.append(norm_op(1000, 768, "float32", name="aten::native_layer_norm"))
+    cols = op_columns(ops)
+    hold = np.array([op.dtype in HELD_DTYPES for op in ops])
+    grid = work_grid(cols, hold, steps_per_octave=2)
+    assert grid.held.tolist() == [0, 1, 2, 3]
+    assert grid.family_starts.tolist() == [0, 21]        # 64 columns: 1 .. 2^10 in half octaves (21 points)
+    assert len(grid.cols) == 21 + 25                     # 768 columns: 1 .. 2^12 (4096 is a grid point)
+    widths = grid.cols.dims[:, list(op_columns([ops[0]]).dims[0]).index(768.0)]
+    assert set(widths[:21]) == {64.0} and set(widths[21:]) == {768.0}
+    # 4096 rows sit on a grid point: no interpolation
+    assert grid.weight[2] == 0.0 and grid.lower[2] == grid.upper[2] == 21 + 24
+    assert work_grid(op_columns(ops[4:]), np.array([False])) is None
+
+
+def test_grid_rows_scale_flops_and_bytes_with_the_work() -> None:
+    op = elementwise_op(3000.0, 2, "float16", name="aten::add")
+    grid = work_grid(op_columns([op]), np.array([True]), steps_per_octave=1)
+    sizes = 2.0 ** np.arange(len(grid.cols))
+    assert len(grid.cols) == 13                           # 1 .. 4096, the first power of two at or above 3000
+    assert np.allclose(grid.cols.flops, op.flops / 3000.0 * sizes)
+    assert np.allclose(grid.cols.bytes, (op.bytes_read + op.bytes_written) / 3000.0 * sizes)
+    assert grid.lower[0] == 11 and grid.upper[0] == 12
+    assert grid.weight[0] == pytest.approx(np.log2(3000.0) - 11)
