@@ -141,15 +141,20 @@ class Flat:
 def flatten(units: Sequence, before: Flat | None = None) -> Flat:
     """The flat view of `units` (each with ``ops``: a list of ``(OpSpec, count)``). ``before``: the flat view of
     units that come first (the result is ``flatten(those + units)``, without walking them again)."""
-    objects = [spec for u in units for spec, _ in u.ops]
-    counts = np.fromiter((count for u in units for _, count in u.ops), dtype=float, count=len(objects))
+    entries = [entry for u in units for entry in u.ops]
+    objects = [spec for spec, _ in entries]
+    counts = np.array([count for _, count in entries], dtype=float)
     first = before.n_units if before is not None else 0
     unit_of = np.repeat(np.arange(first, first + len(units)), [len(u.ops) for u in units])
-    interner = _Interner()   # repeated layers share spec objects: mostly a lookup by id
+    interner = _Interner()
     if before is not None:
         for spec in before.specs:   # distinct by content, in first-seen order: they keep their indices
             interner.index(spec)
-    op_of = np.fromiter(map(interner.index, objects), dtype=int, count=len(objects))
+    # repeated layers share spec objects: each object is interned once (in first-seen order), every entry looked up
+    # by its id in C (the objects list keeps them alive, so an id names one object throughout)
+    ids = list(map(id, objects))
+    index_of = {key: interner.index(spec) for key, spec in dict(zip(ids, objects)).items()}
+    op_of = np.fromiter(map(index_of.__getitem__, ids), dtype=int, count=len(ids))
     if before is None:
         return Flat(interner.specs, unit_of.astype(int), op_of, counts, len(units))
     return Flat(interner.specs, np.concatenate([before.unit_of, unit_of]).astype(int),
