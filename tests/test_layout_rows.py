@@ -260,7 +260,7 @@ def test_a_measured_units_time_goes_whole_to_one_piece_and_shared_among_several(
     mb = layout_workload.micro_batches(workload, target.layout, "per_device")
     shape, _ = layout_workload.model_shape(workload)
     split = split_units(micro, shape, 4, False)
-    pieces = layout_workload._measured_units(workload, split, shape, 1.0, predictor)
+    pieces = layout_workload._measured_units(workload, split.source, split.category, shape, 1.0, predictor)
     assert mb.count == 1 and len(pieces) == len(split.units)
     counts = Counter(split.source)
     assert max(counts.values()) > 1   # a unit cut in two: its time is shared

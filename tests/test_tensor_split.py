@@ -180,6 +180,12 @@ def test_one_walk_serves_every_tp_and_untouched_units_are_kept_as_they_are():
             assert [(u.name, u.phase, u.ops, u.sequence) for u in shared.units] == \
                 [(u.name, u.phase, u.ops, u.sequence) for u in alone.units]
             assert (shared.gemm_flops, shared.unsplit_flops) == (alone.gemm_flops, alone.unsplit_flops)
+            # the walk alone says where each output unit comes from, and the units can carry given times
+            assert walked.pieces() == (alone.source, alone.category)
+            times = [(0.001 * i, None if i % 2 else 0.5 * i) for i in range(len(alone.units))]
+            timed = split_units(units, shape, tp, sp, walked, times)
+            assert [(u.measured_s, u.python_s) for u in timed.units] == times
+            assert [(u.name, u.phase, u.ops) for u in timed.units] == [(u.name, u.phase, u.ops) for u in alone.units]
     with pytest.raises(ValueError, match="walk of other units"):
         split_units(list(units), shape, 2, False, walk_units(units, shape, False))
 

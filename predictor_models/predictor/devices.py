@@ -63,25 +63,50 @@ def device_columns(devices: Sequence) -> DeviceColumns:
     `peak_flops` may raise `UnsupportedPrecisionError` (the fp32 peak stands in; ``notes`` says so
     when it is a missing catalog figure); any other error is a fault and propagates.
     """
-    rows = []
-    notes: list[str] = []
+    rows, notes = [], []
     for dev in devices:
-        if not getattr(dev, "memory_bandwidth_gbs", None):
-            raise ValueError(f"{getattr(dev, 'name', dev)}: no memory bandwidth in the catalog; cannot bound ops")
-        fp32 = float(dev.peak_flops("float32")) if dev.fp32_tflops else 1e12
-        cc = _compute_capability(dev)
-        peaks = [_peak(dev, m, fp32, notes) for m in MODES]
-        tensor = [0.0 if m in ("fp32", "fp64") or cc < 7.0 or peaks[i] <= fp32 * 1.01 else 1.0
-                  for i, m in enumerate(MODES)]
-        sms, clock = dev.sm_count or DEFAULT_SM, dev.boost_clock_mhz or 1500.0
-        tdp = getattr(dev, "tdp_w", None) or DEFAULT_W_PER_SM_GHZ * sms * clock / 1e3
-        rows.append((dev.name, dev.memory_bandwidth_gbs * 1e9, sms, (dev.l2_cache_mb or DEFAULT_L2_MB) * 2**20,
-                     clock, dev.memory_gb or 16.0, float(tdp), peaks, tensor, cc))
+        row, dev_notes = _device_row(dev)
+        rows.append(row)
+        notes += dev_notes
     col = lambda i: np.array([r[i] for r in rows], dtype=np.float64)  # noqa: E731
     return DeviceColumns(tuple(r[0] for r in rows), col(1), col(2), col(3), col(4), col(5), col(6),
                          np.array([r[7] for r in rows], dtype=np.float64).reshape(len(rows), len(MODES)),
                          np.array([r[8] for r in rows], dtype=np.float64).reshape(len(rows), len(MODES)),
                          tuple(dict.fromkeys(notes)), col(9))
+
+
+_ROWS: dict[int, tuple] = {}   # id -> (device, its row, its notes): a frozen catalog entry is read once
+_MAX_ROWS = 512
+
+
+def _device_row(dev) -> tuple[tuple, list[str]]:
+    """One device's figures as `device_columns` lays them out, and its notes (kept per device object: a projection
+    asks for the same catalog entries in every call)."""
+    found = _ROWS.get(id(dev))
+    if found is not None and found[0] is dev:
+        return found[1], found[2]
+    if not getattr(dev, "memory_bandwidth_gbs", None):
+        raise ValueError(f"{getattr(dev, 'name', dev)}: no memory bandwidth in the catalog; cannot bound ops")
+    notes: list[str] = []
+    fp32 = float(dev.peak_flops("float32")) if dev.fp32_tflops else 1e12
+    cc = _compute_capability(dev)
+    peaks = [_peak(dev, m, fp32, notes) for m in MODES]
+    tensor = [0.0 if m in ("fp32", "fp64") or cc < 7.0 or peaks[i] <= fp32 * 1.01 else 1.0
+              for i, m in enumerate(MODES)]
+    sms, clock = dev.sm_count or DEFAULT_SM, dev.boost_clock_mhz or 1500.0
+    tdp = getattr(dev, "tdp_w", None) or DEFAULT_W_PER_SM_GHZ * sms * clock / 1e3
+    row = (dev.name, dev.memory_bandwidth_gbs * 1e9, sms, (dev.l2_cache_mb or DEFAULT_L2_MB) * 2**20,
+           clock, dev.memory_gb or 16.0, float(tdp), peaks, tensor, cc)
+    if _is_frozen(dev):   # a mutable stand-in (a test's, a user's) is read afresh each time
+        if len(_ROWS) >= _MAX_ROWS:
+            _ROWS.clear()
+        _ROWS[id(dev)] = (dev, row, notes)
+    return row, notes
+
+
+def _is_frozen(dev) -> bool:
+    params = getattr(type(dev), "__dataclass_params__", None)
+    return bool(params is not None and params.frozen)
 
 
 def _compute_capability(dev) -> float:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+from itertools import compress, repeat
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
@@ -90,7 +91,7 @@ class Predictor:
         self.monotone: frozenset[str] = HELD_DTYPES
         # each device between the GPUs of its generation below and above it (dominance.py); False: raw
         self.device_envelope: bool = True
-        self._memo: dict | None = None      # the `remembering` scope's times, by (op, device)
+        self._memo: dict | None = None      # the `remembering` scope's times: per device, by op
         self._memo_ladder: frozenset[str] = self.monotone   # the ladder the scope's times were priced with
         self._metadata = dict(metadata)
         self.heldout = dict(heldout or {})
@@ -183,18 +184,21 @@ class Predictor:
         memo = self._memo
         if memo is None or keys is None or self._memo_ladder != self.monotone:
             return self._predict_distinct(ops, devices)
-        device_keys = [device_key(d) for d in devices]
-        times = np.array([[memo.get((key, dev), np.nan) for dev in device_keys] for key in keys]).reshape(
-            len(ops), len(devices))
+        # one dict per device (op key -> seconds): a column is read and written in C, not pair by pair
+        known = [memo.setdefault(device_key(d), {}) for d in devices]
+        times = np.empty((len(ops), len(devices)))
+        for j, column in enumerate(known):
+            times[:, j] = np.fromiter(map(column.get, keys, repeat(np.nan)), dtype=float, count=len(keys))
         missing = np.isnan(times)
         rows, columns = np.flatnonzero(missing.any(axis=1)), np.flatnonzero(missing.any(axis=0))
         if rows.size:
             fresh = self._predict_distinct([ops[i] for i in rows], [devices[j] for j in columns])
             block = np.ix_(rows, columns)
             times[block] = np.where(missing[block], fresh, times[block])   # what was remembered stays as it was
-            for i, row in zip(rows.tolist(), fresh):
-                for j, value in zip(columns.tolist(), row.tolist()):
-                    memo.setdefault((keys[i], device_keys[j]), value)
+            row_keys = [keys[i] for i in rows.tolist()]
+            for c, j in enumerate(columns.tolist()):
+                new = missing[rows, j].tolist()
+                known[j].update(zip(compress(row_keys, new), compress(fresh[:, c].tolist(), new)))
         return times
 
     def _predict_distinct(self, ops: list[OpSpec], devices: list) -> np.ndarray:

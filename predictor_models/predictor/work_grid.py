@@ -99,50 +99,47 @@ def _families(cols: OpColumns, held: np.ndarray, s: np.ndarray) -> tuple[np.ndar
     work_index = np.array([_DIM_INDEX[GRID_DIMS[c]] for c in cols.op_class[held]])
     dims[np.arange(held.size), work_index] = 0.0
     codes = np.array([sorted(GRID_DIMS).index(c) for c in cols.op_class[held]], dtype=np.float64)
-    alike = np.column_stack([codes, cols.mode[held], cols.heavy[held], cols.softmax[held], cols.esize[held], dims])
+    alike = np.column_stack([codes, cols.mode[held], cols.heavy[held], cols.softmax[held], cols.esize[held],
+                             dims[:, dims.any(axis=0)]])   # the dims any of them has (most are no class's)
     _, group = np.unique(alike, axis=0, return_inverse=True)
     group = group.reshape(-1)
     flops, moved = cols.flops[held], cols.bytes[held]
-    family = np.empty(held.size, dtype=np.int64)
-    rates: dict[str, list] = {k: [] for k in ("source", "flops_per_unit", "flops_fixed", "bytes_per_unit",
-                                               "bytes_fixed")}
-    for g in range(int(group.max()) + 1):
-        members = np.flatnonzero(group == g)
-        lines = [_line(s[members], x[members]) for x in (flops, moved)]
-        if lines[0] is not None and lines[1] is not None:
-            parts = [(members, lines)]
-        else:   # in proportion to the size, grouped by the rate
-            rate = lambda x: np.round(RATIO_STEPS * np.log2(np.maximum(x[members] / s[members], 1e-30)))  # noqa: E731
-            _, bucket = np.unique(np.column_stack([rate(flops), rate(moved)]), axis=0, return_inverse=True)
-            parts = []
-            for b in range(int(bucket.max()) + 1):
-                part = members[bucket.reshape(-1) == b]
-                largest = part[np.argmax(s[part])]
-                parts.append((part, [(x[largest] / s[largest], 0.0) for x in (flops, moved)]))
-        for part, ((flops_per_unit, flops_fixed), (bytes_per_unit, bytes_fixed)) in parts:
-            family[part] = len(rates["source"])
-            rates["source"].append(part[np.argmax(s[part])])
-            rates["flops_per_unit"].append(flops_per_unit)
-            rates["flops_fixed"].append(flops_fixed)
-            rates["bytes_per_unit"].append(bytes_per_unit)
-            rates["bytes_fixed"].append(bytes_fixed)
-    return family, {k: np.asarray(v) for k, v in rates.items()}
+    (flops_line, flops_fixed, flops_on), (bytes_line, bytes_fixed, bytes_on) = (_lines(group, s, x)
+                                                                               for x in (flops, moved))
+    on_line = flops_on & bytes_on
+    # off a line: in proportion to the size, grouped by the rate
+    rate = lambda x: np.round(RATIO_STEPS * np.log2(np.maximum(x / s, 1e-30)))  # noqa: E731
+    bucket = np.where(on_line[group][:, None], 0.0, np.column_stack([rate(flops), rate(moved)]))
+    _, family = np.unique(np.column_stack([group, bucket]), axis=0, return_inverse=True)
+    family = family.reshape(-1)
+    order = np.lexsort((s, family))
+    source = order[np.r_[np.flatnonzero(np.diff(family[order])), order.size - 1]]   # each family's largest member
+    line = on_line[group[source]]
+    g = group[source]
+    return family, {"source": source,
+                    "flops_per_unit": np.where(line, flops_line[g], flops[source] / s[source]),
+                    "flops_fixed": np.where(line, flops_fixed[g], 0.0),
+                    "bytes_per_unit": np.where(line, bytes_line[g], moved[source] / s[source]),
+                    "bytes_fixed": np.where(line, bytes_fixed[g], 0.0)}
 
 
-def _line(size: np.ndarray, x: np.ndarray) -> tuple[float, float] | None:
-    """``(per_unit, fixed)`` with ``x = per_unit * size + fixed`` for every member (both >= 0), through the largest
-    and the smallest size; None when a member is off that line (beyond float rounding) or the line is not physical."""
-    big, small = np.argmax(size), np.argmin(size)
-    if size[big] == size[small]:
-        return (x[big] / size[big], 0.0) if np.all(x == x[big]) else None
-    per_unit = (x[big] - x[small]) / (size[big] - size[small])
-    fixed = x[big] - per_unit * size[big]
-    if per_unit < 0 or fixed < -1e-9 * max(abs(x[big]), 1.0):
-        return None
-    fixed = max(fixed, 0.0)
-    if not np.allclose(per_unit * size + fixed, x, rtol=1e-9, atol=0.0):
-        return None
-    return per_unit, fixed
+def _lines(group: np.ndarray, size: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group, ``(per_unit, fixed, on)``: the line ``x = per_unit * size + fixed`` through its largest and
+    smallest member, and whether every member lies on it (to float rounding) with both parts >= 0. A group of one
+    size is on its line when its members agree (``fixed`` 0)."""
+    groups = int(group.max()) + 1
+    order = np.lexsort((size, group))
+    ends = np.r_[np.flatnonzero(np.diff(group[order])), order.size - 1]
+    big, small = order[ends], order[np.r_[0, ends[:-1] + 1]]
+    span = size[big] - size[small]
+    one_size = span == 0
+    per_unit = np.where(one_size, x[big] / size[big], (x[big] - x[small]) / np.where(one_size, 1.0, span))
+    fixed = np.where(one_size, 0.0, x[big] - per_unit * size[big])
+    physical = (per_unit >= 0) & (fixed >= -1e-9 * np.maximum(np.abs(x[big]), 1.0))
+    fixed = np.maximum(fixed, 0.0)
+    off = np.abs(per_unit[group] * size + fixed[group] - x) > 1e-9 * np.abs(x)
+    on = physical & (np.bincount(group, weights=off, minlength=groups) == 0)
+    return per_unit, fixed, on
 
 
 def _is_grid_class(op_class: np.ndarray) -> np.ndarray:

@@ -169,12 +169,17 @@ def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predi
         return reason
     # the walk does not depend on tp: splits share it
     walked = _cached(cache, ("walk", accumulate, mb.scale, layout.sp), lambda: walk_units(micro, shape, layout.sp))
-    split = split_units(micro, shape, layout.tp, layout.sp, walked)
     anchored = workload.anchor is not None and any(u.measured_s is not None for u in workload.units)
-    measured = _measured_units(workload, split, shape, accumulate, predictor, memo, cache) if anchored else None
-    if measured is not None:
-        units = [u.changed(measured_s=m.measured_s, python_s=m.python_s) for u, m in zip(split.units, measured)]
+    if anchored:
+        # what each new unit measured, from the walk alone (its pieces do not depend on tp): the units are made once
+        source, category = walked.pieces()
+        same = workload.measured_units is None and workload.micro_batches == 1 and mb.scale == 1.0
+        measured = _measured_units(workload, source, category, shape, accumulate, predictor, memo, cache,
+                                   micro if same else None)
+        split = split_units(micro, shape, layout.tp, layout.sp, walked, [(m.measured_s, m.python_s) for m in measured])
+        units = split.units
     else:
+        split, measured = split_units(micro, shape, layout.tp, layout.sp, walked), None
         units = _python_shared(split.units, split.source, len(split.units))
     unsplit = split.unsplit_flops / split.gemm_flops if split.gemm_flops else 0.0
     return shape, units, measured, split.category, unsplit
@@ -204,42 +209,48 @@ def _python_shared(units: list[Unit], source: list[int], n_split: int) -> list[U
     return out
 
 
-def _measured_units(workload: Workload, split, shape: TransformerShape, accumulate: float,
-                    predictor, memo=None, cache: dict | None = None) -> list[Unit]:
-    """The run's own ops and time behind each split unit (see the module docstring). ``cache``: the projection's
-    (`rank_step`): the recorded step cut by category once for every split of the same model shape."""
+def _measured_units(workload: Workload, source: list[int], category: list[int], shape: TransformerShape,
+                    accumulate: float, predictor, memo=None, cache: dict | None = None,
+                    micro: list[Unit] | None = None) -> list[Unit]:
+    """The run's own ops and time behind each split unit (``source`` and ``category`` of each; see the module
+    docstring). ``cache``: the projection's (`rank_step`): the recorded step cut by category once for every split of
+    the same model shape. ``micro``: the micro-batch's units where they are the recorded step's own (their walk
+    without sequence parallelism is then shared)."""
     run_accumulate = accumulate / max(workload.micro_batches, 1e-12)
     def cut() -> tuple:
+        if micro is not None:
+            walked = _cached(cache, ("walk", accumulate, 1.0, False), lambda: walk_units(micro, shape, False))
+            return micro, split_units(micro, shape, 1, False, walked)
         recorded = _per_micro_batch(workload.measured_units or workload.units, run_accumulate, 1.0)
         return recorded, split_units(recorded, shape, 1, False)
 
     recorded, whole = _cached(cache, ("recorded", shape, run_accumulate), cut)
     # the pieces (source unit, category) do not depend on tp or sp, so splits of one shape share the answer
-    return _cached(cache, ("recorded pieces", shape, run_accumulate, tuple(split.source), tuple(split.category)),
-                   lambda: _anchored_pieces(workload, recorded, whole, split, predictor, memo))
+    return _cached(cache, ("recorded pieces", shape, run_accumulate, tuple(source), tuple(category)),
+                   lambda: _anchored_pieces(workload, recorded, whole, source, category, predictor, memo))
 
 
-def _anchored_pieces(workload: Workload, recorded: list[Unit], whole, split, predictor, memo) -> list[Unit]:
+def _anchored_pieces(workload: Workload, recorded: list[Unit], whole, source: list[int], category: list[int],
+                     predictor, memo) -> list[Unit]:
     """Each split piece's recorded ops, with the source unit's measured time shared by the anchor's predictions."""
     from prenet_callbacks.projection.pricing.scaling import unit_matrix
 
     by_key = {(s, c): u for s, c, u in zip(whole.source, whole.category, whole.units)}
-    parts = [by_key[s, c] if (s, c) in by_key else recorded[s].changed(ops=[])
-             for s, c in zip(split.source, split.category)]
-    pieces = np.bincount(split.source, minlength=len(recorded))
+    parts = [by_key[s, c] if (s, c) in by_key else recorded[s].changed(ops=[]) for s, c in zip(source, category)]
+    pieces = np.bincount(source, minlength=len(recorded))
     # a source cut into one piece keeps all its time (the piece is the recorded unit's category cut, which
     # carries its times already): only the pieces of sources cut in several are predicted on the anchor
-    shared = np.flatnonzero(pieces[split.source] > 1)
+    shared = np.flatnonzero(pieces[source] > 1)
     predicted = np.zeros(len(parts))
     if shared.size:
         predicted[shared] = unit_matrix([parts[i] for i in shared.tolist()], [workload.anchor], predictor,
                                         memo)[0][:, 0]
-    totals = np.bincount(split.source, weights=predicted, minlength=len(recorded))
+    totals = np.bincount(source, weights=predicted, minlength=len(recorded))
     out = list(parts)
     for i in shared.tolist():
-        source = split.source[i]
-        part, unit = parts[i], recorded[source]
-        share = predicted[i] / totals[source] if totals[source] > 0 else 1.0 / pieces[source]
+        origin = source[i]
+        part, unit = parts[i], recorded[origin]
+        share = predicted[i] / totals[origin] if totals[origin] > 0 else 1.0 / pieces[origin]
         out[i] = part.changed(measured_s=None if unit.measured_s is None else unit.measured_s * share,
                               python_s=None if unit.python_s is None else unit.python_s * share)
     return out

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Sequence
 
 from predictor_models.op_spec import OpSpec
@@ -274,6 +275,9 @@ def _in_order(unit: Unit) -> list[tuple[int, float]]:
     return [(i, unit.ops[i][1] / seen[i]) for i in sequence]
 
 
+_SPEC, _COUNT = itemgetter(0), itemgetter(1)   # of a unit's (spec, calls) entries
+
+
 def walk_units(units: Sequence[Unit], shape: TransformerShape, sp: bool) -> UnitWalks:
     """How each unit's ops split (`split_units`' first half, which does not depend on tp): walked in order, per
     phase. A model's repeated layers walk alike: a unit whose ops (the same spec objects, counts and order) meet
@@ -285,7 +289,7 @@ def walk_units(units: Sequence[Unit], shape: TransformerShape, sp: bool) -> Unit
     for unit in units:
         walk = walks.get(unit.phase)
         state = (walk.parallel, walk.compute_since_switch) if walk is not None else None
-        key = (unit.phase, state, unit.sequence, tuple((id(s), c) for s, c in unit.ops))
+        key = (unit.phase, state, unit.sequence, tuple(map(id, map(_SPEC, unit.ops))), tuple(map(_COUNT, unit.ops)))
         found = seen.get(key)
         if found is None:
             found = seen[key] = _walk_unit(unit, walk, shape)
@@ -298,10 +302,11 @@ def walk_units(units: Sequence[Unit], shape: TransformerShape, sp: bool) -> Unit
 
 
 def split_units(units: Sequence[Unit], shape: TransformerShape, tp: int, sp: bool,
-                walked: UnitWalks | None = None) -> SplitResult:
+                walked: UnitWalks | None = None, times: Sequence[tuple] | None = None) -> SplitResult:
     """Each unit's ops as one tensor-parallel rank runs them, cut into one unit per pipeline category
     present (``category``). Optimizer units are left to the caller (their share is the rank's parameters).
-    ``walked``: `walk_units` of these units, shape and sp, shared by the splits of several tp."""
+    ``walked``: `walk_units` of these units, shape and sp, shared by the splits of several tp. ``times``: per output
+    unit, the ``(measured_s, python_s)`` it carries in place of its source unit's (its order is `UnitWalks.pieces`')."""
     if walked is None:
         walked = walk_units(units, shape, sp)
     elif walked.units is not units or (walked.shape, walked.sp) != (shape, sp):
@@ -316,12 +321,20 @@ def split_units(units: Sequence[Unit], shape: TransformerShape, tp: int, sp: boo
             built = pieces_of[id(found)] = _pieces(unit, found, splitter)
         pieces, unchanged = built
         if unchanged and unit.sequence is None:   # one piece, its ops as they were: the unit itself
-            out.units.append(unit)
+            if times is None:
+                out.units.append(unit)
+            else:
+                measured_s, python_s = times[len(out.units)]
+                out.units.append(unit.changed(measured_s=measured_s, python_s=python_s))
             out.category.append(pieces[0][0])
             out.source.append(index)
             continue
         for category, ops in pieces:
-            out.units.append(unit.changed(ops=list(ops), sequence=None))
+            if times is None:
+                out.units.append(unit.changed(ops=list(ops), sequence=None))
+            else:
+                measured_s, python_s = times[len(out.units)]
+                out.units.append(unit.changed(ops=list(ops), sequence=None, measured_s=measured_s, python_s=python_s))
             out.category.append(category)
             out.source.append(index)
     return out
@@ -337,6 +350,13 @@ class UnitWalks:
     per_unit: list             # a `_UnitWalk` per unit (units that walked alike share one)
     gemm_flops: float
     unsplit_flops: float
+
+    def pieces(self) -> tuple[list[int], list[int]]:
+        """(source unit, category) of each unit `split_units` makes from this walk, at any tp: a unit gives one
+        piece per category it holds, in the walk's order."""
+        source = [i for i, found in enumerate(self.per_unit) for _ in found.parts]
+        category = [c for found in self.per_unit for c, _ in found.parts]
+        return source, category
 
 
 @dataclass(frozen=True)

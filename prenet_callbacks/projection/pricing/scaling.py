@@ -11,6 +11,7 @@ The host side (who issues these kernels, and how fast) is `host.py`'s job.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import compress
 from typing import Sequence
 
 import numpy as np
@@ -47,7 +48,7 @@ class PriceMemo:
     once. Keyed by object identity; the specs and devices are kept alive with it."""
 
     def __init__(self) -> None:
-        self._seconds: dict[tuple[int, int], float] = {}
+        self._seconds: dict[int, dict[int, float]] = {}   # per device id, by spec id
         self._kept: list[Sequence] = []   # what the ids name stays alive while the memo does
 
     def prefetch(self, predictor, specs: Sequence[OpSpec], devices: Sequence) -> None:
@@ -58,16 +59,22 @@ class PriceMemo:
 
     def times(self, predictor, specs: Sequence[OpSpec], devices: Sequence) -> np.ndarray:
         """`predict_times` of ``specs`` on ``devices``, ``(ops, devices)``, predicting only what is new."""
-        seconds = self._seconds
-        missing = list({id(spec): spec for spec in specs
-                        if any((id(spec), id(device)) not in seconds for device in devices)}.values())
-        if missing:
+        columns = [self._seconds.setdefault(id(device), {}) for device in devices]
+        ids = list(map(id, specs))
+        absent = np.zeros(len(ids), dtype=bool)
+        for column in columns:   # each column looked up in C
+            absent |= ~np.fromiter(map(column.__contains__, ids), dtype=bool, count=len(ids))
+        if absent.any():
+            missing = list({id(spec): spec for spec in compress(specs, absent.tolist())}.values())
             found = predict_times(predictor, missing, devices)
-            for j, device in enumerate(devices):
-                seconds.update(zip(((id(spec), id(device)) for spec in missing), found[:, j].tolist()))
+            missing_ids = list(map(id, missing))
+            for j, column in enumerate(columns):
+                column.update(zip(missing_ids, found[:, j].tolist()))
             self._kept += [missing, list(devices)]
-        return np.array([[seconds[(id(spec), id(device))] for device in devices] for spec in specs]).reshape(
-            len(specs), len(devices))
+        out = np.empty((len(ids), len(devices)))
+        for j, column in enumerate(columns):
+            out[:, j] = np.fromiter(map(column.__getitem__, ids), dtype=float, count=len(ids))
+        return out
 
 
 def unit_matrix(units: list[Unit] | Flat, devices: Sequence, predictor,

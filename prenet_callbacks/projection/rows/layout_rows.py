@@ -185,13 +185,13 @@ def _simulated(rank: RankStep, host: np.ndarray, device: np.ndarray, kernels: np
     """Seconds per band edge (as is, low, high) x category (pre, layer, post, optimizer): each category's units
     issued and run on their own (a stage runs a share of them); the band moves device time by the predictor's
     error and host time by `HOST_ERROR`."""
-    cols = []
-    for device_factor, host_factor in ((1.0, 1.0), (1.0 - rel, 1.0 - HOST_ERROR), (1.0 + rel, 1.0 + HOST_ERROR)):
-        for c in range(4):
-            mask = (rank.category == c).astype(float)
-            cols.append((host * mask * host_factor, device * mask * device_factor, kernels * mask))
-    h, d, k = (np.stack([c[i] for c in cols], axis=1) for i in range(3))
-    return simulate(h, d, k).reshape(3, 4)
+    mask = (rank.category[:, None] == np.arange(4)).astype(float)   # (units, category)
+    device_factors = np.repeat([1.0, 1.0 - rel, 1.0 + rel], 4)       # per column: band edge x category
+    host_factors = np.repeat([1.0, 1.0 - HOST_ERROR, 1.0 + HOST_ERROR], 4)
+    masks = np.tile(mask, 3)
+    h = host[:, None] * masks * host_factors
+    d = device[:, None] * masks * device_factors
+    return simulate(h, d, kernels[:, None] * masks).reshape(3, 4)
 
 
 def _row(ctx: _Context, target, mb: MicroBatches, rank: RankStep, variant, times: DeviceTimes) -> dict[str, Any]:
