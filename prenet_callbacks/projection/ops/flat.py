@@ -39,6 +39,13 @@ class _Interner:
         self._by_object: dict[int, int] = {}
         self._alive: list[OpSpec] = []   # every object looked up: an id is only unique while it lives
 
+    def copy(self) -> "_Interner":
+        """An interner that goes on from this one's specs (and keeps the objects its ids name alive)."""
+        other = _Interner()
+        other.specs, other._by_key = list(self.specs), dict(self._by_key)
+        other._by_object, other._alive = dict(self._by_object), list(self._alive)
+        return other
+
     def index(self, spec: OpSpec) -> int:
         found = self._by_object.get(id(spec))
         if found is None:
@@ -138,6 +145,16 @@ class Flat:
         return Flat(interner.specs, unit_of.astype(int), op_of.astype(int), counts.astype(float), self.n_units)
 
 
+def _interner_of(flat: Flat) -> _Interner:
+    """The interner that made ``flat``'s specs (rebuilt for a flat made otherwise: distinct by content, in order)."""
+    interner = flat._cache.get("interner")
+    if interner is None:
+        interner = flat._cache["interner"] = _Interner()
+        for spec in flat.specs:
+            interner.index(spec)
+    return interner
+
+
 def flatten(units: Sequence, before: Flat | None = None) -> Flat:
     """The flat view of `units` (each with ``ops``: a list of ``(OpSpec, count)``). ``before``: the flat view of
     units that come first (the result is ``flatten(those + units)``, without walking them again)."""
@@ -146,17 +163,18 @@ def flatten(units: Sequence, before: Flat | None = None) -> Flat:
     counts = np.array([count for _, count in entries], dtype=float)
     first = before.n_units if before is not None else 0
     unit_of = np.repeat(np.arange(first, first + len(units)), [len(u.ops) for u in units])
-    interner = _Interner()
-    if before is not None:
-        for spec in before.specs:   # distinct by content, in first-seen order: they keep their indices
-            interner.index(spec)
+    # units that come after ``before`` go on from its interner: its specs keep their indices
+    interner = _Interner() if before is None else _interner_of(before).copy()
     # repeated layers share spec objects: each object is interned once (in first-seen order), every entry looked up
     # by its id in C (the objects list keeps them alive, so an id names one object throughout)
     ids = list(map(id, objects))
     index_of = {key: interner.index(spec) for key, spec in dict(zip(ids, objects)).items()}
     op_of = np.fromiter(map(index_of.__getitem__, ids), dtype=int, count=len(ids))
     if before is None:
-        return Flat(interner.specs, unit_of.astype(int), op_of, counts, len(units))
-    return Flat(interner.specs, np.concatenate([before.unit_of, unit_of]).astype(int),
-                np.concatenate([before.op_of, op_of]).astype(int), np.concatenate([before.counts, counts]),
-                first + len(units))
+        flat = Flat(interner.specs, unit_of.astype(int), op_of, counts, len(units))
+    else:
+        flat = Flat(interner.specs, np.concatenate([before.unit_of, unit_of]).astype(int),
+                    np.concatenate([before.op_of, op_of]).astype(int), np.concatenate([before.counts, counts]),
+                    first + len(units))
+    flat._cache["interner"] = interner
+    return flat

@@ -181,6 +181,13 @@ class Workload:
         """Kernel launches per unit in the run itself (equal to `unit_kernels` unless re-tuned)."""
         return self.measured_flat().kernels
 
+    def cached(self, name: str, make):
+        """``make()``, kept with the workload's other views of its units (which do not change once it is built)."""
+        key = ("cached", name)
+        if key not in self._variants:
+            self._variants[key] = make()
+        return self._variants[key]
+
     def phase_index(self) -> np.ndarray:
         """Each unit's phase as an index into `PHASES` (cached)."""
         cached = self._variants.get("phases")

@@ -42,6 +42,10 @@ class RunShape:
 def python_seconds(workload: Workload) -> np.ndarray | None:
     """Measured Python time per unit (NaN where the generic per-op costs apply); a forward or backward
     unit's runs once per micro-batch (`Workload.micro_batches`)."""
+    return workload.cached("python_s", lambda: _python_seconds(workload))
+
+
+def _python_seconds(workload: Workload) -> np.ndarray | None:
     if all(u.python_s is None for u in workload.units):
         return None
     passes = workload.micro_batches
