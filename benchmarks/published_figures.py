@@ -954,12 +954,12 @@ QUOTES += [
       F(PROJ, "summary.relative_speed_anchored_neusight_nvidia.mape"),
       F(PROJ, "summary.relative_speed_anchored_gavel_without_k80.mape")),
     Q(PROJECTION, "| prediction speed, {}-target table for a {}-layer model | — | **{} ms** median of {} processes "
-                  "({}-{} ms, {}, norms held along their rows only; docs/overhead.md); `python "
-                  "benchmarks/projection_speed.py` | {} ms the same morning (the file at ee03ef9); {}-{} ms before the "
-                  "work ladder was built as columns",
+                  "({}-{} ms, {}, pointwise ops and norms on their work grid; docs/overhead.md); `python "
+                  "benchmarks/projection_speed.py` | {} ms on 2026-12-05 (the file at 7f9f7c3); {} ms that morning (the "
+                  "file at ee03ef9); {}-{} ms before the work ladder was built as columns",
       F(SPEED, "targets", INT), F(SPEED, "layers", INT), F(SPEED, "median_ms", INT), F(SPEED, "processes", INT),
       F(SPEED, "min_ms", INT), F(SPEED, "max_ms", INT), F(SPEED, lambda d: d["date"][:10], DATE),
-      F(SPEED + "@ee03ef9", "median_ms", INT),
+      F(SPEED + "@7f9f7c3", "median_ms", INT), F(SPEED + "@ee03ef9", "median_ms", INT),
       F(LADDER + "before_run2.json", "median_ms", INT), F(LADDER + "before_run1.json", "median_ms", INT)),
     Q(PROJECTION, "before the work ladder was built as columns (`benchmarks/results/projection_speed_ladder/`); {} ms "
                   "on 2026-12-01, before the ladder (a69c739, 2026-12-02) | {} ms — reached |",
@@ -1206,13 +1206,15 @@ QUOTES += [
       F(CALIB_SPEED, "calibrated_predict_ms", INT), F(CALIB_SPEED, "targets.predict_ms", INT)),
     Q(OVERHEAD, "a report of a {}-layer model onto {} targets, predictor loaded, {} projections in each of {} fresh "
                 "processes; `benchmarks/results/projection_speed.json`) is {} ms median on {} (process medians {}-{} "
-                "ms; target {} ms, reached once norms were no longer held by a work ladder over rows x columns, and "
-                "kept with norms held along their rows only, below). It was {} ms on "
+                "ms; target {} ms, reached once norms were no longer held by a work ladder over rows x columns; {} ms on "
+                "2026-12-05, the file at 7f9f7c3, before pointwise ops and norms moved to\ntheir work grid, below). It "
+                "was {} ms on "
                 "2026-12-01 (process medians {}-{} ms, the file at "
                 "ae11471)",
       F(SPEED, "layers", INT), F(SPEED, "targets", INT), F(SPEED, "repeats", INT), F(SPEED, "processes", INT),
       F(SPEED, "median_ms", INT), F(SPEED, lambda d: d["date"][:10], DATE), F(SPEED, "min_ms", INT),
-      F(SPEED, "max_ms", INT), F(SPEED, "target_ms", INT), F(SPEED + "@ae11471", "median_ms", INT),
+      F(SPEED, "max_ms", INT), F(SPEED, "target_ms", INT), F(SPEED + "@7f9f7c3", "median_ms", INT),
+      F(SPEED + "@ae11471", "median_ms", INT),
       F(SPEED + "@ae11471", "min_ms", INT), F(SPEED + "@ae11471", "max_ms", INT)),
     Q(OVERHEAD, "gives {} and {} ms in two runs alternated with the code before it ({} and {} ms;",
       F(LADDER + "after_run1.json", "median_ms", INT), F(LADDER + "after_run2.json", "median_ms", INT),
@@ -1862,6 +1864,23 @@ QUOTES += [
       F(LAYOUT_SPEED + "split_replay/plain_before_run1.json",
         lambda d: max(load(LAYOUT_SPEED + f"split_replay/plain_{s}_run{i}.json")["median_ms"]
                       for s in ("before", "after") for i in (1, 2)), INT)),
+    Q(MODEL_PARALLEL, "the 40 targets with ten layouts {} and {} ms -> {} and {} ms, eight targets of which one is a layout {}\n"
+                      "and {} ms -> {} and {} ms, the plain 40 targets {} and {} ms -> {} and {} ms.",
+      *(F(LAYOUT_SPEED + f"session53/{side}_{tag}_run{i}.json", "median_ms", INT)
+        for tag in ("layouts10", "targets8layouts1", "layouts0") for side in ("before", "after") for i in (1, 2))),
+    Q(CARD, "the {} held ops of its {} distinct ones read {} families' grids, {} rows in all, where the ladder priced {} "
+            "rungs.", *(F(RESULTS + "issue38_work_grid/grid_rows.json", key, INT)
+                        for key in ("held_ops", "distinct_ops", "families", "grid_rows", "ladder_rungs"))),
+    Q(OVERHEAD, "a family's members read one grid, {} rows for the benchmark's {} held ops, where the ladder priced\neach op's "
+                "own halvings ({} rungs)", F(RESULTS + "issue38_work_grid/grid_rows.json", "grid_rows", INT),
+      F(RESULTS + "issue38_work_grid/grid_rows.json", "held_ops", INT),
+      F(RESULTS + "issue38_work_grid/grid_rows.json", "ladder_rungs", INT)),
+    Q(OVERHEAD, "the 40 targets {} and {} ms -> {} and {} ms. The predictor's 10,000 ops x 40 devices went the other way, {} "
+                "and {} ms\n-> {} and {} ms with the grid alone",
+      *(F(LAYOUT_SPEED + f"session53/{side}_layouts0_run{i}.json", "median_ms", INT)
+        for side in ("before", "after") for i in (1, 2)),
+      *(F(RESULTS + f"issue38_work_grid/speed/predictor_{side}_run{i}.json", "median_ms", INT)
+        for side in ("before", "after") for i in (1, 2))),
     Q(MODEL_PARALLEL, "three rounds alternated with the code before: {}, {} and {} ms -> {}, {} and {} ms\n(`unit_reuse/`), "
                       "the plain 40 targets {} and {} ms -> {} and {} ms. Eight targets of which one is a layout (about\n"
                       "what a user names): {} and {} ms -> {} and {} ms, against {}-{} ms for eight plain targets",
