@@ -238,6 +238,35 @@ def test_a_peak_the_catalog_lacks_is_noted_and_a_faulty_device_raises():
         device_columns([Broken(h100)])
 
 
+def test_a_catalog_device_is_read_once_and_a_mutable_stand_in_each_time():
+    """`device_columns` keeps a frozen catalog entry's figures; an object that can change is read afresh."""
+    from dataclasses import replace
+
+    from predictor_models.predictor import devices
+
+    h100 = lookup_hardware("H100")
+    first = devices.device_columns([h100])
+    assert devices._ROWS[id(h100)][0] is h100
+    faster = replace(h100, memory_bandwidth_gbs=2 * h100.memory_bandwidth_gbs)   # another object: its own row
+    assert devices.device_columns([faster, h100]).bandwidth.tolist() == [2 * first.bandwidth[0], first.bandwidth[0]]
+
+    class Mutable:
+        def __init__(self, dev):
+            self.__dict__.update({k: getattr(dev, k) for k in ("name", "memory_bandwidth_gbs", "fp32_tflops",
+                                                                "sm_count", "boost_clock_mhz", "l2_cache_mb",
+                                                                "memory_gb", "tdp_w", "compute_capability")})
+            self.dev = dev
+
+        def peak_flops(self, dtype, tf32=False):
+            return self.dev.peak_flops(dtype, tf32=tf32)
+
+    stand_in = Mutable(h100)
+    assert devices.device_columns([stand_in]).bandwidth[0] == first.bandwidth[0]
+    stand_in.memory_bandwidth_gbs *= 3
+    assert devices.device_columns([stand_in]).bandwidth[0] == 3 * first.bandwidth[0]
+    assert id(stand_in) not in devices._ROWS
+
+
 def test_a_lookup_fault_is_not_an_unknown_gpu():
     samples = _synthetic_samples()[:30] + [Sample(gemm_op(1, 64, 64, 64, "float32"), "No Such GPU", 1e-3, "x")]
     ts = build_training_set(samples, lookup_hardware)

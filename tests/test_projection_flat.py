@@ -179,6 +179,21 @@ def test_flatten_after_a_flattened_head_equals_flattening_everything():
         np.testing.assert_array_equal(getattr(extended, name), getattr(whole, name))
 
 
+def test_flatten_goes_on_from_a_rewritten_view_as_from_a_flattened_one():
+    """A flat view made by `Flat.rewritten` carries no interner of its own: flattening after it rebuilds one from its
+    specs, and gives what flattening its units and the new ones at once gives."""
+    units = _units()
+    in_opt = np.array([u.phase == "opt" for u in units])
+    head = flatten(units[:5]).rewritten(lambda spec, _: [(spec, 1.0)], in_opt[:5])
+    extended, whole = flatten(units[5:], head), flatten(units)
+    assert [s.key for s in extended.specs] == [s.key for s in whole.specs]
+    for name in ("unit_of", "op_of", "counts"):
+        np.testing.assert_array_equal(getattr(extended, name), getattr(whole, name))
+    again = flatten(units[5:], head)   # the head's interner is not changed by what came after it
+    np.testing.assert_array_equal(again.op_of, extended.op_of)
+    assert len(head.specs) < len(extended.specs)
+
+
 def test_unit_changed_is_dataclasses_replace():
     from dataclasses import fields, replace
 
