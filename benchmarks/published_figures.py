@@ -1434,6 +1434,11 @@ H200_COLLECT = "parts.collect.mape_by_class."
 
 QUOTES += heldout_rows()
 HALF_UP = RESULTS + "issue38_half_upsets/"
+def _fp32_fold(doc: dict, gpu: str, op: str) -> float:
+    """The shipped fp32 MAPE of one leave-one-GPU-out fold of an evaluation file."""
+    return next(r["by_precision"]["fp32"]["shipped_mape"] for r in doc["heldout"] if r["gpu"] == gpu and r["op"] == op)
+
+
 # the evaluation as it stood before pointwise ops and norms moved from the work ladder to the work grid (2026-12-06)
 LADDER_HELDOUT = RESULTS + "issue38_work_grid/heldout_eval_ladder_7f9f7c3.json"
 BF16_EVERY = "generation_dominance.every_figure.bf16_ops."
@@ -1871,6 +1876,17 @@ QUOTES += [
     Q(CARD, "the {} held ops of its {} distinct ones read {} families' grids, {} rows in all, where the ladder priced {} "
             "rungs.", *(F(RESULTS + "issue38_work_grid/grid_rows.json", key, INT)
                         for key in ("held_ops", "distinct_ops", "families", "grid_rows", "ladder_rungs"))),
+    Q(CARD, "H200's fp32 steps from {}% to {}% median, but the worst host-bound CNN step rose from {}% to {}%, a held-out\n"
+            "A100 PCIe 40GB's fp32 norms from {}% to {}%, and the dominance violations from {} to {}",
+      F(RESULTS + "issue38_work_grid/estimate_h200.json", "summary.32-true.median_abs_error", Fmt(2, 100)),
+      F(RESULTS + "issue38_fp32_grid_trial/estimate_h200.json", "summary.32-true.median_abs_error", Fmt(2, 100)),
+      F(RESULTS + "issue38_work_grid/projection_accuracy.json", "summary.hostbound_step.max", PCT1),
+      F(RESULTS + "issue38_fp32_grid_trial/projection_accuracy.json", "summary.hostbound_step.max", PCT1),
+      F(HELDOUT, lambda d: _fp32_fold(d, "A100-PCIe-40GB", "norm"), PCT1),
+      F(RESULTS + "issue38_fp32_grid_trial/heldout_eval.json", lambda d: _fp32_fold(d, "A100-PCIe-40GB", "norm"), PCT1),
+      F(RESULTS + "issue38_work_grid/predictor_physics.json", "generation_dominance.every_figure.violations", INTC),
+      F(RESULTS + "issue38_fp32_grid_trial/predictor_physics.json", "generation_dominance.every_figure.violations",
+        INTC)),
     Q(OVERHEAD, "a family's members read one grid, {} rows for the benchmark's {} held ops, where the ladder priced\neach op's "
                 "own halvings ({} rungs)", F(RESULTS + "issue38_work_grid/grid_rows.json", "grid_rows", INT),
       F(RESULTS + "issue38_work_grid/grid_rows.json", "held_ops", INT),
