@@ -209,6 +209,19 @@ def test_remove_host_lag_takes_a_harness_lag_off_its_source_only():
         assert kernel.seconds[rows][fastest] == pytest.approx(KERNEL_FLOOR_S, rel=1e-9)
 
 
+class _StandIn:
+    """A plain, mutable object with a catalog device's figures (what `device_columns` reads), not a catalog entry."""
+
+    def __init__(self, dev):
+        self.__dict__.update({k: getattr(dev, k) for k in ("name", "memory_bandwidth_gbs", "fp32_tflops", "sm_count",
+                                                            "boost_clock_mhz", "l2_cache_mb", "memory_gb", "tdp_w",
+                                                            "compute_capability")})
+        self.dev = dev
+
+    def peak_flops(self, dtype, tf32=False):
+        return self.dev.peak_flops(dtype, tf32=tf32)
+
+
 def test_a_peak_the_catalog_lacks_is_noted_and_a_faulty_device_raises():
     from predictor_models.predictor.devices import device_columns
 
@@ -220,19 +233,13 @@ def test_a_peak_the_catalog_lacks_is_noted_and_a_faulty_device_raises():
     # a precision the hardware lacks is physics (libraries run fp32), not a gap: no note
     assert device_columns([lookup_hardware("A100-PCIe-40GB")]).notes == ()
 
-    class Broken:
+    class Broken(_StandIn):
         """A device whose peak_flops has a bug: the fault must not become an fp32-peak guess."""
-
-        def __init__(self, dev):
-            self.__dict__.update({k: getattr(dev, k) for k in ("name", "memory_bandwidth_gbs", "fp32_tflops",
-                                                                "sm_count", "boost_clock_mhz", "l2_cache_mb",
-                                                                "memory_gb", "tdp_w", "compute_capability")})
-            self.dev = dev
 
         def peak_flops(self, dtype, tf32=False):
             if dtype == "bfloat16":
                 raise AttributeError("'NoneType' object has no attribute 'bf16'")
-            return self.dev.peak_flops(dtype, tf32=tf32)
+            return super().peak_flops(dtype, tf32=tf32)
 
     with pytest.raises(AttributeError, match="bf16"):
         device_columns([Broken(h100)])
@@ -250,17 +257,7 @@ def test_a_catalog_device_is_read_once_and_a_mutable_stand_in_each_time():
     faster = replace(h100, memory_bandwidth_gbs=2 * h100.memory_bandwidth_gbs)   # another object: its own row
     assert devices.device_columns([faster, h100]).bandwidth.tolist() == [2 * first.bandwidth[0], first.bandwidth[0]]
 
-    class Mutable:
-        def __init__(self, dev):
-            self.__dict__.update({k: getattr(dev, k) for k in ("name", "memory_bandwidth_gbs", "fp32_tflops",
-                                                                "sm_count", "boost_clock_mhz", "l2_cache_mb",
-                                                                "memory_gb", "tdp_w", "compute_capability")})
-            self.dev = dev
-
-        def peak_flops(self, dtype, tf32=False):
-            return self.dev.peak_flops(dtype, tf32=tf32)
-
-    stand_in = Mutable(h100)
+    stand_in = _StandIn(h100)
     assert devices.device_columns([stand_in]).bandwidth[0] == first.bandwidth[0]
     stand_in.memory_bandwidth_gbs *= 3
     assert devices.device_columns([stand_in]).bandwidth[0] == 3 * first.bandwidth[0]
