@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import contextlib
-from itertools import compress, repeat
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import compress, repeat
 from typing import Sequence
 
 import numpy as np

@@ -135,14 +135,14 @@ class Workload:
     # ---- per-target variants ----------------------------------------------------------------
     def attention_specs(self) -> list[OpSpec]:
         """The distinct SDPA ops of the step (cached: units do not change after construction)."""
-        cached = self._variants.get("attention_specs")
-        if cached is None:
+        def make() -> list[OpSpec]:
             seen: dict[OpSpec, None] = {}
             for spec in self.flat().specs:   # distinct, in order of appearance
                 if spec.op_class == "attention" and spec not in seen and attention.shape_from_spec(spec):
                     seen[spec] = None
-            cached = self._variants["attention_specs"] = list(seen)
-        return cached
+            return list(seen)
+
+        return self.cached("attention_specs", make)
 
     def variant_for(self, accelerator, default_impl: str) -> Variant:
         """What runs on `accelerator` (None: the current CPU) under this workload's options."""
@@ -156,26 +156,17 @@ class Workload:
 
     def has_layout_ops(self) -> bool:
         """Whether the step holds cuDNN's NCHW<->NHWC transforms (half convolutions of NCHW tensors)."""
-        cached = self._variants.get("layout")
-        if cached is None:
-            cached = self._variants["layout"] = any(is_layout_op(spec) for spec in self.flat().specs)
-        return cached
+        return self.cached("layout", lambda: any(is_layout_op(spec) for spec in self.flat().specs))
 
     def flat(self) -> Flat:
         """The measured/captured units' ops as flat arrays (cached: units' ops do not change)."""
-        cached = self._variants.get("flat")
-        if cached is None:
-            cached = self._variants["flat"] = flatten(self.units)
-        return cached
+        return self.cached("flat", lambda: flatten(self.units))
 
     def measured_flat(self) -> Flat:
         """The ops the run itself ran (what the anchor's predictions and the host calibration are of)."""
         if self.measured_units is None:
             return self.flat()
-        cached = self._variants.get("measured_flat")
-        if cached is None:
-            cached = self._variants["measured_flat"] = flatten(self.measured_units)
-        return cached
+        return self.cached("measured_flat", lambda: flatten(self.measured_units))
 
     def measured_kernels(self) -> np.ndarray:
         """Kernel launches per unit in the run itself (equal to `unit_kernels` unless re-tuned)."""
@@ -183,18 +174,14 @@ class Workload:
 
     def cached(self, name: str, make):
         """``make()``, kept with the workload's other views of its units (which do not change once it is built)."""
-        key = ("cached", name)
-        if key not in self._variants:
-            self._variants[key] = make()
-        return self._variants[key]
+        if name not in self._variants:
+            self._variants[name] = make()
+        return self._variants[name]
 
     def phase_index(self) -> np.ndarray:
         """Each unit's phase as an index into `PHASES` (cached)."""
-        cached = self._variants.get("phases")
-        if cached is None:
-            cached = self._variants["phases"] = np.array(
-                [PHASES.index(u.phase) if u.phase in PHASES else 0 for u in self.units], dtype=int)
-        return cached
+        return self.cached("phases", lambda: np.array([PHASES.index(u.phase) if u.phase in PHASES else 0
+                                                        for u in self.units], dtype=int))
 
     def unit_kernels(self) -> np.ndarray:
         """Kernel launches per unit, in unit order."""

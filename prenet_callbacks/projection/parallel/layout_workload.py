@@ -168,14 +168,12 @@ def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predi
     if shape is None:
         return reason
     # the walk does not depend on tp: splits share it
-    walked = _cached(cache, ("walk", accumulate, mb.scale, layout.sp), lambda: walk_units(micro, shape, layout.sp))
+    walked = _walked(cache, (accumulate, mb.scale), micro, shape, layout.sp)
     anchored = workload.anchor is not None and any(u.measured_s is not None for u in workload.units)
     if anchored:
         # what each new unit measured, from the walk alone (its pieces do not depend on tp): the units are made once
         source, category = walked.pieces()
-        same = workload.measured_units is None and workload.micro_batches == 1 and mb.scale == 1.0
-        measured = _measured_units(workload, source, category, shape, accumulate, predictor, memo, cache,
-                                   micro if same else None)
+        measured = _measured_units(workload, source, category, shape, accumulate, predictor, memo, cache)
         split = split_units(micro, shape, layout.tp, layout.sp, walked, [(m.measured_s, m.python_s) for m in measured])
         units = split.units
     else:
@@ -189,10 +187,21 @@ def _micro_step(workload: Workload, accumulate: float, scale: float, cache: dict
     """(one micro-batch's forward and backward units, their transformer shape or None, why none), once per
     micro-batch size in a projection (``cache``)."""
     def make() -> tuple:
-        micro = _per_micro_batch(workload.units, accumulate, scale)
+        micro = _micro_units(workload, accumulate, scale, cache)
         return (micro, *recognise(micro))
 
     return _cached(cache, ("micro", accumulate, scale), make)
+
+
+def _micro_units(workload: Workload, accumulate: float, scale: float, cache: dict | None) -> list[Unit]:
+    """The run's forward and backward units at one micro-batch (`_per_micro_batch`), once per projection."""
+    return _cached(cache, ("micro units", accumulate, scale),
+                   lambda: _per_micro_batch(workload.units, accumulate, scale))
+
+
+def _walked(cache: dict | None, micro_key: tuple, units: list[Unit], shape: TransformerShape, sp: bool):
+    """`walk_units` of a micro-batch's units (``micro_key``: its accumulation and scale), once per projection."""
+    return _cached(cache, ("walk", *micro_key, shape, sp), lambda: walk_units(units, shape, sp))
 
 
 def _python_shared(units: list[Unit], source: list[int], n_split: int) -> list[Unit]:
@@ -210,19 +219,18 @@ def _python_shared(units: list[Unit], source: list[int], n_split: int) -> list[U
 
 
 def _measured_units(workload: Workload, source: list[int], category: list[int], shape: TransformerShape,
-                    accumulate: float, predictor, memo=None, cache: dict | None = None,
-                    micro: list[Unit] | None = None) -> list[Unit]:
+                    accumulate: float, predictor, memo=None, cache: dict | None = None) -> list[Unit]:
     """The run's own ops and time behind each split unit (``source`` and ``category`` of each; see the module
     docstring). ``cache``: the projection's (`rank_step`): the recorded step cut by category once for every split of
-    the same model shape. ``micro``: the micro-batch's units where they are the recorded step's own (their walk
-    without sequence parallelism is then shared)."""
+    the same model shape; where the run's own units are the micro-batch's, their walk is shared with its splits."""
     run_accumulate = accumulate / max(workload.micro_batches, 1e-12)
     def cut() -> tuple:
-        if micro is not None:
-            walked = _cached(cache, ("walk", accumulate, 1.0, False), lambda: walk_units(micro, shape, False))
-            return micro, split_units(micro, shape, 1, False, walked)
-        recorded = _per_micro_batch(workload.measured_units or workload.units, run_accumulate, 1.0)
-        return recorded, split_units(recorded, shape, 1, False)
+        if workload.measured_units is not None:
+            recorded = _per_micro_batch(workload.measured_units, run_accumulate, 1.0)
+            return recorded, split_units(recorded, shape, 1, False)
+        recorded = _micro_units(workload, run_accumulate, 1.0, cache)
+        return recorded, split_units(recorded, shape, 1, False, _walked(cache, (run_accumulate, 1.0), recorded, shape,
+                                                                         False))
 
     recorded, whole = _cached(cache, ("recorded", shape, run_accumulate), cut)
     # the pieces (source unit, category) do not depend on tp or sp, so splits of one shape share the answer

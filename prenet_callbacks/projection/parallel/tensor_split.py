@@ -320,21 +320,12 @@ def split_units(units: Sequence[Unit], shape: TransformerShape, tp: int, sp: boo
         if built is None:
             built = pieces_of[id(found)] = _pieces(unit, found, splitter)
         pieces, unchanged = built
-        if unchanged and unit.sequence is None:   # one piece, its ops as they were: the unit itself
-            if times is None:
-                out.units.append(unit)
-            else:
-                measured_s, python_s = times[len(out.units)]
-                out.units.append(unit.changed(measured_s=measured_s, python_s=python_s))
-            out.category.append(pieces[0][0])
-            out.source.append(index)
-            continue
-        for category, ops in pieces:
-            if times is None:
-                out.units.append(unit.changed(ops=list(ops), sequence=None))
-            else:
-                measured_s, python_s = times[len(out.units)]
-                out.units.append(unit.changed(ops=list(ops), sequence=None, measured_s=measured_s, python_s=python_s))
+        kept = unchanged and unit.sequence is None   # one piece, its ops as they were: the unit itself
+        for category, ops in pieces[:1] if kept else pieces:
+            changes = {} if kept else {"ops": list(ops), "sequence": None}
+            if times is not None:
+                changes["measured_s"], changes["python_s"] = times[len(out.units)]
+            out.units.append(unit.changed(**changes) if changes else unit)
             out.category.append(category)
             out.source.append(index)
     return out

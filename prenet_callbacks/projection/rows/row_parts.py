@@ -42,7 +42,7 @@ class RunShape:
 def python_seconds(workload: Workload) -> np.ndarray | None:
     """Measured Python time per unit (NaN where the generic per-op costs apply); a forward or backward
     unit's runs once per micro-batch (`Workload.micro_batches`)."""
-    return workload.cached("python_s", lambda: _python_seconds(workload))
+    return workload.cached("python_seconds", lambda: _python_seconds(workload))
 
 
 def _python_seconds(workload: Workload) -> np.ndarray | None:
