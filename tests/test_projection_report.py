@@ -131,3 +131,16 @@ def test_default_predictor_works_without_artifact():
     report = make_report()
     rows = project_report(report, None)
     assert len(rows) >= 7 and all(r["step_s"] for r in rows)
+
+
+def test_identical_recorded_ops_share_one_spec_and_different_ones_do_not():
+    report = make_report(layers=3)
+    layers = report.measured["layers"]["layers"]
+    first = layers[0]["ops"][0]["spec"]
+    layers[1]["ops"][0]["spec"] = {**first, "dims": dict(reversed(list(first["dims"].items())))}   # same, reordered
+    layers[2]["ops"][0]["spec"] = {**first, "dims": {**first["dims"], "k": first["dims"]["k"] + 1}}  # another shape
+    workload = workload_from_report(report)
+    forward = [u.ops for u in workload.units if u.phase == "fwd"]
+    assert forward[0][0][0] is forward[1][0][0]                    # one object: predicted once
+    assert forward[2][0][0] is not forward[0][0][0] and forward[2][0][0].dims["k"] == first["dims"]["k"] + 1
+    assert forward[0][1][0] is forward[1][1][0] is forward[2][1][0]   # the three layers' adds

@@ -33,19 +33,24 @@ def _spec(d: dict[str, Any]) -> OpSpec:
                   dims=dict(d.get("dims") or {}), tf32=bool(d.get("tf32", False)), name=d.get("name", ""))
 
 
-def _cached_spec(op: dict[str, Any], precision, cache: dict[tuple, OpSpec]) -> OpSpec:
+def _cached_spec(op: dict[str, Any], precision, cache: dict[tuple, list]) -> OpSpec:
     """The op's spec, one object for every identical op of the report (a model's repeated layers): the
-    projection then predicts each distinct op once."""
+    projection then predicts each distinct op once. ``cache``: per op's scalar fields, the ``(dims, spec)`` pairs
+    made so far (dims compared as dicts, in C, rather than hashed as a tuple of their items)."""
     raw = op["spec"]
-    dims = raw.get("dims")
-    key = (op.get("name", ""), raw.get("op_class"), raw.get("dtype"), raw.get("flops"), raw.get("bytes_read"),
-           raw.get("bytes_written"), raw.get("tf32"), tuple(dims.items()) if dims else ())
+    dims = raw.get("dims") or {}
+    name = op.get("name", "")
+    key = (name, raw.get("op_class"), raw.get("dtype"), raw.get("flops"), raw.get("bytes_read"),
+           raw.get("bytes_written"), raw.get("tf32"))
     try:
-        spec = cache.get(key)
-    except TypeError:  # a dims value that is not hashable: no sharing for this op
-        return retune(_spec({"name": op.get("name", ""), **raw}), precision)
-    if spec is None:
-        spec = cache[key] = retune(_spec({"name": op.get("name", ""), **raw}), precision)
+        made = cache.get(key)
+        for seen, spec in made or ():
+            if seen == dims:
+                return spec
+    except (TypeError, ValueError):  # a field or dims value that cannot be hashed or compared: no sharing
+        return retune(_spec({"name": name, **raw}), precision)
+    spec = retune(_spec({"name": name, **raw}), precision)
+    cache.setdefault(key, []).append((dims, spec))
     return spec
 
 
@@ -148,7 +153,7 @@ def _units(layers: list[dict], precision):
     op_seconds = {p: 0.0 for p in PHASES}
     param_layers = 0
     compiled = False
-    specs: dict[tuple, OpSpec] = {}
+    specs: dict[tuple, list] = {}
     for layer in layers:
         layer_params = float(layer.get("params") or 0)
         params += layer_params

@@ -185,13 +185,14 @@ def _simulated(rank: RankStep, host: np.ndarray, device: np.ndarray, kernels: np
     """Seconds per band edge (as is, low, high) x category (pre, layer, post, optimizer): each category's units
     issued and run on their own (a stage runs a share of them); the band moves device time by the predictor's
     error and host time by `HOST_ERROR`."""
-    mask = (rank.category[:, None] == np.arange(4)).astype(float)   # (units, category)
-    device_factors = np.repeat([1.0, 1.0 - rel, 1.0 + rel], 4)       # per column: band edge x category
-    host_factors = np.repeat([1.0, 1.0 - HOST_ERROR, 1.0 + HOST_ERROR], 4)
-    masks = np.tile(mask, 3)
-    h = host[:, None] * masks * host_factors
-    d = device[:, None] * masks * device_factors
-    return simulate(h, d, kernels[:, None] * masks).reshape(3, 4)
+    device_factors = np.array([1.0, 1.0 - rel, 1.0 + rel])
+    host_factors = np.array([1.0, 1.0 - HOST_ERROR, 1.0 + HOST_ERROR])
+    out = np.empty((3, 4))
+    for category in range(4):
+        units = rank.category == category
+        out[:, category] = simulate(host[units, None] * host_factors, device[units, None] * device_factors,
+                                    kernels[units])
+    return out
 
 
 def _row(ctx: _Context, target, mb: MicroBatches, rank: RankStep, variant, times: DeviceTimes) -> dict[str, Any]:
