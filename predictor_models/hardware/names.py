@@ -11,6 +11,7 @@ with a memory hint, takes the larger).
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -47,8 +48,9 @@ def tokens(text: str) -> list[str]:
     return [t for t in re.split(r"[^a-z0-9.]+", text) if t and t != "."]
 
 
+@functools.lru_cache(maxsize=4096)   # a catalog is indexed twice as it is built (prices attached), names repeat
 def parse_name(text: str) -> ParsedName:
-    """Split a hardware name into family, memory size and form-factor tags."""
+    """Split a hardware name into family, memory size and form-factor tags (immutable, so shared)."""
     family: list[str] = []
     memory: float | None = None
     tags: set[str] = set()
