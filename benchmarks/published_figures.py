@@ -1990,6 +1990,23 @@ QUOTES += [
       F(CPU39 + "gc_probe_loop_run1.json", "summary.with.full_collection_ms", INT),
       F(CPU39 + "gc_probe_loop_8pairs.json", "summary.with.full_collection_ms", INT)),
 ]
+FIRST_FIT = RESULTS + "issue39_first_fit/"
+
+
+def first_fit(side: str, key: str, fmt: Fmt) -> list[F]:
+    """A part's median over the processes of each round (1, 2) of ``first_fit_own_time.py`` on one side."""
+    return [F(FIRST_FIT + f"{side}_round{i}.json", lambda d, key=key: d["summary"][key]["median"], fmt) for i in (1, 2)]
+
+
+MS1 = Fmt(1, 1000)
+QUOTES += [
+    Q(OVERHEAD, "PreNeT's own time {} / {} ms ({}% / {}% of the fit) before,\n{} / {} ms ({}% / {}%) after",
+      *first_fit("before_f671594", "total_s", MS1), *first_fit("before_f671594", "share", Fmt(2, 100)),
+      *first_fit("after", "total_s", MS1), *first_fit("after", "share", Fmt(2, 100))),
+    Q(OVERHEAD, "The profiling window's part went from {} / {} to {} / {} ms, the predictions' from\n{} / {} to {} / {} ms",
+      *first_fit("before_f671594", "profiling_s", MS1), *first_fit("after", "profiling_s", MS1),
+      *first_fit("before_f671594", "predictions_s", MS1), *first_fit("after", "predictions_s", MS1)),
+]
 GEMM_M = RESULTS + "issue38_gemm_m_trial/"
 QUOTES += [
     Q(CARD, "took the bf16 GEMMs' violations along m from {} to {} of {}, but along k from\n  {} to {} (worst x{} -> x{})",

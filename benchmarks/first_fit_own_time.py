@@ -1,0 +1,70 @@
+"""PreNeT's own time in a process's first fit: what a user who runs one training script pays.
+
+    python benchmarks/first_fit_own_time.py [--workload loop_encoder_loader_epochs] [--processes 3] [--json PATH]
+
+`hf_overhead.py` discards each process's first run (a warm-up), so what only a first fit pays (parsing the hardware
+catalog, loading the predictor, the eager host-cost probe, the first projection's lazy imports) is not in its
+figures. Here every process runs one `Tracker` loop (`loop_workloads.py`) once, with PreNeT, and its report's
+``actual.own_time`` is read (`prenet_callbacks.session.own_time`): the total, its share of the fit and its parts.
+Processes run one after another; to compare two versions of the code, run this in each checkout by turns.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from benchmarks.result_file import write_result  # noqa: E402
+
+PARTS = ("total_s", "share", "per_batch_us", "profiling_s", "predictions_s", "end_s")
+
+
+def one_fit(workload: str) -> dict:
+    """One fit of ``workload`` with a `Tracker`, in this process: its wall time and ``actual.own_time``."""
+    import torch
+
+    from benchmarks.loop_workloads import run_loop
+
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as out:
+        run = run_loop(workload, with_prenet=True, out_dir=out)
+    return {"fit_s": round(run["fit_s"], 3), **run["report"].actual["own_time"]}
+
+
+def summarise(runs: list[dict]) -> dict:
+    """Median, smallest and largest of each figure over the processes."""
+    return {key: {"median": statistics.median(r[key] for r in runs), "min": min(r[key] for r in runs),
+                  "max": max(r[key] for r in runs)} for key in ("fit_s", *PARTS)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", default="loop_encoder_loader_epochs")
+    parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument("--json", default=str(HERE / "results/first_fit_own_time.json"))
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(one_fit(args.workload)))
+        return 0
+    runs = []
+    for _ in range(args.processes):
+        out = subprocess.run([sys.executable, __file__, "--child", "--workload", args.workload],
+                             capture_output=True, text=True, check=True).stdout
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+        print(runs[-1])
+    result = write_result(args.json, "first_fit_own_time", argv, workload=args.workload, runs=runs,
+                          summary=summarise(runs))
+    print(json.dumps(result["summary"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
