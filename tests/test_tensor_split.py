@@ -198,3 +198,27 @@ def test_one_walk_serves_every_tp_and_untouched_units_are_kept_as_they_are():
                for piece, unit in zip(kept.units, ordered))
     split = split_units(modules, recognise(modules)[0], 2, False)   # split GEMMs are new specs: copies
     assert any(piece is not unit for piece, unit in zip(split.units, modules))
+
+
+def test_a_splits_flat_view_from_its_pieces_is_the_flattened_units():
+    """`SplitResult.flat` walks each distinct piece once; it must give what `flatten` of the units gives (the same
+    specs in the same order, entries, counts), and a flat view that goes on from it (a rank's optimizer units)."""
+    from prenet_callbacks.projection.ops.flat import flatten
+
+    workload = _workload(layers=3)
+    shape, _ = model_shape(workload)
+    units = [u for u in workload.units if u.phase != "opt"]
+    opt = [u for u in workload.units if u.phase == "opt"]
+    modules = _module_units(3)
+    for source, shape_of in ((units, shape), (modules, recognise(modules)[0])):
+        for tp, sp in ((1, False), (2, False), (4, True)):
+            split = split_units(source, shape_of, tp, sp)
+            built, walked = split.flat(), flatten(split.units)
+            assert built.specs == walked.specs and all(a is b for a, b in zip(built.specs, walked.specs))
+            for name in ("unit_of", "op_of", "counts"):
+                assert getattr(built, name).tolist() == getattr(walked, name).tolist(), name
+            assert built.n_units == walked.n_units == len(split.units)
+            after = flatten(opt, built)
+            assert after.op_of.tolist() == flatten(split.units + opt).op_of.tolist()
+            if source is modules:   # three layers of one module each: those that walked alike share pieces
+                assert len(split.pieces) < len(split.units)

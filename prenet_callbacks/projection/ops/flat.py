@@ -178,3 +178,21 @@ def flatten(units: Sequence, before: Flat | None = None) -> Flat:
                     first + len(units))
     flat._cache["interner"] = interner
     return flat
+
+
+def flat_of_pieces(pieces: Sequence[Sequence[tuple[OpSpec, float]]], piece_of: np.ndarray) -> Flat:
+    """``flatten`` of units whose ops are ``pieces[piece_of[u]]`` (unit ``u``): each distinct piece is walked once, and
+    the entries are gathered from them in NumPy. ``pieces`` must be in the order the units first use them (as
+    ``flatten`` meets the specs), so that the specs and their indices are those ``flatten`` gives."""
+    interner = _Interner()
+    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    ops = np.array([interner.index(spec) for piece in pieces for spec, _ in piece], dtype=int)
+    counts = np.array([count for piece in pieces for _, count in piece], dtype=float)
+    per_unit = lengths[piece_of]
+    starts = np.cumsum(lengths) - lengths
+    ends = np.cumsum(per_unit)
+    entry = np.repeat(starts[piece_of] - (ends - per_unit), per_unit) + np.arange(int(ends[-1]) if len(ends) else 0)
+    flat = Flat(interner.specs, np.repeat(np.arange(len(piece_of)), per_unit).astype(int), ops[entry], counts[entry],
+                len(piece_of))
+    flat._cache["interner"] = interner
+    return flat

@@ -126,8 +126,10 @@ def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predict
         return found
 
     def rank() -> RankStep:
-        flats = _cached(cache, key + ("flats",),
-                        lambda: (flatten(found[1]), flatten(found[2]) if found[2] is not None else None))
+        measured = found[2]
+        # the splits of one model shape share their measured units (one list): its flat view is made once
+        flats = _cached(cache, key + ("flats",), lambda: (found[5](), None if measured is None else _cached(
+            cache, ("measured flat", id(measured)), lambda: flatten(measured))))
         return _rank_of(workload, layout, mb, found, flats)
 
     # the targets with the same layout on other GPUs share the rank's step (and are priced together)
@@ -147,7 +149,7 @@ def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, found: t
              flats: tuple[Flat, Flat | None]) -> RankStep:
     """The rank's step from its split forward and backward units and its share of the optimizer (``flats``: the
     split units' flat views, which ranks of the same split with other pipeline stages share)."""
-    shape, units, measured, category, unsplit = found
+    shape, units, measured, category, unsplit, _ = found
     share = param_share(workload, shape, layout)
     opt = [u for u in workload.units if u.phase == "opt"]
     rank_opt = [u.changed(ops=[(shard_scaled(s, share), c) for s, c in u.ops], measured_s=u.measured_s if measured
@@ -162,7 +164,8 @@ def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, found: t
 
 def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predictor, memo=None,
                 cache: dict | None = None):
-    """(shape, the rank's forward and backward units, their measured twins or None, categories, unsplit share)."""
+    """(shape, the rank's forward and backward units, their measured twins or None, categories, unsplit share, and
+    a function that makes the units' flat view)."""
     accumulate = float(max(workload.accumulate, 1))
     micro, shape, reason = _micro_step(workload, accumulate, mb.scale, cache)
     if shape is None:
@@ -172,15 +175,16 @@ def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predi
     anchored = workload.anchor is not None and any(u.measured_s is not None for u in workload.units)
     if anchored:
         # what each new unit measured, from the walk alone (its pieces do not depend on tp): the units are made once
-        source, category = walked.pieces()
+        source, category = _cached(cache, ("walk pieces", id(walked)), walked.pieces)   # the walk is in the cache too
         measured = _measured_units(workload, source, category, shape, accumulate, predictor, memo, cache)
-        split = split_units(micro, shape, layout.tp, layout.sp, walked, [(m.measured_s, m.python_s) for m in measured])
+        times = _cached(cache, ("measured times", id(measured)), lambda: [(m.measured_s, m.python_s) for m in measured])
+        split = split_units(micro, shape, layout.tp, layout.sp, walked, times)
         units = split.units
     else:
         split, measured = split_units(micro, shape, layout.tp, layout.sp, walked), None
         units = _python_shared(split.units, split.source, len(split.units))
     unsplit = split.unsplit_flops / split.gemm_flops if split.gemm_flops else 0.0
-    return shape, units, measured, split.category, unsplit
+    return shape, units, measured, split.category, unsplit, split.flat
 
 
 def _micro_step(workload: Workload, accumulate: float, scale: float, cache: dict | None):

@@ -26,12 +26,15 @@ LM head, log-softmax, loss) or "layer" (the rest, spread evenly over the layers)
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Sequence
 
+import numpy as np
+
 from predictor_models.op_spec import OpSpec
 
+from prenet_callbacks.projection.ops.flat import Flat, flat_of_pieces
 from prenet_callbacks.projection.ops.precision import esize
 from prenet_callbacks.projection.ops.workload import Unit
 
@@ -125,6 +128,12 @@ class SplitResult:
     source: list[int]                # the input unit each output unit comes from
     unsplit_flops: float = 0.0       # GEMM FLOPs kept whole on every rank
     gemm_flops: float = 0.0
+    pieces: list[tuple] = field(default_factory=list)   # the distinct ops tuples, in the order units first use them
+    piece_of: list[int] = field(default_factory=list)   # per unit, its ops' index in `pieces`
+
+    def flat(self) -> Flat:
+        """``flatten(self.units)``, from each distinct piece once: units that walked alike share their ops."""
+        return flat_of_pieces(self.pieces, np.asarray(self.piece_of, dtype=np.int64))
 
 
 class _Splitter:
@@ -313,21 +322,29 @@ def split_units(units: Sequence[Unit], shape: TransformerShape, tp: int, sp: boo
         raise ValueError("walked: a walk of other units (pass the same list), shape or sequence parallelism")
     splitter = _Splitter(shape, tp, sp)
     out = SplitResult([], [], [], walked.unsplit_flops, walked.gemm_flops)
-    # units that walked alike hold the same spec objects: their pieces are built once
-    pieces_of: dict[int, tuple[tuple, bool]] = {}
+    # units that walked alike hold the same spec objects: their pieces are built once (and numbered in the order
+    # units first use them, for the flat view)
+    pieces_of: dict[int, tuple[tuple, bool, int]] = {}
     for index, (unit, found) in enumerate(zip(units, walked.per_unit)):
         built = pieces_of.get(id(found))
         if built is None:
-            built = pieces_of[id(found)] = _pieces(unit, found, splitter)
-        pieces, unchanged = built
-        kept = unchanged and unit.sequence is None   # one piece, its ops as they were: the unit itself
-        for category, ops in pieces[:1] if kept else pieces:
-            changes = {} if kept else {"ops": list(ops), "sequence": None}
+            built = pieces_of[id(found)] = (*_pieces(unit, found, splitter), len(out.pieces))
+            out.pieces += [ops for _, ops in built[0]]
+        pieces, unchanged, first = built
+        if unchanged and unit.sequence is None:   # one piece, its ops as they were: the unit itself
             if times is not None:
-                changes["measured_s"], changes["python_s"] = times[len(out.units)]
-            out.units.append(unit.changed(**changes) if changes else unit)
+                unit = Unit(unit.name, unit.phase, unit.ops, *times[len(out.units)], None)
+            out.units.append(unit)
+            out.category.append(pieces[0][0])
+            out.source.append(index)
+            out.piece_of.append(first)
+            continue
+        for number, (category, ops) in enumerate(pieces, start=first):
+            seconds = times[len(out.units)] if times is not None else (unit.measured_s, unit.python_s)
+            out.units.append(Unit(unit.name, unit.phase, list(ops), *seconds, None))
             out.category.append(category)
             out.source.append(index)
+            out.piece_of.append(number)
     return out
 
 
