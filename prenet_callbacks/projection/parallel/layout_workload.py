@@ -151,15 +151,16 @@ def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, found: t
     split units' flat views, which ranks of the same split with other pipeline stages share)."""
     shape, units, measured, category, unsplit, _ = found
     share = param_share(workload, shape, layout)
-    opt = [u for u in workload.units if u.phase == "opt"]
+    opt = workload.cached("optimizer units", lambda: [u for u in workload.units if u.phase == "opt"])
     rank_opt = [u.changed(ops=[(shard_scaled(s, share), c) for s, c in u.ops], measured_s=u.measured_s if measured
                         else None) for u in opt]
+    # each parameter tensor's shard, at least one element (round() and np.rint both round half to even)
+    tensors = np.maximum(1, np.rint(np.asarray(workload.param_tensors, dtype=float) * share)).astype(int).tolist()
     rank = workload.rebuilt(units=units + rank_opt, measured_units=measured + opt if measured else None,
-                            params=workload.params * share,
-                            param_tensors=[max(1, round(n * share)) for n in workload.param_tensors],
+                            params=workload.params * share, param_tensors=tensors,
                             accumulate=1, micro_batches=1.0, batch_size=mb.size)
     rank.share_flats(*flats)
-    return RankStep(rank, np.array(category + [3] * len(rank_opt), dtype=int), shape, share, unsplit)
+    return RankStep(rank, np.concatenate([category, np.full(len(rank_opt), 3, dtype=int)]), shape, share, unsplit)
 
 
 def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predictor, memo=None,
@@ -184,7 +185,7 @@ def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predi
         split, measured = split_units(micro, shape, layout.tp, layout.sp, walked), None
         units = _python_shared(split.units, split.source, len(split.units))
     unsplit = split.unsplit_flops / split.gemm_flops if split.gemm_flops else 0.0
-    return shape, units, measured, split.category, unsplit, split.flat
+    return shape, units, measured, np.asarray(split.category, dtype=int), unsplit, split.flat
 
 
 def _micro_step(workload: Workload, accumulate: float, scale: float, cache: dict | None):

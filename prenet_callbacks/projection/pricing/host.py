@@ -155,10 +155,17 @@ def simulate(host: np.ndarray, device: np.ndarray, kernels: np.ndarray) -> np.nd
     if k.ndim == 1:
         k = k[:, None]
     h_end = np.cumsum(host, axis=0)
-    h_start = h_end - host
-    ready = np.maximum(h_start + host / k + device, h_end + device / k)
+    # ready - done, unit by unit: max(h_start + host / k + device, h_end + device / k) - done, in place (the
+    # (units, targets x band edges) arrays of a projection are large; the same operations in the same order)
+    early = h_end - host
+    early += host / k
+    early += device
+    late = device / k
+    late += h_end
+    np.maximum(early, late, out=early)
     done = np.cumsum(device, axis=0)
-    lag = np.maximum(0.0, np.max(ready - done, axis=0))
+    early -= done
+    lag = np.maximum(0.0, np.max(early, axis=0))
     return np.maximum(h_end[-1], done[-1] + lag)
 
 

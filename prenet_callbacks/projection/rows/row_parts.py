@@ -60,7 +60,12 @@ class HostModel:
 
 
 def host_model(workload: Workload) -> HostModel:
-    """Calibrate the host side on the run itself when it ran on a catalog GPU (see `host.py`)."""
+    """Calibrate the host side on the run itself when it ran on a catalog GPU (see `host.py`); once per workload
+    (the plain and the layout rows of a projection share it)."""
+    return workload.cached("host model", lambda: _host_model(workload))
+
+
+def _host_model(workload: Workload) -> HostModel:
     if workload.anchor is None or workload.measured_step_s is None:
         return HostModel(1.0, 0.0)
     phases = workload.phase_index()
