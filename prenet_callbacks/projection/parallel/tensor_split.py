@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import itemgetter
 from typing import Sequence
 
@@ -142,15 +143,20 @@ class _Splitter:
     def __init__(self, shape: TransformerShape, tp: int, sp: bool) -> None:
         self.shape, self.f, self.sp = shape, 1.0 / tp, sp
         self.cache: dict[tuple, OpSpec] = {}
+        # by the spec object first (its content key sorts its dims): the units hold their specs while one split runs
+        self.by_object: dict[tuple[int, str], OpSpec] = {}
 
     def apply(self, spec: OpSpec, how: str) -> OpSpec:
         if how == "whole" or self.f == 1.0:
             return spec
-        key = (spec.name, spec.key, how)
-        found = self.cache.get(key)
+        found = self.by_object.get((id(spec), how))
         if found is None:
-            found = self.cache[key] = _gemm_split(spec, how, self.f) if how.startswith("gemm_") else \
-                shard_scaled(spec, self.f)
+            key = (spec.name, spec.key, how)
+            found = self.cache.get(key)
+            if found is None:
+                found = self.cache[key] = _gemm_split(spec, how, self.f) if how.startswith("gemm_") else \
+                    shard_scaled(spec, self.f)
+            self.by_object[id(spec), how] = found
         return found
 
 
@@ -321,30 +327,25 @@ def split_units(units: Sequence[Unit], shape: TransformerShape, tp: int, sp: boo
     elif walked.units is not units or (walked.shape, walked.sp) != (shape, sp):
         raise ValueError("walked: a walk of other units (pass the same list), shape or sequence parallelism")
     splitter = _Splitter(shape, tp, sp)
-    out = SplitResult([], [], [], walked.unsplit_flops, walked.gemm_flops)
-    # units that walked alike hold the same spec objects: their pieces are built once (and numbered in the order
-    # units first use them, for the flat view)
-    pieces_of: dict[int, tuple[tuple, bool, int]] = {}
-    for index, (unit, found) in enumerate(zip(units, walked.per_unit)):
+    source, category, piece_of = walked.outputs
+    out = SplitResult([], list(category), list(source), walked.unsplit_flops, walked.gemm_flops,
+                      piece_of=list(piece_of))
+    # units that walked alike hold the same spec objects: their pieces are built once, numbered in the order units
+    # first use them (`UnitWalks.outputs`)
+    pieces_of: dict[int, tuple[tuple, bool]] = {}
+    append = out.units.append
+    for unit, found in zip(units, walked.per_unit):
         built = pieces_of.get(id(found))
         if built is None:
-            built = pieces_of[id(found)] = (*_pieces(unit, found, splitter), len(out.pieces))
+            built = pieces_of[id(found)] = _pieces(unit, found, splitter)
             out.pieces += [ops for _, ops in built[0]]
-        pieces, unchanged, first = built
+        pieces, unchanged = built
         if unchanged and unit.sequence is None:   # one piece, its ops as they were: the unit itself
-            if times is not None:
-                unit = Unit(unit.name, unit.phase, unit.ops, *times[len(out.units)], None)
-            out.units.append(unit)
-            out.category.append(pieces[0][0])
-            out.source.append(index)
-            out.piece_of.append(first)
+            append(unit if times is None else Unit(unit.name, unit.phase, unit.ops, *times[len(out.units)], None))
             continue
-        for number, (category, ops) in enumerate(pieces, start=first):
+        for _, ops in pieces:
             seconds = times[len(out.units)] if times is not None else (unit.measured_s, unit.python_s)
-            out.units.append(Unit(unit.name, unit.phase, list(ops), *seconds, None))
-            out.category.append(category)
-            out.source.append(index)
-            out.piece_of.append(number)
+            append(Unit(unit.name, unit.phase, list(ops), *seconds, None))
     return out
 
 
@@ -362,9 +363,26 @@ class UnitWalks:
     def pieces(self) -> tuple[list[int], list[int]]:
         """(source unit, category) of each unit `split_units` makes from this walk, at any tp: a unit gives one
         piece per category it holds, in the walk's order."""
-        source = [i for i, found in enumerate(self.per_unit) for _ in found.parts]
-        category = [c for found in self.per_unit for c, _ in found.parts]
-        return source, category
+        source, category, _ = self.outputs
+        return list(source), list(category)
+
+    @cached_property
+    def outputs(self) -> tuple[list[int], list[int], list[int]]:
+        """(source unit, category, piece number) of each unit `split_units` makes, at any tp; pieces are numbered
+        in the order units first use them, those of units that walked alike (one `_UnitWalk`) shared."""
+        first: dict[int, int] = {}   # per walk, the number of its first piece
+        pieces = 0
+        source, category, number = [], [], []
+        for i, found in enumerate(self.per_unit):
+            n = len(found.parts)
+            start = first.get(id(found))
+            if start is None:
+                start = first[id(found)] = pieces
+                pieces += n
+            source += [i] * n
+            category += [c for c, _ in found.parts]
+            number += range(start, start + n)
+        return source, category, number
 
 
 @dataclass(frozen=True)
