@@ -1990,6 +1990,14 @@ QUOTES += [
       F(CPU39 + "gc_probe_loop_run1.json", "summary.with.full_collection_ms", INT),
       F(CPU39 + "gc_probe_loop_8pairs.json", "summary.with.full_collection_ms", INT)),
 ]
+S54 = LAYOUT_SPEED + "session54/"
+QUOTES += [
+    Q(MODEL_PARALLEL, "without per-unit Python. Forty targets, ten of them layouts: {} and {} ms -> {} and {} ms; eight "
+                      "targets, one of\nthem a layout: {} and {} ms -> {} and {} ms; forty plain targets: {} and {} ms "
+                      "-> {} and {} ms",
+      *(F(S54 + f"{side}_{case}_run{i}.json", "median_ms", INT)
+        for case in ("layouts10", "targets8layouts1", "layouts0") for side in ("before", "after") for i in (1, 2))),
+]
 FIRST_FIT = RESULTS + "issue39_first_fit/"
 
 
