@@ -234,7 +234,7 @@ def _measured_step_s(build: Callable, batch: int, precision: str, device: torch.
     kernels = None
     if top_kernels and device.type == "cuda":
         prof = _profiled(step, shapes=True)
-        kernels = _top_kernels(prof) + [{"op_table": op_table(prof)}]
+        kernels = _top_kernels(prof) + [{"op_table": op_table(prof)}, {"kernel_table": kernel_table(prof)}]
     model = optimizer = inputs = None   # frees the GPU memory (the step closure holds them)
     if device.type == "cuda":
         torch.cuda.empty_cache()
@@ -271,6 +271,21 @@ def op_table(prof: Any, top: int = 250) -> list[dict[str, Any]]:
             rows.append({"op": e.key, "shapes": [list(s) for s in (e.input_shapes or [])], "calls": e.count,
                          key: round(us, 2)})
     rows.sort(key=lambda r: -r[key])
+    return rows[:top]
+
+
+def kernel_table(prof: Any, top: int = 150) -> list[dict[str, Any]]:
+    """The profiled step's device kernels by name, with calls and device time, the most expensive first: which
+    kernels cuBLAS, cuDNN and SDPA chose on this GPU (`op_table_compare.kernel_family` reads the tensor-core
+    instruction from the name: a Hopper GPU reaches its tensor peak only with warpgroup MMA)."""
+    rows = []
+    for e in prof.key_averages():
+        if not str(getattr(e, "device_type", "")).endswith("CUDA"):
+            continue
+        us = getattr(e, "self_" + _device_attr(e), 0.0)
+        if us > 0:
+            rows.append({"kernel": e.key[:240], "calls": e.count, "device_us": round(us, 2)})
+    rows.sort(key=lambda r: -r["device_us"])
     return rows[:top]
 
 

@@ -11,7 +11,9 @@ gives their time to the convolution: the predicted transforms are counted with `
 measured wall time and host issue time stand beside the sums: what the device sums do not explain is the
 host's, or the ops the table left out (it keeps the 250 most expensive op and shape groups).
 
-Nothing is fitted: it says which classes an H200's (or any GPU's) bf16 steps are mispriced in.
+Nothing is fitted: it says which classes an H200's (or any GPU's) bf16 steps are mispriced in. Where the run also
+kept its kernel table (``kernel_table``), each row says how much device time went to which tensor-core instruction
+family (`kernel_family`): on a Hopper GPU, Ampere-era kernels cannot reach the tensor peak the predictor divides by.
 """
 from __future__ import annotations
 
@@ -34,6 +36,33 @@ def measured_by_class(op_table: list[dict]) -> dict[str, float]:
         micros = row.get("self_device_us", row.get("self_cpu_us", 0.0))
         out[classify(OpCall(row["op"]))] += float(micros) * 1e-6
     return dict(out)
+
+
+# What a kernel's name says about the tensor-core instruction it issues (first match wins). A Hopper GPU reaches its
+# tensor peak only through warpgroup MMA (wgmma; Blackwell through tcgen05): kernels built for it name sm90 (sm100,
+# sm120). Ampere-era kernels (mma.sync: cuBLAS/cuDNN sm80 kernels, FlashAttention-2) run on a Hopper GPU well below
+# that peak (Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", arXiv:2402.13499).
+# Whether the H200's bf16 steps run such kernels is what this tells.
+KERNEL_FAMILIES = (
+    ("native_mma", ("sm90", "sm100", "sm120", "gmma", "warpgroup", "tcgen05")),
+    ("flash_attention_2", ("flash_fwd", "flash_bwd")),
+    ("mma_sync", ("sm80", "sm86", "sm89", "s16816", "s1688", "cutlass_80", "ampere_", "_80_tensorop")),
+    ("older_tensor_cores", ("sm70", "sm75", "volta_", "turing_", "s884")),
+)
+
+
+def kernel_family(name: str) -> str:
+    """The tensor-core family a device kernel's name names (`KERNEL_FAMILIES`), else "other" (CUDA cores)."""
+    lowered = name.lower()
+    return next((family for family, marks in KERNEL_FAMILIES if any(m in lowered for m in marks)), "other")
+
+
+def kernel_families(kernel_table: list[dict]) -> dict[str, float]:
+    """Device milliseconds per kernel family of a profiled step's kernel table (`gpu_acceptance.kernel_table`)."""
+    out: dict[str, float] = defaultdict(float)
+    for row in kernel_table:
+        out[kernel_family(row["kernel"])] += float(row["device_us"]) * 1e-3
+    return {family: round(ms, 3) for family, ms in sorted(out.items(), key=lambda kv: -kv[1])}
 
 
 def predicted_by_class(workload, device, predictor) -> dict[str, float]:
@@ -70,6 +99,7 @@ def compare(row: dict, predictor) -> dict | None:
     measured = measured_by_class(table)
     predicted = predicted_by_class(est.workload, lookup_hardware(row["target"]), predictor)
     classes = sorted(set(measured) | set(predicted), key=lambda c: -max(measured.get(c, 0.0), predicted.get(c, 0.0)))
+    kernels = next((part["kernel_table"] for part in row.get("top_ops") or [] if "kernel_table" in part), None)
     return {"model": row["model"], "batch": row["batch"], "precision": row["precision"], "target": row["target"],
             "measured_step_ms": round(row["measured_step_s"] * 1e3, 3) if row.get("measured_step_s") else None,
             "host_issue_ms": round(row["host_issue_s"] * 1e3, 3) if row.get("host_issue_s") else None,
@@ -78,7 +108,8 @@ def compare(row: dict, predictor) -> dict | None:
             "classes": {c: {"measured_ms": round(measured.get(c, 0.0) * 1e3, 3),
                             "predicted_ms": round(predicted.get(c, 0.0) * 1e3, 3),
                             "predicted_over_measured": round(predicted[c] / measured[c], 3)
-                            if measured.get(c) and predicted.get(c) else None} for c in classes}}
+                            if measured.get(c) and predicted.get(c) else None} for c in classes},
+            "kernel_families_ms": kernel_families(kernels) if kernels else None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, v in c["classes"].items():
             print(f"  {name:14s} measured {v['measured_ms']:9.3f} ms  predicted {v['predicted_ms']:9.3f} ms  "
                   f"ratio {v['predicted_over_measured']}")
+        if c["kernel_families_ms"]:
+            print("  kernels by family (ms): " + ", ".join(f"{k} {v}" for k, v in c["kernel_families_ms"].items()))
     if args.json:
         Path(args.json).write_text(json.dumps({"benchmark": "op_table_compare", "source": args.result, "rows": out},
                                               indent=1) + "\n")

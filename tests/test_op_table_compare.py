@@ -61,4 +61,41 @@ def test_a_profiled_step_is_compared_with_its_estimate(monkeypatch):
     assert result["measured_ops_ms"] == pytest.approx(sum(measured.values()) * 1e3, abs=1e-3)
     assert result["classes"]["gemm"]["measured_ms"] > 0 and result["classes"]["gemm"]["predicted_ms"] > 0
     assert result["predicted_ops_ms"] > 0 and result["host_issue_ms"] == 4.0
+    assert result["kernel_families_ms"] is None   # this run kept no kernel table (a CPU has no device kernels)
     assert op_table_compare.compare({**row, "top_ops": [{"ops": 3}]}, predictor) is None
+
+
+def test_device_kernels_are_told_apart_by_the_tensor_core_instruction_their_names_say():
+    """cuBLAS, cuDNN and SDPA kernel names as a GPU profile shows them: Hopper-native (warpgroup) kernels, Ampere-era
+    mma.sync kernels (FlashAttention-2 among them), older tensor cores and CUDA-core kernels."""
+    names = {
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_kernel__5x_cublas":
+            "native_mma",
+        "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_cudnn": "native_mma",
+        "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nchw_tilesize128x128x32_stage4_cudnn": "mma_sync",
+        "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn": "mma_sync",
+        "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false>>": "flash_attention_2",
+        "volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn": "older_tensor_cores",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>": "other",
+    }
+    assert {name: op_table_compare.kernel_family(name) for name in names} == names
+    table = [{"kernel": name, "calls": 2, "device_us": 1000.0 * (i + 1)} for i, name in enumerate(names)]
+    families = op_table_compare.kernel_families(table)
+    assert families == {"other": 7.0, "older_tensor_cores": 6.0, "flash_attention_2": 5.0, "mma_sync": 7.0,
+                        "native_mma": 3.0}
+    assert list(families)[0] in ("other", "mma_sync")   # the most device time first
+
+
+def test_the_kernel_table_keeps_the_profiles_device_kernels_most_expensive_first():
+    from types import SimpleNamespace
+
+    from benchmarks.gpu_acceptance import kernel_table
+
+    def event(key, device, us, count=1):
+        return SimpleNamespace(key=key, device_type=f"DeviceType.{device}", count=count, self_device_time_total=us,
+                               device_time_total=us)
+
+    prof = SimpleNamespace(key_averages=lambda: [event("aten::mm", "CPU", 50.0), event("sm90_xmma_gemm", "CUDA", 30.0, 4),
+                                                 event("elementwise_kernel", "CUDA", 70.0), event("idle", "CUDA", 0.0)])
+    assert kernel_table(prof) == [{"kernel": "elementwise_kernel", "calls": 1, "device_us": 70.0},
+                                  {"kernel": "sm90_xmma_gemm", "calls": 4, "device_us": 30.0}]
