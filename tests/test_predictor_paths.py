@@ -131,8 +131,10 @@ def test_a_calibrated_device_keeps_every_rung_and_the_others_keep_the_shortcut(s
 
 
 def test_a_projection_remembers_each_op_once_and_gives_the_same_rows(monkeypatch):
-    """`Predictor.remembering` (one projection's scope): the rows of plain and layout targets equal those priced
-    with nothing remembered, and the scope prices fewer (op, GPU) pairs."""
+    """`Predictor.remembering` (a projection's scope, and the session's two projections of its first prediction): the
+    rows of plain and layout targets equal those priced with nothing remembered, a projection prices no more (op,
+    GPU) pairs with it (inside one projection its `PriceMemo` already sends each spec once), and a second projection
+    in the same scope prices none."""
     import contextlib
 
     from benchmarks.projection_speed import synthetic_report, targets
@@ -147,13 +149,19 @@ def test_a_projection_remembers_each_op_once_and_gives_the_same_rows(monkeypatch
         priced["cells"] += len(ops) * len(devices)
         return original(self, ops, devices)
 
+    def twice() -> tuple[list, int, int]:
+        priced["cells"] = 0
+        with predictor.remembering():
+            rows = project_report(synthetic_report(40), names, predictor=predictor)
+            first = priced["cells"]
+            project_report(synthetic_report(40), names, predictor=predictor)
+        return rows, first, priced["cells"] - first
+
     monkeypatch.setattr(Predictor, "_predict_distinct", counting)
-    remembered = project_report(synthetic_report(40), names, predictor=predictor)
-    with_memo = priced["cells"]
-    priced["cells"] = 0
+    remembered, with_memo, again = twice()
     monkeypatch.setattr(Predictor, "remembering", lambda self: contextlib.nullcontext(self))
-    plain = project_report(synthetic_report(40), names, predictor=predictor)
+    plain, without, again_without = twice()
     assert [r["name"] for r in remembered] == [r["name"] for r in plain] and len(plain) > 10
     for a, b in zip(remembered, plain):
         assert a["step_s"] == pytest.approx(b["step_s"], rel=1e-6), a["name"]
-    assert with_memo < priced["cells"]
+    assert with_memo <= without and again == 0 < again_without == without

@@ -78,7 +78,8 @@ def check_layouts(workload: Workload, targets, convention: str) -> None:
 
 def layout_rows(workload: Workload, targets: list, predictor, shape: RunShape, *, current_total_s: float | None,
                 batch_convention: str, zero: ZeroConfig, provider: str | None,
-                plain_row: Callable[[Any], dict[str, Any]], notes: list[str] | None = None) -> list[dict[str, Any] | None]:
+                plain_row: Callable[[Any], dict[str, Any]], notes: list[str] | None = None,
+                memo: PriceMemo | None = None) -> list[dict[str, Any] | None]:
     """One row per layout target (None where the layout cannot run the model; `notes` gets why). `plain_row`:
     the row of a target without its layout (every GPU a replica), for a model that is no transformer."""
     hm = host_model(workload)
@@ -87,7 +88,7 @@ def layout_rows(workload: Workload, targets: list, predictor, shape: RunShape, *
                        current_total_s)
     out: list[dict[str, Any] | None] = []
     splits: dict = {}   # targets with the same tp, sp and micro-batch share one split of the step
-    memo = PriceMemo()  # and every spec is priced once on each GPU, whichever rank it belongs to
+    memo = memo or PriceMemo()  # and every spec is priced once on each GPU, whichever rank (or plain row) it is in
     runnable = []
     for target in targets:
         mb = micro_batches(workload, target.layout, batch_convention)

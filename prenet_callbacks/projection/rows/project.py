@@ -45,7 +45,7 @@ from prenet_callbacks.projection.rows.row_parts import (
     row_notes,
 )
 from prenet_callbacks.projection.pricing.predictor_source import pricing_scope
-from prenet_callbacks.projection.pricing.scaling import device_times
+from prenet_callbacks.projection.pricing.scaling import PriceMemo, device_times
 from prenet_callbacks.projection.targets import as_projection_target
 from prenet_callbacks.projection.ops.workload import Variant, Workload
 from prenet_callbacks.report_parts import TargetRow
@@ -80,9 +80,10 @@ def _project_targets(workload: Workload, targets: list, predictor, shape: RunSha
                      notes: list[str] | None) -> list[dict[str, Any]]:
     zero = sharding if sharding is not None else workload.zero
     plain = [t for t in targets if t.layout is None]
+    memo = PriceMemo()   # a spec priced for a plain row is not priced again for a layout's rank on the same GPU
     rows: dict[int, dict[str, Any] | None] = dict(zip(map(id, plain), plain_rows(
         workload, plain, predictor, shape, current_total_s=current_total_s, batch_convention=batch_convention,
-        zero=zero, provider=provider)))
+        zero=zero, provider=provider, memo=memo)))
     layered = [t for t in targets if t.layout is not None]
     if layered:
         def plain_row(target) -> dict[str, Any]:   # a model no layout can split: replicas on every GPU
@@ -91,16 +92,18 @@ def _project_targets(workload: Workload, targets: list, predictor, shape: RunSha
 
         rows.update(zip(map(id, layered), layout_rows(
             workload, layered, predictor, shape, current_total_s=current_total_s, batch_convention=batch_convention,
-            zero=zero, provider=provider, plain_row=plain_row, notes=notes)))
+            zero=zero, provider=provider, plain_row=plain_row, notes=notes, memo=memo)))
     return [row for row in (rows[id(t)] for t in targets) if row is not None]
 
 
 def plain_rows(workload: Workload, targets: list, predictor, shape: RunShape, *, current_total_s: float | None,
-               batch_convention: str, zero: ZeroConfig, provider: str | None) -> list[dict[str, Any]]:
-    """Rows of targets whose every GPU holds a replica (or a ZeRO/FSDP shard) of the whole model."""
+               batch_convention: str, zero: ZeroConfig, provider: str | None,
+               memo: PriceMemo | None = None) -> list[dict[str, Any]]:
+    """Rows of targets whose every GPU holds a replica (or a ZeRO/FSDP shard) of the whole model (``memo``: the
+    projection's `PriceMemo`, which the layout rows read the whole ops' times back from)."""
     if not targets:
         return []
-    priced = _price(workload, targets, predictor, batch_convention, zero)
+    priced = _price(workload, targets, predictor, batch_convention, zero, memo)
     run = _RunFacts(current_fwd=current_forward_s(workload, priced.hm),
                     has_conv=any(spec.op_class == "conv" for spec in workload.flat().specs),
                     measured_once=measured_once_s(workload, shape, current_total_s), current_total_s=current_total_s,
@@ -137,12 +140,13 @@ class _RunFacts:
     provider: str | None
 
 
-def _price(workload: Workload, targets: list, predictor, batch_convention: str, zero: ZeroConfig) -> _Priced:
+def _price(workload: Workload, targets: list, predictor, batch_convention: str, zero: ZeroConfig,
+           memo: PriceMemo | None = None) -> _Priced:
     accs = [t.accelerator for t in targets]
     scales = [_batch_scale(workload, t.count, batch_convention) for t in targets]
     variants = [replace_scale(workload.variant_for(acc, default_implementation(acc)), r)
                 for acc, r in zip(accs, scales)]
-    times = device_times(workload, accs, variants, predictor)
+    times = device_times(workload, accs, variants, predictor, memo)
     hm = host_model(workload)
     phases = times.phase_of
     kernels = times.kernels
