@@ -7,6 +7,7 @@ object: ``to_dict(from_dict(d)) == d``. Parts built by the writers have no absen
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, TypeVar
 
 P = TypeVar("P", bound="KeyedPart")
@@ -27,7 +28,7 @@ class KeyedPart:
     @classmethod
     def keys(cls) -> tuple[str, ...]:
         """The JSON keys, in the order the report writes them."""
-        return tuple(f.name for f in dataclasses.fields(cls) if f.name not in _BOOKKEEPING)  # type: ignore[arg-type]
+        return _keys_of(cls)
 
     def to_dict(self) -> dict[str, Any]:
         """The part as the report writes it (fresh containers: editing the dict leaves the part alone)."""
@@ -40,10 +41,10 @@ class KeyedPart:
         """The part from a report's dict; missing keys take their defaults and are left out again by `to_dict`."""
         if not isinstance(data, dict):
             raise TypeError(f"{cls.__name__}.from_dict needs a JSON object, got {type(data).__name__}")
-        keys = cls.keys()
+        keys, known = cls.keys(), _key_set(cls)
         values = {key: cls._in(key, data[key]) for key in keys if key in data}
         return cls(**values, absent=frozenset(k for k in keys if k not in data),  # type: ignore[call-arg]
-                   extra={k: v for k, v in data.items() if k not in keys})
+                   extra={k: v for k, v in data.items() if k not in known})
 
     @classmethod
     def partial(cls: type[P], **values: Any) -> P:
@@ -61,3 +62,14 @@ class KeyedPart:
         if isinstance(value, dict):
             return dict(value)
         return value
+
+
+# A part's keys, read once per class (`dataclasses.fields` walks every field; a projection reads forty rows back)
+@functools.cache
+def _keys_of(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.name not in _BOOKKEEPING)
+
+
+@functools.cache
+def _key_set(cls: type) -> frozenset[str]:
+    return frozenset(_keys_of(cls))
