@@ -27,12 +27,12 @@ PARTS = ("total_s", "share", "per_batch_us", "profiling_s", "predictions_s", "en
 
 
 def one_fit(workload: str) -> dict:
-    """One fit of ``workload`` with a `Tracker`, in this process: its wall time and ``actual.own_time``."""
-    import torch
-
+    """One fit of ``workload`` with a `Tracker`, in this process: its wall time and ``actual.own_time``. Torch's
+    threads as `hf_overhead`'s runs; nothing of PreNeT is loaded before the fit (that is what it measures)."""
+    from benchmarks.hf_overhead import bench_threads
     from benchmarks.loop_workloads import run_loop
 
-    torch.set_num_threads(1)
+    bench_threads()
     with tempfile.TemporaryDirectory() as out:
         run = run_loop(workload, with_prenet=True, out_dir=out)
     return {"fit_s": round(run["fit_s"], 3), **run["report"].actual["own_time"]}

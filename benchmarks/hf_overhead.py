@@ -36,12 +36,17 @@ def runners() -> dict[str, Any]:
     return {**{name: run_trainer for name in HF}, **{name: run_loop for name in LOOPS}}
 
 
-def prepare_process() -> float:
-    """Set torch's threads (``PRENET_BENCH_THREADS``, default 1), then import the projection and load the predictor,
-    what a process's first run with PreNeT pays once; returns those seconds."""
+def bench_threads() -> None:
+    """Set torch's threads for a benchmark run: ``PRENET_BENCH_THREADS``, default 1."""
     import torch
 
     torch.set_num_threads(int(os.environ.get("PRENET_BENCH_THREADS", "1")))
+
+
+def prepare_process() -> float:
+    """Set torch's threads (`bench_threads`), then import the projection and load the predictor, what a process's
+    first run with PreNeT pays once; returns those seconds."""
+    bench_threads()
     started = time.perf_counter()
     import prenet_callbacks.projection  # noqa: F401 - what a first run pays once
     from predictor_models.predictor import load_predictor

@@ -13,7 +13,7 @@ those ops as its measured ops, so the ratio predicted(target) / predicted(measur
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -79,6 +79,17 @@ class RankStep:
     unsplit_share: float        # GEMM FLOPs no rank could split
 
 
+class _Split(NamedTuple):
+    """One tensor-parallel split of a micro-batch's step (`_split_step`), shared by the ranks of every pp."""
+
+    shape: TransformerShape
+    units: list[Unit]                # the rank's forward and backward units
+    measured: list[Unit] | None      # their measured twins (an anchored run), one list for every split of a shape
+    category: np.ndarray             # per unit: 0 pre, 1 layer, 2 post
+    unsplit: float                   # the share of GEMM FLOPs kept whole
+    flat: Callable[[], Flat]         # makes the units' flat view
+
+
 def _per_micro_batch(units: Sequence[Unit], accumulate: float, scale: float) -> list[Unit]:
     """Forward and backward units at one micro-batch: counts over the accumulation, ops at `scale` x batch."""
     if accumulate == 1 and scale == 1.0:   # one micro-batch per step, as captured: the units as they are
@@ -121,19 +132,21 @@ def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predict
     shared by the targets of one projection (those with the same tp, sp and micro-batch share their split; those
     with the same layout on other GPUs share the rank's step); ``memo``: the projection's `PriceMemo`."""
     key = ("split", layout.tp, layout.sp, mb.scale)
-    found = _cached(cache, key, lambda: _split_step(workload, layout, mb, predictor, memo, cache))
-    if isinstance(found, str):
-        return found
-
-    def rank() -> RankStep:
-        measured = found[2]
-        # the splits of one model shape share their measured units (one list): its flat view is made once
-        flats = _cached(cache, key + ("flats",), lambda: (found[5](), None if measured is None else _cached(
-            cache, ("measured flat", id(measured)), lambda: flatten(measured))))
-        return _rank_of(workload, layout, mb, found, flats)
-
+    split = _cached(cache, key, lambda: _split_step(workload, layout, mb, predictor, memo, cache))
+    if isinstance(split, str):
+        return split
     # the targets with the same layout on other GPUs share the rank's step (and are priced together)
-    return _cached(cache, ("rank", layout.tp, layout.sp, mb.scale, layout.pp, mb.size), rank)
+    return _cached(cache, ("rank", layout.tp, layout.sp, mb.scale, layout.pp, mb.size),
+                   lambda: _rank_of(workload, layout, mb, split, _split_flats(cache, key, split)))
+
+
+def _split_flats(cache: dict | None, key: tuple, split: _Split) -> tuple[Flat, Flat | None]:
+    """The split units' flat view and their measured twins', once per split (the ranks of every pp share them); the
+    splits of one model shape share their measured units (one list), whose flat view is made once."""
+    measured = split.measured
+    measured_flat = None if measured is None else _cached(cache, ("measured flat", id(measured)),
+                                                          lambda: flatten(measured))
+    return _cached(cache, key + ("flats",), lambda: (split.flat(), measured_flat))
 
 
 def _cached(cache: dict | None, key: tuple, make):
@@ -145,11 +158,11 @@ def _cached(cache: dict | None, key: tuple, make):
     return cache[key]
 
 
-def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, found: tuple,
+def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, split: _Split,
              flats: tuple[Flat, Flat | None]) -> RankStep:
     """The rank's step from its split forward and backward units and its share of the optimizer (``flats``: the
     split units' flat views, which ranks of the same split with other pipeline stages share)."""
-    shape, units, measured, category, unsplit, _ = found
+    shape, units, measured, category, unsplit, _ = split
     share = param_share(workload, shape, layout)
     opt = workload.cached("optimizer units", lambda: [u for u in workload.units if u.phase == "opt"])
     rank_opt = [u.changed(ops=[(shard_scaled(s, share), c) for s, c in u.ops], measured_s=u.measured_s if measured
@@ -164,9 +177,8 @@ def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, found: t
 
 
 def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predictor, memo=None,
-                cache: dict | None = None):
-    """(shape, the rank's forward and backward units, their measured twins or None, categories, unsplit share, and
-    a function that makes the units' flat view)."""
+                cache: dict | None = None) -> _Split | str:
+    """The split at this layout's tp and sp (`_Split`), or why the model cannot be split."""
     accumulate = float(max(workload.accumulate, 1))
     micro, shape, reason = _micro_step(workload, accumulate, mb.scale, cache)
     if shape is None:
@@ -176,7 +188,7 @@ def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predi
     anchored = workload.anchor is not None and any(u.measured_s is not None for u in workload.units)
     if anchored:
         # what each new unit measured, from the walk alone (its pieces do not depend on tp): the units are made once
-        source, category = _cached(cache, ("walk pieces", id(walked)), walked.pieces)   # the walk is in the cache too
+        source, category, _ = walked.outputs
         measured = _measured_units(workload, source, category, shape, accumulate, predictor, memo, cache)
         times = _cached(cache, ("measured times", id(measured)), lambda: [(m.measured_s, m.python_s) for m in measured])
         split = split_units(micro, shape, layout.tp, layout.sp, walked, times)
@@ -185,7 +197,7 @@ def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predi
         split, measured = split_units(micro, shape, layout.tp, layout.sp, walked), None
         units = _python_shared(split.units, split.source, len(split.units))
     unsplit = split.unsplit_flops / split.gemm_flops if split.gemm_flops else 0.0
-    return shape, units, measured, np.asarray(split.category, dtype=int), unsplit, split.flat
+    return _Split(shape, units, measured, np.asarray(split.category, dtype=int), unsplit, split.flat)
 
 
 def _micro_step(workload: Workload, accumulate: float, scale: float, cache: dict | None):
