@@ -230,3 +230,23 @@ def test_a_layout_transform_and_a_clone_of_the_same_bytes_stay_two_ops():
         assert len(flat.specs) == 2 and flat.kernels.tolist() == [1.0]
         kept = workload.flat_for(Variant(layout_transforms=False))
         assert [s.name for s in kept.specs] == ["aten::clone"] and kept.counts.tolist() == [1.0]
+
+
+def test_targets_whose_variants_differ_are_priced_in_one_predictor_call(monkeypatch):
+    """A T4 runs another attention kernel than an A100 (another flat view of the step): with a memo, both views'
+    specs go to the predictor in one call, and each target's times are those it would have alone."""
+    from prenet_callbacks.projection.ops.optimizer_ops import default_implementation
+    from prenet_callbacks.projection.pricing.scaling import device_times
+
+    predictor, priced = _spied_predictor(monkeypatch)
+    accs = [lookup_hardware("A100-SXM4-80GB"), lookup_hardware("T4")]
+    workload = Workload(_units(), 1e6, parse_precision("bf16-mixed"))
+    variants = [workload.variant_for(acc, default_implementation(acc)) for acc in accs]
+    flats = [workload.flat_for(v) for v in variants]
+    assert flats[0] is not flats[1], "the test needs two variants"
+    together = device_times(workload, accs, variants, predictor, PriceMemo())
+    assert len(priced) == 1 and priced[0][1] == 2
+    assert priced[0][0] == len({id(spec) for flat in flats for spec in flat.specs})
+    for t, (acc, variant) in enumerate(zip(accs, variants)):
+        alone = device_times(workload, [acc], [variant], predictor)
+        np.testing.assert_allclose(together.per_unit[:, t], alone.per_unit[:, 0], rtol=1e-6)   # BLAS blocks

@@ -118,6 +118,11 @@ def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[
     measured = workload.measured_flat()   # the run's own ops: base, unless re-tuned to another precision
     if anchored and measured is base and id(base) not in groups:
         groups[id(base)] = (base, [])
+    if memo is not None and len(groups) > 1:
+        # the variants' flats share most of their specs: one predictor call for all of them, since a call's cost
+        # is mostly per distinct op (its columns, expansion and grids), not per device
+        memo.prefetch(predictor, [spec for flat, _ in groups.values() for spec in flat.specs],
+                      accelerators + ([anchor] if anchored else []))
     pred_anchor = None
     for flat, members in groups.values():
         with_anchor = anchored and flat is base and measured is base
