@@ -6,16 +6,22 @@
 catalog, loading the predictor, the eager host-cost probe, the first projection's lazy imports) is not in its
 figures. Here every process runs one `Tracker` loop (`loop_workloads.py`) once, with PreNeT, and its report's
 ``actual.own_time`` is read (`prenet_callbacks.session.own_time`): the total, its share of the fit and its parts.
+Beside them, the garbage collections that ran inside PreNeT's own time (``gc_in_own_ms``, ``gc_in_own_count``, per
+generation, watched through ``gc.callbacks`` by this script, not by the library): a collection runs where an
+allocation finds a generation over its threshold, whoever allocates, so a full collection that imports left due
+(torch's, the framework's) can fall inside PreNeT's first call and be counted as its time.
 Processes run one after another; to compare two versions of the code, run this in each checkout by turns.
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -23,7 +29,35 @@ sys.path.insert(0, str(HERE.parent))
 
 from benchmarks.result_file import write_result  # noqa: E402
 
-PARTS = ("total_s", "share", "per_batch_us", "profiling_s", "predictions_s", "end_s")
+PARTS = ("total_s", "share", "per_batch_us", "profiling_s", "predictions_s", "end_s", "gc_in_own_s")
+
+
+class CollectionsInOwnTime:
+    """Per generation, the count and seconds of the garbage collections that ran while a PreNeT session call was on
+    the stack (an `OwnTime` of the process in an event). ``OwnTime`` instances are registered by `watch`."""
+
+    def __init__(self) -> None:
+        self.accounts: list = []
+        self.count, self.seconds = [0, 0, 0], [0.0, 0.0, 0.0]
+        self._started: float | None = None
+
+    def watch(self, own_time_class) -> None:
+        """Register every `OwnTime` made from now on (the session makes one per fit)."""
+        original, accounts = own_time_class.__init__, self.accounts
+
+        def init(account, *args, **kwargs) -> None:
+            original(account, *args, **kwargs)
+            accounts.append(account)
+
+        own_time_class.__init__ = init
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter() if any(a.depth for a in self.accounts) else None
+        elif self._started is not None:
+            self.count[info["generation"]] += 1
+            self.seconds[info["generation"]] += time.perf_counter() - self._started
+            self._started = None
 
 
 def one_fit(workload: str) -> dict:
@@ -31,11 +65,20 @@ def one_fit(workload: str) -> dict:
     threads as `hf_overhead`'s runs; nothing of PreNeT is loaded before the fit (that is what it measures)."""
     from benchmarks.hf_overhead import bench_threads
     from benchmarks.loop_workloads import run_loop
+    from prenet_callbacks.session.own_time import OwnTime
 
     bench_threads()
-    with tempfile.TemporaryDirectory() as out:
-        run = run_loop(workload, with_prenet=True, out_dir=out)
-    return {"fit_s": round(run["fit_s"], 3), **run["report"].actual["own_time"]}
+    seen = CollectionsInOwnTime()
+    seen.watch(OwnTime)
+    gc.callbacks.append(seen)
+    try:
+        with tempfile.TemporaryDirectory() as out:
+            run = run_loop(workload, with_prenet=True, out_dir=out)
+    finally:
+        gc.callbacks.remove(seen)
+    return {"fit_s": round(run["fit_s"], 3), **run["report"].actual["own_time"],
+            "gc_in_own_s": round(sum(seen.seconds), 4), "gc_in_own_count": seen.count,
+            "gc_in_own_ms": [round(s * 1e3, 2) for s in seen.seconds]}
 
 
 def summarise(runs: list[dict]) -> dict:
