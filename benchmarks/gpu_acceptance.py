@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fit-seconds", type=float, default=None,
                         help="length of each acceptance fit (default 25 s on a GPU, 3 s with --smoke)")
     parser.add_argument("--work", default="/tmp/prenet-gpu-acceptance", help="scratch directory")
-    parser.add_argument("--skip", nargs="*", default=[], help="parts to skip: cuda_tests demo fits collect estimate")
+    parser.add_argument("--skip", nargs="*", default=[],
+                        help="parts to skip: cuda_tests demo fits collect host_issue estimate")
     parser.add_argument("--only", nargs="*", default=[], help="run only these parts")
     parser.add_argument("--budget-s", type=float, default=480.0,
                         help="start no part after this many seconds (a lent GPU is lent for minutes, not hours)")
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
          None),
         ("estimate", lambda: _estimate(smoke, cuda), None),
         ("collect", lambda: _collect(work), None if cuda else "collect measures ops on a CUDA GPU"),
+        ("host_issue", lambda: host_issue(torch.device("cuda" if cuda else "cpu")), None),
         ("demo", lambda: _demo(work, smoke), None if cuda else "the demo is the README's CPU run; here only on a GPU"),
     ]
     began = time.time()
@@ -328,6 +330,46 @@ def _estimate(smoke: bool, cuda: bool) -> list[dict[str, Any]]:
                         row["top_ops"] = kernels
                 rows.append(row)
     return rows
+
+
+def host_issue(device: torch.device, repeats: int = 15) -> dict[str, Any]:
+    """What this machine's host spends issuing eager ops, against the constants every projection assumes
+    (`host_constants.json`, measured on the project's CPU with CPU tensors): `measure_host_costs` as a CPU run here
+    would measure it, and the same tiny transformer-block pattern on ``device`` in fp32 and under bf16 autocast, timed
+    without synchronising (the host's issue time alone). Per op: ``fwd_op_s`` and ``bwd_op_s`` (launch included on a
+    GPU; the constants' figure to compare is theirs plus ``launch_s``) and one tiny ``aten::add``. Whether the
+    H200's bf16 steps that grew little with their batch (BERT-base 48 -> 55 ms, docs/gpu-runs.md) waited on the host
+    is what this tells."""
+    from torch import nn
+
+    from prenet_callbacks.projection.pricing.host import (
+        _count_step_ops, _time_aten_op, _time_steps, default_host_costs, measure_host_costs)
+
+    constants = default_host_costs()
+    out: dict[str, Any] = {"constants": constants.to_dict(), "cpu_tensors": measure_host_costs(repeats)}
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.LayerNorm(16), nn.Dropout(0.1), nn.Linear(16, 16),
+                          nn.ReLU(), nn.LayerNorm(16), nn.Linear(16, 4)).to(device)
+    x = torch.randn(2, 8, device=device)
+    with torch.device(device):
+        add = [min(_time_aten_op(repeats))]
+    for precision in ("32-true", "bf16-mixed"):
+        autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
+        with autocast:
+            fwd_ops, bwd_ops = _count_step_ops(model, x)
+            fwd, bwd = _time_steps(model, x, repeats + 3)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        out[f"{device.type}_tensors_{precision}"] = {
+            "fwd_op_s": min(fwd[3:]) / max(fwd_ops, 1), "bwd_op_s": min(bwd[3:]) / max(bwd_ops, 1),
+            "fwd_ops": fwd_ops, "bwd_ops": bwd_ops, "aten_add_s": add[0]}
+    launch = constants.launch_s if device.type == "cuda" else 0.0
+    out["ratio_to_constants"] = {
+        key: {"fwd_op": round(v["fwd_op_s"] / (constants.fwd_op_s + launch), 3),
+              "bwd_op": round(v["bwd_op_s"] / (constants.bwd_op_s + launch), 3),
+              "aten_add": round(v["aten_add_s"] / (constants.aten_op_s + launch), 3)}
+        for key, v in out.items() if key.startswith(device.type + "_tensors_")}
+    return out
 
 
 def _covered(coverage: dict[str, Any]) -> bool:

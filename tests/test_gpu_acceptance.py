@@ -38,6 +38,7 @@ def test_acceptance_cpu_part_runs_and_says_what_it_skipped(tmp_path):
         assert fit["coverage"]["step_source"] == "clean steps" and len(fit["pace_ms"]) == 8
     assert {row["precision"] for row in result["parts"]["estimate"]} == {"32-true", "bf16-mixed"}
     assert result["summary"]["fits"]["first_error_median"] is not None
+    assert set(result["parts"]["host_issue"]["ratio_to_constants"]) == {"cpu_tensors_32-true", "cpu_tensors_bf16-mixed"}
 
 
 def test_op_table_lists_each_op_by_shape_with_its_time():
@@ -57,3 +58,20 @@ def test_op_table_lists_each_op_by_shape_with_its_time():
     assert [r[timing] for r in rows] == sorted((r[timing] for r in rows), reverse=True)
     addmm = {tuple(tuple(s) for s in r["shapes"][:3]) for r in rows if r["op"] == "aten::addmm"}
     assert addmm == {((128,), (32, 64), (64, 128)), ((8,), (32, 128), (128, 8))}   # the two Linears, apart
+
+
+def test_host_issue_times_each_op_against_the_constants_the_projection_assumes():
+    """The per-op host cost on this machine's tensors, fp32 and under bf16 autocast (more ops: the casts), beside
+    `measure_host_costs` and as ratios to `host_constants.json`."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.gpu_acceptance import host_issue
+
+    threads = torch.get_num_threads()
+    out = host_issue(torch.device("cpu"), repeats=2)
+    assert torch.get_num_threads() == threads
+    fp32, bf16 = out["cpu_tensors_32-true"], out["cpu_tensors_bf16-mixed"]
+    assert bf16["fwd_ops"] > fp32["fwd_ops"] > 0 and fp32["bwd_ops"] > 0
+    assert all(v[k] > 0 for v in (fp32, bf16) for k in ("fwd_op_s", "bwd_op_s", "aten_add_s"))
+    assert out["constants"]["launch_s"] > 0 and out["cpu_tensors"]["aten_op_s"] > 0
+    ratio = out["ratio_to_constants"]["cpu_tensors_32-true"]
+    assert ratio["fwd_op"] == round(fp32["fwd_op_s"] / out["constants"]["fwd_op_s"], 3)   # no launch on a CPU
