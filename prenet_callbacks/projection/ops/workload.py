@@ -26,6 +26,7 @@ from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig
 from prenet_callbacks.projection.ops.precision import Precision
 
 PHASES = ("fwd", "bwd", "opt")
+_PHASE_INDEX = {phase: i for i, phase in enumerate(PHASES)}
 _SAME = object()   # `Unit.changed`: the field as it is
 
 
@@ -180,8 +181,18 @@ class Workload:
 
     def phase_index(self) -> np.ndarray:
         """Each unit's phase as an index into `PHASES` (cached)."""
-        return self.cached("phases", lambda: np.array([PHASES.index(u.phase) if u.phase in PHASES else 0
-                                                        for u in self.units], dtype=int))
+        return self.cached("phases", lambda: np.fromiter((_PHASE_INDEX.get(u.phase, 0) for u in self.units),
+                                                         dtype=int, count=len(self.units)))
+
+    def measured_seconds(self) -> np.ndarray:
+        """Each unit's measured seconds, NaN where it has none (cached)."""
+        return self.cached("measured seconds", lambda: np.array(
+            [u.measured_s if u.measured_s is not None else np.nan for u in self.units], dtype=float))
+
+    def anchored(self) -> bool:
+        """Whether the run's device is a catalog GPU and some unit holds a time measured on it."""
+        return self.anchor is not None and self.cached(
+            "any measured", lambda: any(u.measured_s is not None for u in self.units))
 
     def unit_kernels(self) -> np.ndarray:
         """Kernel launches per unit, in unit order."""

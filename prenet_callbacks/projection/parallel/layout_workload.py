@@ -185,7 +185,7 @@ def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predi
         return reason
     # the walk does not depend on tp: splits share it
     walked = _walked(cache, (accumulate, mb.scale), micro, shape, layout.sp)
-    anchored = workload.anchor is not None and any(u.measured_s is not None for u in workload.units)
+    anchored = workload.anchored()
     if anchored:
         # what each new unit measured, from the walk alone (its pieces do not depend on tp): the units are made once
         source, category, _ = walked.outputs

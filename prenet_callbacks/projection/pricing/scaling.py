@@ -105,7 +105,7 @@ def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[
     """Device seconds of every unit on each target accelerator under its variant (``memo``: `PriceMemo`)."""
     n_units, n = len(workload.units), len(accelerators)
     anchor = workload.anchor
-    anchored = anchor is not None and any(u.measured_s is not None for u in workload.units)
+    anchored = workload.anchored()
     per_unit = np.zeros((n_units, n))
     kernels = np.zeros((n_units, n))
     rel = np.full(n, 0.3)
@@ -146,7 +146,7 @@ def device_times(workload: Workload, accelerators: Sequence, variants: Sequence[
     if anchored and measured is not base:
         pred_anchor = unit_matrix(measured, [anchor], predictor, memo)[0][:, 0]
     if anchored:
-        measured = np.array([u.measured_s if u.measured_s is not None else np.nan for u in workload.units])
+        measured = workload.measured_seconds()
         known = ~np.isnan(measured)
         total_anchor = pred_anchor[known].sum()
         calibration = measured[known].sum() / total_anchor if total_anchor > 0 else 1.0
