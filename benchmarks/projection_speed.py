@@ -9,11 +9,14 @@ pointwise op and an SDPA call fused forward and backward) and times `project_rep
 ``--layouts K`` makes the last K of them tensor/pipeline-parallel layouts (`LAYOUTS`). The layers cycle over 35
 shapes, so that the predictor meets many distinct ops; ``--uniform`` gives every layer one shape, as a GPT or
 Llama stack has (not the budget's case).
+Each process also reports the mean (which holds the full garbage collections that land in one projection of
+several, where the median leaves them out) and the collections per projection by generation, with their time.
 Writes ``benchmarks/results/projection_speed.json`` (``--out``).
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import subprocess
@@ -93,16 +96,40 @@ def targets(n: int, layouts: int = 0) -> list[str]:
     return out[:n - layouts] + LAYOUTS[:layouts]
 
 
-def _time_in_this_process(layers: int, names: list[str], repeats: int, uniform: bool = False) -> list[float]:
+class _Collections:
+    """Python's garbage collections while a projection runs (``gc.callbacks``, which only watch): per generation, and
+    their seconds. A projection that keeps fewer objects alive sets off fewer; the full ones (generation 2) scan every
+    object of the process and land in one projection of several, so the median leaves them out and the mean does not."""
+
+    def __init__(self) -> None:
+        self.on, self.count, self.seconds, self._started = False, [0, 0, 0], 0.0, 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if not self.on:
+            return
+        if phase == "start":
+            self.count[info["generation"]] += 1
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+
+
+def _time_in_this_process(layers: int, names: list[str], repeats: int, uniform: bool = False) -> dict:
     predictor, _ = default_predictor()
     project_report(synthetic_report(layers, uniform), names[:2], predictor=predictor)   # imports, catalog, predictor warm
     seconds = []
+    seen = _Collections()
+    gc.callbacks.append(seen)
     for _ in range(repeats):
         report = synthetic_report(layers, uniform)
         start = time.perf_counter()
+        seen.on = True
         project_report(report, names, predictor=predictor)
+        seen.on = False
         seconds.append(time.perf_counter() - start)
-    return seconds
+    gc.callbacks.remove(seen)
+    return {"seconds": seconds, "collections_per_projection": [round(c / repeats, 2) for c in seen.count],
+            "collection_ms_per_projection": round(seen.seconds / repeats * 1e3, 2)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,19 +151,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(_time_in_this_process(args.layers, names, args.repeats, args.uniform)))
         return 0
-    per_process = []
+    per_process, means, collections, collection_ms = [], [], [], []
     for _ in range(args.processes):
         out = subprocess.run([sys.executable, __file__, "--child", "--layers", str(args.layers), "--targets",
                               str(args.targets), "--layouts", str(args.layouts), "--repeats", str(args.repeats)]
                              + (["--uniform"] if args.uniform else []),
                              capture_output=True, text=True, check=True).stdout
-        per_process.append(statistics.median(json.loads(out.strip().splitlines()[-1])) * 1e3)
+        child = json.loads(out.strip().splitlines()[-1])
+        per_process.append(statistics.median(child["seconds"]) * 1e3)
+        means.append(statistics.mean(child["seconds"]) * 1e3)
+        collections.append(child["collections_per_projection"])
+        collection_ms.append(child["collection_ms_per_projection"])
     result = {"layers": args.layers, "uniform": args.uniform, "targets": len(names), "layout_targets": args.layouts,
               "repeats": args.repeats,
               "processes": args.processes,
               "median_ms": round(statistics.median(per_process), 2),
               "process_medians_ms": [round(x, 2) for x in per_process],
               "min_ms": round(min(per_process), 2), "max_ms": round(max(per_process), 2),
+              # the mean holds the full collections that the median leaves out (one projection in several pays one)
+              "process_means_ms": [round(x, 2) for x in means],
+              "collections_per_projection": collections, "collection_ms_per_projection": collection_ms,
               "date": time.strftime("%Y-%m-%d %H:%M"), "target_ms": 50}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")

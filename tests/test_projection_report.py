@@ -144,3 +144,6 @@ def test_identical_recorded_ops_share_one_spec_and_different_ones_do_not():
     assert forward[0][0][0] is forward[1][0][0]                    # one object: predicted once
     assert forward[2][0][0] is not forward[0][0][0] and forward[2][0][0].dims["k"] == first["dims"]["k"] + 1
     assert forward[0][1][0] is forward[1][1][0] is forward[2][1][0]   # the three layers' adds
+    # and one (spec, calls) entry for all three (an entry holding a spec is an object the collector tracks)
+    assert forward[0][1] is forward[1][1] is forward[2][1]
+    assert forward[2][0] is not forward[0][0] and forward[0][0] is forward[1][0]

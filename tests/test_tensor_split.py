@@ -222,3 +222,23 @@ def test_a_splits_flat_view_from_its_pieces_is_the_flattened_units():
             assert after.op_of.tolist() == flatten(split.units + opt).op_of.tolist()
             if source is modules:   # three layers of one module each: those that walked alike share pieces
                 assert len(split.pieces) < len(split.units)
+
+
+def test_the_units_of_layers_that_walked_alike_share_their_pieces_ops_lists():
+    """Each distinct piece's ops list is made once and held by every unit that walked alike (a list per unit was a
+    third of the objects a 500-layer split made); what each unit holds is what a split of it alone holds."""
+    modules = _module_units(3)
+    shape = recognise(modules)[0]
+    split = split_units(modules, shape, 2, False)
+    by_name = {u.name: u for u in split.units}
+    originals = {u.name: u for u in modules}
+    split_gemms = [name for name in ("layers.1.up", "layers.1.down", "layers.1.q", "layers.1.o")
+                   if by_name[name] is not originals[name]]   # split GEMMs: new units with new specs
+    assert split_gemms
+    # layers 1 and 2 walk alike (layer 0 starts the walk): their new units share the pieces' lists
+    assert all(by_name[name].ops is by_name[name.replace("layers.1.", "layers.2.")].ops for name in split_gemms)
+    assert by_name["layers.1.up"].ops is not by_name["layers.1.down"].ops
+    for unit in split.units:
+        assert isinstance(unit.ops, list)
+    alone = split_units(modules, shape, 2, False)
+    assert [u.ops for u in split.units] == [u.ops for u in alone.units]

@@ -154,6 +154,9 @@ def _units(layers: list[dict], precision):
     param_layers = 0
     compiled = False
     specs: dict[tuple, list] = {}
+    # one (spec, calls) tuple for every equal entry of the report (a model's repeated layers): each new tuple holding
+    # a spec is an object the garbage collector tracks, and a 500-layer table made thousands per projection
+    entries: dict[tuple[int, float], tuple[OpSpec, float]] = {}
     for layer in layers:
         layer_params = float(layer.get("params") or 0)
         params += layer_params
@@ -167,7 +170,10 @@ def _units(layers: list[dict], precision):
                 phase, ops = "fwd", by_phase["fwd"]
             spec = _cached_spec(op, precision, specs)
             count = float(op.get("count_per_step") or 0)
-            ops.append((spec, count))
+            entry = entries.get((id(spec), count))
+            if entry is None:
+                entry = entries[id(spec), count] = (spec, count)
+            ops.append(entry)
             op_seconds[phase] += float(op.get("seconds_per_step") or 0.0)
             op_class = spec.op_class
             if phase == "fwd" and op_class != "other" and op_class != "optimizer":

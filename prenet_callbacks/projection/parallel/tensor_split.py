@@ -332,20 +332,23 @@ def split_units(units: Sequence[Unit], shape: TransformerShape, tp: int, sp: boo
                       piece_of=list(piece_of))
     # units that walked alike hold the same spec objects: their pieces are built once, numbered in the order units
     # first use them (`UnitWalks.outputs`)
-    pieces_of: dict[int, tuple[tuple, bool]] = {}
+    pieces_of: dict[int, tuple[list[list], bool]] = {}
     append = out.units.append
     for unit, found in zip(units, walked.per_unit):
         built = pieces_of.get(id(found))
         if built is None:
-            built = pieces_of[id(found)] = _pieces(unit, found, splitter)
-            out.pieces += [ops for _, ops in built[0]]
-        pieces, unchanged = built
+            pieces, unchanged = _pieces(unit, found, splitter)
+            out.pieces += [ops for _, ops in pieces]
+            # the units that walked alike share each piece's ops list (nothing changes a unit's ops in place): a
+            # list per unit was a third of the objects a split makes, and of the collections it set off
+            built = pieces_of[id(found)] = [list(ops) for _, ops in pieces], unchanged
+        lists, unchanged = built
         if unchanged and unit.sequence is None:   # one piece, its ops as they were: the unit itself
             append(unit if times is None else Unit(unit.name, unit.phase, unit.ops, *times[len(out.units)], None))
             continue
-        for _, ops in pieces:
+        for ops in lists:
             seconds = times[len(out.units)] if times is not None else (unit.measured_s, unit.python_s)
-            append(Unit(unit.name, unit.phase, list(ops), *seconds, None))
+            append(Unit(unit.name, unit.phase, ops, *seconds, None))
     return out
 
 
