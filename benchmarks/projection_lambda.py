@@ -61,11 +61,12 @@ def rows(data: Path = DATA) -> list[dict]:
     return out
 
 
-def relative(table: list[dict]) -> list[dict]:
-    """Per precision, each GPU's speed relative to `REFERENCE` (images/s ratio), predicted against measured."""
+def relative(table: list[dict], group: tuple[str, ...] = ("precision",)) -> list[dict]:
+    """Per ``group`` (the precision; also the model where a table holds several), each GPU's speed relative to
+    `REFERENCE` (samples/s ratio), predicted against measured."""
     out = []
-    for precision in PRECISIONS.values():
-        mine = {r["gpu"]: r for r in table if r["precision"] == precision}
+    for key in dict.fromkeys(tuple(r[g] for g in group) for r in table):
+        mine = {r["gpu"]: r for r in table if tuple(r[g] for g in group) == key}
         ref = mine.get(REFERENCE)
         if ref is None:
             continue
@@ -74,7 +75,7 @@ def relative(table: list[dict]) -> list[dict]:
                 continue
             measured = (r["batch"] / r["measured_s"]) / (ref["batch"] / ref["measured_s"])
             predicted = (r["batch"] / r["predicted_s"]) / (ref["batch"] / ref["predicted_s"])
-            out.append({"gpu": gpu, "precision": precision, "measured_speed": round(measured, 4),
+            out.append({"gpu": gpu, **dict(zip(group, key)), "measured_speed": round(measured, 4),
                         "predicted_speed": round(predicted, 4), "error": round(predicted / measured - 1, 4)})
     return out
 

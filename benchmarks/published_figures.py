@@ -213,6 +213,7 @@ TRIALS_LAMBDA = RESULTS + "issue38_monotone/before_1_1_0_lambda.json"
 PROJ, LAMBDA, H200_EST = RESULTS + "projection_accuracy.json", RESULTS + "projection_lambda.json", \
     RESULTS + "estimate_h200.json"
 SPEED, CALIB_SPEED = RESULTS + "projection_speed.json", RESULTS + "calibration_speed.json"
+LAMBDA_BERT, LAMBDA_BERT_SDPA = RESULTS + "projection_lambda_bert.json", RESULTS + "projection_lambda_bert_sdpa.json"
 PRED_AB = RESULTS + "issue38_speed/predictor_speed_ab.json"
 PRED_AB_STEP1 = RESULTS + "issue38_speed/predictor_speed_ab_without_blocks.json"
 
@@ -426,6 +427,13 @@ def held_range(op: str, gpus_: Iterable[str], key: str, pick: Callable) -> Calla
 def layers(gpu: str, pick: Callable) -> Callable[[Any], float]:
     """``pick`` of |error| over one GPU's held-out transformer layers."""
     return lambda d: pick(abs(r["total_error"]) for r in d["transformer_layers"] if r["gpu"] == gpu)
+
+
+def bert_relative(gpu: str, model: str, precision: str, sign: int = 1) -> Callable[[Any], float]:
+    """`projection_lambda_bert.py`'s relative-speed error of one GPU, model and precision (``sign`` -1: quoted as
+    "too slow")."""
+    return lambda d: sign * next(r["error"] for r in d["relative"]
+                                 if (r["gpu"], r["model"], r["precision"]) == (gpu, model, precision))
 
 
 def hostbound(precision: str) -> Callable[[Any], float]:
@@ -824,6 +832,21 @@ QUOTES += [
                                and r["precision"] == "16-mixed"), SPCT1),
       F(H200_EST, lambda d: -h200_est("resnet50", 64, "bf16-mixed")(d), PCT0),
       F(H200_EST, lambda d: -h200_est("resnet50", 128, "bf16-mixed")(d), PCT0)),
+    Q(ACCURACY, "the speed relative to the A100 80GB {}% MAPE in AMP and {}% in FP32/TF32 (48 steps).",
+      F(LAMBDA_BERT, "summary.16-mixed.relative_speed_mape"), F(LAMBDA_BERT, "summary.32-true.relative_speed_mape")),
+    Q(ACCURACY, "the absolute steps are {}% median in AMP (too slow) and {}% in FP32/TF32 ({}% absolute). With the fused "
+                "SDPA kernel instead the relative speed is {}% / {}% MAPE",
+      F(LAMBDA_BERT, "summary.16-mixed.median_error", SPCT1), F(LAMBDA_BERT, "summary.32-true.median_error", SPCT1),
+      F(LAMBDA_BERT, "summary.32-true.median_abs_error"), F(LAMBDA_BERT_SDPA, "summary.16-mixed.relative_speed_mape"),
+      F(LAMBDA_BERT_SDPA, "summary.32-true.relative_speed_mape")),
+    Q(ACCURACY, "the H100 SXM5 predicted {}% / {}% too fast relative to the A100 in AMP (BERT-base / BERT-large) and {}% / "
+                "{}% in TF32; the RTX 4090 {}% / {}% too slow in AMP and {}% / {}% in TF32, while the RTX 6000 Ada (the "
+                "same chip at 300 W) is {}% / {}% too fast in AMP",
+      *(F(LAMBDA_BERT, bert_relative(gpu, model, precision, sign), PCT0)
+        for gpu, precision, sign in (("H100-SXM5", "16-mixed", 1), ("H100-SXM5", "32-true", 1),
+                                     ("RTX 4090", "16-mixed", -1), ("RTX 4090", "32-true", -1),
+                                     ("RTX 6000 Ada", "16-mixed", 1))
+        for model in ("bert_base_squad", "bert_large_squad"))),
 ]
 
 

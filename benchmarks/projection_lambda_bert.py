@@ -1,0 +1,114 @@
+"""BERT-base and BERT-large SQuAD fine-tuning steps on twelve GPUs in AMP and FP32 (Lambda's public benchmark).
+
+    python benchmarks/projection_lambda_bert.py [--attention eager|sdpa] [--json OUT]
+
+Measurements: `benchmarks/data/lambda_bert_squad_train.json` (lambdal/deeplearning-benchmark, MIT): NVIDIA
+DeepLearningExamples' BERT fine-tuned on SQuAD v1.1, sequence length 384, one GPU, the batch Lambda ran on each GPU, in
+fp16 (AMP) or fp32 (TF32 matmuls on Ampere and later). A measured step is batch / sequences per second. A
+development set of issue 38 (its item 3 names Lambda's tables): nothing is fitted to it.
+
+Each step is predicted by `estimate()` as a user would, from the model alone: Hugging Face's ``BertForQuestionAnswering``
+with the checkpoint's shape (uncased vocabulary, 512 positions), built on ``meta``, ``16-mixed`` or ``32-true`` with
+``float32_matmul_precision="high"``, AdamW, the span loss. The replica differs from NVIDIA's model where it must:
+DeepLearningExamples computes attention as matmul, softmax, dropout and matmul (``--attention eager``, the default:
+Hugging Face's eager attention runs the same ops), and fuses the bias and GELU of the intermediate layer and its layer
+norms (apex), which eager Hugging Face runs as separate kernels; its AMP may run softmax in half precision where
+autocast runs it in fp32. These shift every GPU's step alike, so the speed relative to the A100 80GB (what a user
+comparing GPUs reads) is the figure to read first; the absolute error is reported beside it. Requires the
+``transformers`` extra.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.projection_lambda import REFERENCE, relative  # noqa: E402
+from benchmarks.step_errors import publish, step_summary  # noqa: E402
+
+DATA = ROOT / "benchmarks/data/lambda_bert_squad_train.json"
+SEQUENCE = 384
+PRECISIONS = {"amp": ("16-mixed", None), "fp32": ("32-true", "high")}   # (precision, float32 matmul precision)
+CONFIGS = {"bert_base_squad": {},
+           "bert_large_squad": {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+                                "intermediate_size": 4096}}
+
+
+def _model(name: str, attention: str):
+    try:
+        from transformers import BertConfig, BertForQuestionAnswering
+    except ImportError as error:
+        raise SystemExit("projection_lambda_bert.py needs the transformers extra: pip install -e '.[transformers]'") \
+            from error
+    with torch.device("meta"):
+        return BertForQuestionAnswering(BertConfig(attn_implementation=attention, **CONFIGS[name]))
+
+
+def rows(data: Path = DATA, attention: str = "eager") -> list[dict]:
+    """One row per (model, precision, GPU): Lambda's step against `estimate()`'s. GPUs at one batch share a capture."""
+    from prenet_callbacks import estimate
+
+    table = json.loads(data.read_text())["rows"]
+    out = []
+    for name in CONFIGS:
+        model = _model(name, attention)
+        for key, (precision, matmul) in PRECISIONS.items():
+            by_batch: dict[int, list[dict]] = {}
+            for entry in table:
+                by_batch.setdefault(entry[name][key]["batch"], []).append(entry)
+            for batch, entries in by_batch.items():
+                with torch.device("meta"):
+                    ids = torch.randint(0, 30522, (batch, SEQUENCE))
+                    positions = torch.randint(0, SEQUENCE, (batch,))
+                example = {"input_ids": ids, "start_positions": positions, "end_positions": positions}
+                est = estimate(model, example, targets=[e["gpu"] for e in entries], precision=precision,
+                               optimizer="adamw", float32_matmul_precision=matmul, loss_fn=lambda out: out.loss)
+                for entry in entries:
+                    row = est.row(entry["gpu"])
+                    measured = batch / entry[name][key]["sequences_per_s"]
+                    out.append({"model": name, "gpu": entry["gpu"], "precision": precision, "batch": batch,
+                                "measured_s": round(measured, 6), "predicted_s": row["step_s"],
+                                "error": round(row["step_s"] / measured - 1, 4),
+                                "band": [row["step_low_s"], row["step_high_s"]], "host_bound": row["host_bound"]})
+    return out
+
+
+def summary(table: list[dict], rel: list[dict]) -> dict:
+    """Per precision (both models): the step errors and the relative speed's MAPE; and per model and precision."""
+    result = step_summary(table, "measured_s")
+    for precision, cell in result.items():
+        cell["relative_speed_mape"] = round(statistics.mean(abs(r["error"]) for r in rel
+                                                            if r["precision"] == precision), 4)
+        cell["by_model"] = {name: {"median_error": round(statistics.median(
+                                       r["error"] for r in table if r["model"] == name and r["precision"] == precision), 4),
+                                   "relative_speed_mape": round(statistics.mean(
+                                       abs(r["error"]) for r in rel if r["model"] == name and r["precision"] == precision), 4)}
+                            for name in CONFIGS}
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--attention", choices=("eager", "sdpa"), default="eager",
+                        help="the replica's attention: eager (matmul, softmax, matmul, as NVIDIA's BERT) or sdpa (fused)")
+    parser.add_argument("--json", help="write the rows and summary here")
+    args = parser.parse_args(argv)
+    table = rows(attention=args.attention)
+    rel = relative(table, group=("model", "precision"))
+    for r in table:
+        print(f"{r['model']:17s} {r['gpu']:16s} {r['precision']:9s} b={r['batch']:<4d} measured "
+              f"{r['measured_s'] * 1e3:7.1f} ms  predicted {r['predicted_s'] * 1e3:7.1f} ms ({r['error']:+.1%})")
+    result = {"benchmark": "projection_lambda_bert", "reference": REFERENCE, "attention": args.attention,
+              "rows": table, "relative": rel, "summary": summary(table, rel)}
+    return publish(result, args.json)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
