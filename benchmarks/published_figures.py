@@ -213,7 +213,9 @@ TRIALS_LAMBDA = RESULTS + "issue38_monotone/before_1_1_0_lambda.json"
 PROJ, LAMBDA, H200_EST = RESULTS + "projection_accuracy.json", RESULTS + "projection_lambda.json", \
     RESULTS + "estimate_h200.json"
 SPEED, CALIB_SPEED = RESULTS + "projection_speed.json", RESULTS + "calibration_speed.json"
-LAMBDA_BERT, LAMBDA_BERT_SDPA = RESULTS + "projection_lambda_bert.json", RESULTS + "projection_lambda_bert_sdpa.json"
+LAMBDA_BERT = RESULTS + "projection_lambda_bert.json"
+LAMBDA_BERT_AUTOCAST = RESULTS + "projection_lambda_bert_autocast.json"
+LAMBDA_BERT_SDPA = RESULTS + "projection_lambda_bert_autocast_sdpa.json"
 PRED_AB = RESULTS + "issue38_speed/predictor_speed_ab.json"
 PRED_AB_STEP1 = RESULTS + "issue38_speed/predictor_speed_ab_without_blocks.json"
 
@@ -434,6 +436,42 @@ def bert_relative(gpu: str, model: str, precision: str, sign: int = 1) -> Callab
     "too slow")."""
     return lambda d: sign * next(r["error"] for r in d["relative"]
                                  if (r["gpu"], r["model"], r["precision"]) == (gpu, model, precision))
+
+
+def catalog_bandwidth(gpu: str) -> float:
+    """The hardware catalog's DRAM bandwidth of a GPU (GB/s): committed data beside the result files."""
+    from predictor_models.hardware import lookup_hardware
+
+    return lookup_hardware(gpu).memory_bandwidth_gbs
+
+
+def _bert_rows(d: Any) -> dict:
+    return {(r["model"], r["gpu"], r["precision"]): r for r in d["rows"]}
+
+
+def bert_step(gpu: str, model: str, precision: str, sign: int = 1) -> Callable[[Any], float]:
+    """`projection_lambda_bert.py`'s step error of one GPU, model and precision (``sign`` -1: quoted as "too fast")."""
+    return lambda d: sign * _bert_rows(d)[model, gpu, precision]["error"]
+
+
+def bert_amp_speedup(model: str, gpu: str = "A100-SXM4-80GB") -> Callable[[Any], float]:
+    """The predicted AMP speed-up over TF32 against the measured one, minus 1 (samples per second)."""
+    def error(d: Any) -> float:
+        rows = _bert_rows(d)
+        amp, tf32 = rows[model, gpu, "16-true"], rows[model, gpu, "32-true"]
+        speed = lambda r, key: r["batch"] / r[key]  # noqa: E731
+        return (speed(amp, "predicted_s") / speed(tf32, "predicted_s")) / (
+            speed(amp, "measured_s") / speed(tf32, "measured_s")) - 1
+    return error
+
+
+def bert_class_speedup(op_class: str, model: str = "bert_large_squad") -> Callable[[Any], float]:
+    """How much faster an op class is priced on the H100 SXM5 than on the A100 80GB in the AMP step."""
+    def speedup(d: Any) -> float:
+        rows = _bert_rows(d)
+        return (rows[model, "A100-SXM4-80GB", "16-true"]["device_s_by_class"][op_class]
+                / rows[model, "H100-SXM5", "16-true"]["device_s_by_class"][op_class])
+    return speedup
 
 
 def hostbound(precision: str) -> Callable[[Any], float]:
@@ -832,21 +870,31 @@ QUOTES += [
                                and r["precision"] == "16-mixed"), SPCT1),
       F(H200_EST, lambda d: -h200_est("resnet50", 64, "bf16-mixed")(d), PCT0),
       F(H200_EST, lambda d: -h200_est("resnet50", 128, "bf16-mixed")(d), PCT0)),
-    Q(ACCURACY, "the speed relative to the A100 80GB {}% MAPE in AMP and {}% in FP32/TF32 (48 steps).",
-      F(LAMBDA_BERT, "summary.16-mixed.relative_speed_mape"), F(LAMBDA_BERT, "summary.32-true.relative_speed_mape")),
-    Q(ACCURACY, "the absolute steps are {}% median in AMP (too slow) and {}% in FP32/TF32 ({}% absolute). With the fused "
-                "SDPA kernel instead the relative speed is {}% / {}% MAPE",
-      F(LAMBDA_BERT, "summary.16-mixed.median_error", SPCT1), F(LAMBDA_BERT, "summary.32-true.median_error", SPCT1),
-      F(LAMBDA_BERT, "summary.32-true.median_abs_error"), F(LAMBDA_BERT_SDPA, "summary.16-mixed.relative_speed_mape"),
-      F(LAMBDA_BERT_SDPA, "summary.32-true.relative_speed_mape")),
-    Q(ACCURACY, "the H100 SXM5 predicted {}% / {}% too fast relative to the A100 in AMP (BERT-base / BERT-large) and {}% / "
-                "{}% in TF32; the RTX 4090 {}% / {}% too slow in AMP and {}% / {}% in TF32, while the RTX 6000 Ada (the "
-                "same chip at 300 W) is {}% / {}% too fast in AMP",
-      *(F(LAMBDA_BERT, bert_relative(gpu, model, precision, sign), PCT0)
-        for gpu, precision, sign in (("H100-SXM5", "16-mixed", 1), ("H100-SXM5", "32-true", 1),
-                                     ("RTX 4090", "16-mixed", -1), ("RTX 4090", "32-true", -1),
-                                     ("RTX 6000 Ada", "16-mixed", 1))
-        for model in ("bert_base_squad", "bert_large_squad"))),
+    Q(ACCURACY, "AMP steps {}% median ({}% absolute, {} of 24 inside their band), FP32/TF32 {}% median ({}% absolute); the "
+                "speed relative to the A100 80GB {}% MAPE in AMP and {}% in TF32; the AMP speed-up over TF32 on the A100 "
+                "{}% / {}% off",
+      F(LAMBDA_BERT, "summary.16-true.median_error", SPCT1), F(LAMBDA_BERT, "summary.16-true.median_abs_error"),
+      F(LAMBDA_BERT, lambda d: int(d["summary"]["16-true"]["inside_band"].split("/")[0]), INT),
+      F(LAMBDA_BERT, "summary.32-true.median_error", SPCT1), F(LAMBDA_BERT, "summary.32-true.median_abs_error"),
+      F(LAMBDA_BERT, "summary.16-true.relative_speed_mape"), F(LAMBDA_BERT, "summary.32-true.relative_speed_mape"),
+      *(F(LAMBDA_BERT, bert_amp_speedup(model), SPCT1) for model in ("bert_base_squad", "bert_large_squad"))),
+    Q(ACCURACY, "too fast: {}% / {}% in AMP, relative to the A100 {}% / {}% in AMP and {}% / {}% in TF32; by op class",
+      *(F(LAMBDA_BERT, bert_step("H100-SXM5", model, "16-true", -1), PCT0) for model in ("bert_base_squad", "bert_large_squad")),
+      *(F(LAMBDA_BERT, bert_relative("H100-SXM5", model, precision), PCT0)
+        for precision in ("16-true", "32-true") for model in ("bert_base_squad", "bert_large_squad"))),
+    Q(ACCURACY, "BERT-large's GEMMs are priced {}x faster there than on the A100 and its pointwise ops and norms {}x and {}x, "
+                "above the {}x of their DRAM bandwidths",
+      *(F(LAMBDA_BERT, bert_class_speedup(c), num(2)) for c in ("gemm", "elementwise", "norm")),
+      F(LAMBDA_BERT, lambda d: catalog_bandwidth("H100-SXM5") / catalog_bandwidth("A100-SXM4-80GB"), num(2))),
+    Q(ACCURACY, "is {}% / {}% too fast in AMP relative to the A100 and the RTX 4090 (AD102 at 450 W) {}% / {}% too slow",
+      *(F(LAMBDA_BERT, bert_relative(gpu, model, "16-true", sign), PCT0)
+        for gpu, sign in (("RTX 6000 Ada", 1), ("RTX 4090", -1)) for model in ("bert_base_squad", "bert_large_squad"))),
+    Q(ACCURACY, "autocast (`16-mixed`, `projection_lambda_bert_autocast.json`) {}% median, relative speed {}% / {}% MAPE (AMP "
+                "/ TF32); with the fused SDPA kernel as well (`projection_lambda_bert_autocast_sdpa.json`) {}% / {}%.",
+      F(LAMBDA_BERT_AUTOCAST, "summary.16-mixed.median_error", SPCT1),
+      F(LAMBDA_BERT_AUTOCAST, "summary.16-mixed.relative_speed_mape"),
+      F(LAMBDA_BERT_AUTOCAST, "summary.32-true.relative_speed_mape"),
+      F(LAMBDA_BERT_SDPA, "summary.16-mixed.relative_speed_mape"), F(LAMBDA_BERT_SDPA, "summary.32-true.relative_speed_mape")),
 ]
 
 
