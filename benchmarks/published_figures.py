@@ -2069,6 +2069,16 @@ QUOTES += [
       *(F(S54 + f"{side}_{case}_run{i}.json", "median_ms", INT)
         for case in ("layouts10", "targets8layouts1", "layouts0") for side in ("before", "after") for i in (1, 2))),
 ]
+S55 = LAYOUT_SPEED + "session55/"
+QUOTES += [
+    Q(MODEL_PARALLEL, "young collections per projection {} -> {}, and, alternated against the code before\nit (cd91a44, "
+                      "which had the first) in rounds of three\nprocesses, forty targets with ten layouts {} / {} / {} ms "
+                      "-> {} / {} / {} ms",
+      F(S55 + "before_cd91a44_gc_layouts10_run1.json", "collections_per_projection.0.0", num(1)),
+      F(S55 + "after_shared_lists_gc_layouts10_run1.json", "collections_per_projection.0.0", num(1)),
+      *(F(S55 + f"{side}_layouts10_run{i}.json", "median_ms", INT)
+        for side in ("before_cd91a44", "after_shared_lists") for i in (1, 2, 3))),
+]
 FIRST_FIT = RESULTS + "issue39_first_fit/"
 
 
