@@ -21,25 +21,24 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from benchmarks.gc_probe import Collections  # noqa: E402
 from benchmarks.result_file import write_result  # noqa: E402
 
 PARTS = ("total_s", "share", "per_batch_us", "profiling_s", "predictions_s", "end_s", "gc_in_own_s")
 
 
-class CollectionsInOwnTime:
-    """Per generation, the count and seconds of the garbage collections that ran while a PreNeT session call was on
-    the stack (an `OwnTime` of the process in an event). ``OwnTime`` instances are registered by `watch`."""
+class CollectionsInOwnTime(Collections):
+    """The collections that start while a PreNeT session call is on the stack (an `OwnTime` of the process in an
+    event); ``OwnTime`` instances are registered by `watch`."""
 
     def __init__(self) -> None:
         self.accounts: list = []
-        self.count, self.seconds = [0, 0, 0], [0.0, 0.0, 0.0]
-        self._started: float | None = None
+        super().__init__(when=lambda: any(account.depth for account in self.accounts))
 
     def watch(self, own_time_class) -> None:
         """Register every `OwnTime` made from now on (the session makes one per fit)."""
@@ -50,14 +49,6 @@ class CollectionsInOwnTime:
             accounts.append(account)
 
         own_time_class.__init__ = init
-
-    def __call__(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            self._started = time.perf_counter() if any(a.depth for a in self.accounts) else None
-        elif self._started is not None:
-            self.count[info["generation"]] += 1
-            self.seconds[info["generation"]] += time.perf_counter() - self._started
-            self._started = None
 
 
 def one_fit(workload: str) -> dict:

@@ -17,16 +17,19 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
 class Collections:
-    """Per-generation count and seconds of the collections seen since `reset`."""
+    """Per-generation count and seconds of the collections seen since `reset` (a ``gc.callbacks`` entry, which only
+    watches); ``when``: count only the collections that start while it returns True (a timed region, a PreNeT call)."""
 
-    def __init__(self) -> None:
-        self._started = 0.0
+    def __init__(self, when: Callable[[], bool] | None = None) -> None:
+        self.when = when
+        self._started: float | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -34,11 +37,12 @@ class Collections:
 
     def __call__(self, phase: str, info: dict) -> None:
         if phase == "start":
-            self._started = time.perf_counter()
-            return
-        generation = info["generation"]
-        self.count[generation] += 1
-        self.seconds[generation] += time.perf_counter() - self._started
+            self._started = time.perf_counter() if self.when is None or self.when() else None
+        elif self._started is not None:
+            generation = info["generation"]
+            self.count[generation] += 1
+            self.seconds[generation] += time.perf_counter() - self._started
+            self._started = None
 
 
 def main(argv: list[str] | None = None) -> int:

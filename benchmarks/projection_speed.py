@@ -27,6 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from benchmarks.gc_probe import Collections  # noqa: E402
 from predictor_models.hardware import list_hardware  # noqa: E402
 from prenet_callbacks.projection import project_report  # noqa: E402
 from prenet_callbacks.projection.pricing.predictor_source import default_predictor  # noqa: E402
@@ -96,40 +97,25 @@ def targets(n: int, layouts: int = 0) -> list[str]:
     return out[:n - layouts] + LAYOUTS[:layouts]
 
 
-class _Collections:
-    """Python's garbage collections while a projection runs (``gc.callbacks``, which only watch): per generation, and
-    their seconds. A projection that keeps fewer objects alive sets off fewer; the full ones (generation 2) scan every
-    object of the process and land in one projection of several, so the median leaves them out and the mean does not."""
-
-    def __init__(self) -> None:
-        self.on, self.count, self.seconds, self._started = False, [0, 0, 0], 0.0, 0.0
-
-    def __call__(self, phase: str, info: dict) -> None:
-        if not self.on:
-            return
-        if phase == "start":
-            self.count[info["generation"]] += 1
-            self._started = time.perf_counter()
-        else:
-            self.seconds += time.perf_counter() - self._started
-
-
 def _time_in_this_process(layers: int, names: list[str], repeats: int, uniform: bool = False) -> dict:
     predictor, _ = default_predictor()
     project_report(synthetic_report(layers, uniform), names[:2], predictor=predictor)   # imports, catalog, predictor warm
     seconds = []
-    seen = _Collections()
+    # the collections a projection sets off (the full ones scan every object of the process and land in one projection
+    # of several, so the median leaves them out and the mean does not)
+    timing = [False]
+    seen = Collections(when=lambda: timing[0])
     gc.callbacks.append(seen)
     for _ in range(repeats):
         report = synthetic_report(layers, uniform)
         start = time.perf_counter()
-        seen.on = True
+        timing[0] = True
         project_report(report, names, predictor=predictor)
-        seen.on = False
+        timing[0] = False
         seconds.append(time.perf_counter() - start)
     gc.callbacks.remove(seen)
     return {"seconds": seconds, "collections_per_projection": [round(c / repeats, 2) for c in seen.count],
-            "collection_ms_per_projection": round(seen.seconds / repeats * 1e3, 2)}
+            "collection_ms_per_projection": round(sum(seen.seconds) / repeats * 1e3, 2)}
 
 
 def main(argv: list[str] | None = None) -> int:
