@@ -99,9 +99,9 @@ def _device_seconds_by_class(est, gpus: list[str]) -> dict[str, dict[str, float]
     ops = est.workload.ops()
     seconds = predictor.predict_matrix([spec for spec, _ in ops], [lookup_hardware(g) for g in gpus])
     seconds *= np.array([count for _, count in ops])[:, None]
-    classes = sorted({spec.op_class for spec, _ in ops})
-    return {gpu: {c: round(float(sum(seconds[i, j] for i, (spec, _) in enumerate(ops) if spec.op_class == c)), 6)
-                  for c in classes} for j, gpu in enumerate(gpus)}
+    classes, class_of = np.unique([spec.op_class for spec, _ in ops], return_inverse=True)
+    return {gpu: dict(zip(classes.tolist(), np.round(np.bincount(class_of, weights=seconds[:, j]), 6).tolist()))
+            for j, gpu in enumerate(gpus)}
 
 
 def summary(table: list[dict], rel: list[dict]) -> dict:

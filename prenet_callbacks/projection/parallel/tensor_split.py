@@ -129,7 +129,7 @@ class SplitResult:
     source: list[int]                # the input unit each output unit comes from
     unsplit_flops: float = 0.0       # GEMM FLOPs kept whole on every rank
     gemm_flops: float = 0.0
-    pieces: list[tuple] = field(default_factory=list)   # the distinct ops tuples, in the order units first use them
+    pieces: list[list] = field(default_factory=list)    # the distinct ops lists, in the order units first use them
     piece_of: list[int] = field(default_factory=list)   # per unit, its ops' index in `pieces`
 
     def flat(self) -> Flat:
@@ -338,10 +338,10 @@ def split_units(units: Sequence[Unit], shape: TransformerShape, tp: int, sp: boo
         built = pieces_of.get(id(found))
         if built is None:
             pieces, unchanged = _pieces(unit, found, splitter)
-            out.pieces += [ops for _, ops in pieces]
             # the units that walked alike share each piece's ops list (nothing changes a unit's ops in place): a
             # list per unit was a third of the objects a split makes, and of the collections it set off
             built = pieces_of[id(found)] = [list(ops) for _, ops in pieces], unchanged
+            out.pieces += built[0]
         lists, unchanged = built
         if unchanged and unit.sequence is None:   # one piece, its ops as they were: the unit itself
             append(unit if times is None else Unit(unit.name, unit.phase, unit.ops, *times[len(out.units)], None))
