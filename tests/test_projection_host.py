@@ -14,6 +14,7 @@ from prenet_callbacks.projection.pricing.host import (
     calibrate_host_scale,
     measure_host_costs,
     simulate,
+    simulate_band,
 )
 from tests.projection_fixtures import ScaledBound, make_report
 
@@ -27,6 +28,24 @@ def test_simulate_is_the_slower_side_and_order_matters():
     assert big_then_tiny == pytest.approx(1.1e-3, rel=0.1)
     host_bound = simulate(np.full(10, 1e-3), np.full((10, 1), 1e-6), np.full(10, 10.0))[0]
     assert host_bound == pytest.approx(10e-3, rel=0.01)
+
+
+def test_a_band_simulated_at_once_is_each_edge_simulated_alone():
+    rng = np.random.default_rng(0)
+    units, targets = 40, 5
+    host = rng.uniform(1e-6, 1e-4, (units, targets))
+    device = rng.uniform(1e-7, 3e-4, (units, targets)) * (rng.random((units, targets)) < 0.8)
+    kernels = rng.integers(0, 20, (units, targets)).astype(float)
+    host_band = np.array([1.0, 0.8, 1.25])
+    device_band = rng.uniform(0.5, 1.5, (targets, 3))
+    at_once = simulate_band(host, device, kernels, host_band, device_band)
+    for e, a in enumerate(host_band):
+        alone = simulate(host * a, device * device_band[:, e], kernels)
+        np.testing.assert_allclose(at_once[:, e], alone, rtol=1e-12)
+    # unit factors: the as-is step exactly, and a unit whose kernels are issued late shows in it
+    np.testing.assert_array_equal(simulate_band(host, device, kernels, np.ones(1), np.ones((targets, 1)))[:, 0],
+                                  simulate(host, device, kernels))
+    assert simulate_band(np.zeros((0, 2)), np.zeros((0, 2)), np.zeros(0), host_band, np.ones((2, 3))).shape == (2, 3)
 
 
 def test_calibration_reproduces_the_measured_step():

@@ -140,7 +140,9 @@ def unit_host_seconds(kernels: np.ndarray, phases: np.ndarray, costs: HostCosts,
 
 
 def simulate(host: np.ndarray, device: np.ndarray, kernels: np.ndarray) -> np.ndarray:
-    """Step time per target of units issued by the host in order and run by the GPU.
+    """Step time per target of units issued by the host in order and run by the GPU: unit by unit, its kernels are
+    ready once the host has issued its share of them and done once the GPU has run them after the previous unit's;
+    the step is the later of the host's end and the GPU's.
 
     host: (U,) or (U, T) seconds; device: (U,) or (U, T) seconds; kernels: (U,) or (U, T). Returns (T,)."""
     host = np.asarray(host, dtype=float)
@@ -151,22 +153,45 @@ def simulate(host: np.ndarray, device: np.ndarray, kernels: np.ndarray) -> np.nd
         host = host[:, None]
     if host.shape[0] == 0:
         return np.zeros(max(device.shape[1], host.shape[1]))
+    host, device = np.broadcast_arrays(host, device)
+    return simulate_band(host, device, kernels, np.ones(1), np.ones((device.shape[1], 1)))[:, 0]
+
+
+def simulate_band(host: np.ndarray, device: np.ndarray, kernels: np.ndarray, host_band: np.ndarray,
+                  device_band: np.ndarray) -> np.ndarray:
+    """`simulate` of every band edge at once: target ``t``'s edge ``e`` issues ``host[:, t] * host_band[e]`` and
+    runs ``device[:, t] * device_band[t, e]``. Returns ``(T, E)``.
+
+    host, device: (U, T) seconds; kernels: (U, T) or (U,); host_band: (E,); device_band: (T, E). A band edge scales
+    every unit's host or device time by one factor, so the running sums `simulate` takes are the as-is ones scaled:
+    they are taken once per target rather than once per edge (a projection's sums over units are most of its
+    simulation; the answer moves by float rounding only)."""
+    host = np.asarray(host, dtype=float)
+    device = np.asarray(device, dtype=float)
+    host_band = np.asarray(host_band, dtype=float)
+    device_band = np.asarray(device_band, dtype=float)
+    if host.shape[0] == 0:
+        return np.zeros((device.shape[1], host_band.shape[0]))
     k = np.maximum(np.asarray(kernels, dtype=float), 1.0)
     if k.ndim == 1:
         k = k[:, None]
     h_end = np.cumsum(host, axis=0)
-    # ready - done, unit by unit: max(h_start + host / k + device, h_end + device / k) - done, in place (the
-    # (units, targets x band edges) arrays of a projection are large; the same operations in the same order)
-    early = h_end - host
-    early += host / k
-    early += device
-    late = device / k
-    late += h_end
-    np.maximum(early, late, out=early)
     done = np.cumsum(device, axis=0)
-    early -= done
-    lag = np.maximum(0.0, np.max(early, axis=0))
-    return np.maximum(h_end[-1], done[-1] + lag)
+    issued_early = h_end - host
+    issued_early += host / k           # a unit's first kernel is issued after its share of the host time
+    device_late = device / k           # its last kernel runs after the host has issued the whole unit
+    out = np.empty((device.shape[1], host_band.shape[0]))
+    for e, a in enumerate(host_band.tolist()):
+        b = device_band[:, e]
+        early = issued_early * a
+        early += device * b
+        late = device_late * b
+        late += h_end * a
+        np.maximum(early, late, out=early)
+        early -= done * b
+        lag = np.maximum(0.0, np.max(early, axis=0))
+        out[:, e] = np.maximum(h_end[-1] * a, done[-1] * b + lag)
+    return out
 
 
 def calibrate_host_scale(host: np.ndarray, device: np.ndarray, kernels: np.ndarray, target_s: float,

@@ -19,7 +19,7 @@ import numpy as np
 
 from prenet_callbacks.projection.rows.bands import regime_width, widen
 from prenet_callbacks.projection.rows.cost import run_cost
-from prenet_callbacks.projection.pricing.host import HOST_ERROR, simulate, unit_host_seconds
+from prenet_callbacks.projection.pricing.host import HOST_ERROR, simulate_band, unit_host_seconds
 from prenet_callbacks.projection.parallel.layout_comm import Collectives, layout_fabrics
 from prenet_callbacks.projection.parallel.layout_workload import MicroBatches, RankStep, micro_batches, model_shape, rank_step
 from prenet_callbacks.projection.parallel.links import host_link_bytes_per_s
@@ -186,13 +186,13 @@ def _simulated(rank: RankStep, host: np.ndarray, device: np.ndarray, kernels: np
     """Seconds per band edge (as is, low, high) x category (pre, layer, post, optimizer): each category's units
     issued and run on their own (a stage runs a share of them); the band moves device time by the predictor's
     error and host time by `HOST_ERROR`."""
-    device_factors = np.array([1.0, 1.0 - rel, 1.0 + rel])
+    device_factors = np.array([[1.0, 1.0 - rel, 1.0 + rel]])
     host_factors = np.array([1.0, 1.0 - HOST_ERROR, 1.0 + HOST_ERROR])
     out = np.empty((3, 4))
     for category in range(4):
         units = rank.category == category
-        out[:, category] = simulate(host[units, None] * host_factors, device[units, None] * device_factors,
-                                    kernels[units])
+        out[:, category] = simulate_band(host[units, None], device[units, None], kernels[units], host_factors,
+                                         device_factors)[0]
     return out
 
 

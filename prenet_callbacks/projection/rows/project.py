@@ -26,6 +26,7 @@ from prenet_callbacks.projection.pricing.host import (
     GRAPH_REPLAY_S,
     HOST_ERROR,
     simulate,
+    simulate_band,
     unit_host_seconds,
 )
 from prenet_callbacks.projection.parallel.links import host_link_bytes_per_s
@@ -163,10 +164,7 @@ def _price(workload: Workload, targets: list, predictor, batch_convention: str, 
     rel_all = times.relative_error
     bands = np.stack([np.ones_like(rel_all), 1.0 - rel_all, 1.0 + rel_all], axis=1)          # (targets, 3)
     host_band = np.array([1.0, 1.0 - HOST_ERROR, 1.0 + HOST_ERROR])
-    units, n_targets = device.shape
-    simulated = simulate((host[:, :, None] * host_band).reshape(units, -1),
-                         (device[:, :, None] * bands[None]).reshape(units, -1),
-                         np.repeat(kernels, 3, axis=1)).reshape(n_targets, 3)
+    simulated = simulate_band(host, device, kernels, host_band, bands)
     fwd_mask = phases == 0
     target_fwd = simulate(host[fwd_mask], device[fwd_mask], kernels[fwd_mask])
     return _Priced(accs, scales, variants, times, hm, host, device, (fwd_s, bwd_s, opt_s), simulated, target_fwd)
