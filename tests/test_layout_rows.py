@@ -236,6 +236,36 @@ def test_an_anchored_run_cuts_its_recorded_step_once_for_every_split(monkeypatch
         assert row["step_s"] == pytest.approx(alone["step_s"], rel=1e-12) and row["layout"] == alone["layout"]
 
 
+def test_a_ranks_views_built_on_its_splits_are_those_of_its_own_units():
+    """Ranks of one split share its flat view and per-unit views (phases, measured seconds) and add their optimizer
+    units: what they hold is what their own units give."""
+    import numpy as np
+
+    from benchmarks.projection_speed import synthetic_report
+    from prenet_callbacks.projection.from_report import workload_from_report
+    from prenet_callbacks.projection.ops.flat import flatten
+    from prenet_callbacks.projection.ops.workload import unit_views
+    from prenet_callbacks.projection.parallel.layout_workload import micro_batches, rank_step
+    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
+    from prenet_callbacks.projection.targets import parse_projection_target
+
+    workload = workload_from_report(synthetic_report(8))
+    cache: dict = {}
+    ranks = []
+    for text in ("2x8 H100 tp=8 pp=2", "8x H100 tp=8"):
+        layout = parse_projection_target(text).layout
+        ranks.append(rank_step(workload, layout, micro_batches(workload, layout, "per_device"), default_predictor()[0],
+                               cache))
+    assert ranks[0].workload.units[0] is ranks[1].workload.units[0]   # one split, two ranks
+    for rank in ranks:
+        step = rank.workload
+        phases, measured = unit_views(step.units)
+        np.testing.assert_array_equal(step.phase_index(), phases)
+        np.testing.assert_array_equal(step.measured_seconds(), measured)
+        assert step.flat().specs == flatten(step.units).specs
+        assert len(step.units) > len(ranks[0].workload.units) // 2 > 0 and step.phase_index()[-1] == 2   # its optimizer
+
+
 def test_a_measured_units_time_goes_whole_to_one_piece_and_shared_among_several():
     """Anchored ranks: each recorded unit's measured time is shared among the pieces its category cut makes (by
     the anchor's predictions), and kept whole, exactly, where the cut makes one piece; the micro-batch of a run

@@ -185,6 +185,12 @@ def target_names(value: Any, name: str = "targets") -> list[str] | None:
     so an unknown GPU, a count that splits into no nodes or a network that makes no sense fails here, at
     construction or before any work, with the closest names or the form to write. The one parser of every
     entry point: the callbacks, `Tracker`, `estimate()` and the CLI."""
+    parsed = _parsed_names(value, name)
+    return None if parsed is None else [text for text, _ in parsed]
+
+
+def _parsed_names(value: Any, name: str) -> list[tuple[str, ProjectionTarget]] | None:
+    """`target_names`' names, each with its parsed target (parsed once: a projection resolves its targets anew)."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -202,26 +208,26 @@ def target_names(value: Any, name: str = "targets") -> list[str] | None:
             names.extend(DEFAULT_TARGETS if part.strip().lower() == "default" else [part.strip()])
     if [n.lower() for n in names] == ["none"]:
         return []
+    parsed = []
     for text in names:
         try:
-            parse_projection_target(text)
+            parsed.append((text, parse_projection_target(text)))
         except UnknownHardwareError as error:   # keep the type (callers catch it), name the argument
             error.args = (f"{name}: {error.args[0]}",)
             raise
         except ValueError as error:
             raise ValueError(f"{name}: {error}") from None
-    return names
+    return parsed
 
 
 def resolve_targets(names: Sequence[str] | None) -> list[ProjectionTarget]:
     """Targets for `names` (None: `DEFAULT_TARGETS`), checked by `target_names`. Unknown names raise
     `UnknownHardwareError` (a ValueError) whose message lists the closest catalog names; bad counts and
     networks raise ValueError; duplicates are dropped."""
-    chosen = DEFAULT_TARGETS if names is None else target_names(names)
+    parsed = _parsed_names(DEFAULT_TARGETS if names is None else names, "targets")
     out: list[ProjectionTarget] = []
     seen: set[tuple] = set()
-    for name in chosen:
-        target = parse_projection_target(name)
+    for _, target in parsed or ():
         key = (target.nodes, target.gpus_per_node, target.accelerator.name, target.network_gbps, target.layout)
         if key not in seen:
             seen.add(key)

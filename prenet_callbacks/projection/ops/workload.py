@@ -51,6 +51,12 @@ class Unit:
                     self.sequence if sequence is _SAME else sequence)
 
 
+def unit_views(units: list[Unit]) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit's phase as an index into `PHASES`, and its measured seconds (NaN where it has none)."""
+    return (np.fromiter((_PHASE_INDEX.get(u.phase, 0) for u in units), dtype=int, count=len(units)),
+            np.array([u.measured_s if u.measured_s is not None else np.nan for u in units], dtype=float))
+
+
 @dataclass(frozen=True)
 class Variant:
     """What runs on one target: SDPA kernel per attention call, optimizer implementation, compile."""
@@ -110,13 +116,19 @@ class Workload:
         """A copy with `changes` (new units, ...) and none of this one's cached views of its ops."""
         return replace(self, _variants={}, **changes)
 
-    def share_flats(self, head: Flat, head_measured: Flat | None = None) -> None:
+    def share_flats(self, head: Flat, head_measured: Flat | None = None,
+                    head_views: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Build the flat views (`flat`, `measured_flat`) on those of the first units, already flattened (the
         layout targets' ranks share their split's forward and backward and differ in their optimizer units).
-        ``head`` must be ``flatten(self.units[:head.n_units])``, ``head_measured`` the same of the measured units."""
+        ``head`` must be ``flatten(self.units[:head.n_units])``, ``head_measured`` the same of the measured units,
+        ``head_views`` ``unit_views(self.units[:head.n_units])`` (`phase_index` and `measured_seconds` follow)."""
         self._variants["flat"] = flatten(self.units[head.n_units:], head)
         if head_measured is not None and self.measured_units is not None:
             self._variants["measured_flat"] = flatten(self.measured_units[head_measured.n_units:], head_measured)
+        if head_views is not None:
+            tail = unit_views(self.units[head.n_units:])
+            self._variants["phases"], self._variants["measured seconds"] = (
+                np.concatenate([h, t]) for h, t in zip(head_views, tail))
 
     def options_ran(self) -> ExecutionOptions:
         """How the measured run executed (compiled modules were seen, or eager)."""
@@ -181,13 +193,11 @@ class Workload:
 
     def phase_index(self) -> np.ndarray:
         """Each unit's phase as an index into `PHASES` (cached)."""
-        return self.cached("phases", lambda: np.fromiter((_PHASE_INDEX.get(u.phase, 0) for u in self.units),
-                                                         dtype=int, count=len(self.units)))
+        return self.cached("phases", lambda: unit_views(self.units)[0])
 
     def measured_seconds(self) -> np.ndarray:
         """Each unit's measured seconds, NaN where it has none (cached)."""
-        return self.cached("measured seconds", lambda: np.array(
-            [u.measured_s if u.measured_s is not None else np.nan for u in self.units], dtype=float))
+        return self.cached("measured seconds", lambda: unit_views(self.units)[1])
 
     def anchored(self) -> bool:
         """Whether the run's device is a catalog GPU and some unit holds a time measured on it."""

@@ -27,7 +27,7 @@ from prenet_callbacks.projection.parallel.tensor_split import (
     walk_units,
 )
 from prenet_callbacks.projection.ops.flat import Flat, flatten
-from prenet_callbacks.projection.ops.workload import Unit, Workload, batch_scaled
+from prenet_callbacks.projection.ops.workload import Unit, Workload, batch_scaled, unit_views
 
 ACCUMULATION_UNIT = "gradient accumulation"   # estimate's and report_whatif's unit of gradient adds
 
@@ -140,13 +140,14 @@ def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predict
                    lambda: _rank_of(workload, layout, mb, split, _split_flats(cache, key, split)))
 
 
-def _split_flats(cache: dict | None, key: tuple, split: _Split) -> tuple[Flat, Flat | None]:
-    """The split units' flat view and their measured twins', once per split (the ranks of every pp share them); the
-    splits of one model shape share their measured units (one list), whose flat view is made once."""
+def _split_flats(cache: dict | None, key: tuple, split: _Split) -> tuple[Flat, Flat | None, tuple]:
+    """The split units' flat view, their measured twins' and their `unit_views`, once per split (the ranks of every
+    pp share them); the splits of one model shape share their measured units (one list), whose flat view is made
+    once."""
     measured = split.measured
     measured_flat = None if measured is None else _cached(cache, ("measured flat", id(measured)),
                                                           lambda: flatten(measured))
-    return _cached(cache, key + ("flats",), lambda: (split.flat(), measured_flat))
+    return _cached(cache, key + ("flats",), lambda: (split.flat(), measured_flat, unit_views(split.units)))
 
 
 def _cached(cache: dict | None, key: tuple, make):
@@ -159,7 +160,7 @@ def _cached(cache: dict | None, key: tuple, make):
 
 
 def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, split: _Split,
-             flats: tuple[Flat, Flat | None]) -> RankStep:
+             flats: tuple[Flat, Flat | None, tuple]) -> RankStep:
     """The rank's step from its split forward and backward units and its share of the optimizer (``flats``: the
     split units' flat views, which ranks of the same split with other pipeline stages share)."""
     shape, units, measured, category, unsplit, _ = split
