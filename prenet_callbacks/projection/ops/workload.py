@@ -11,6 +11,7 @@ arrays, see `flat.py`) for one variant; everything else about the step stays the
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -51,10 +52,24 @@ class Unit:
                     self.sequence if sequence is _SAME else sequence)
 
 
-def unit_views(units: list[Unit]) -> tuple[np.ndarray, np.ndarray]:
-    """Each unit's phase as an index into `PHASES`, and its measured seconds (NaN where it has none)."""
-    return (np.fromiter((_PHASE_INDEX.get(u.phase, 0) for u in units), dtype=int, count=len(units)),
-            np.array([u.measured_s if u.measured_s is not None else np.nan for u in units], dtype=float))
+class UnitViews(NamedTuple):
+    """Per unit: its phase as an index into `PHASES`, its measured seconds and its measured Python seconds (NaN
+    where it has none)."""
+
+    phases: np.ndarray
+    measured_s: np.ndarray
+    python_s: np.ndarray
+
+    def then(self, tail: "UnitViews") -> "UnitViews":
+        """These units' views followed by ``tail``'s."""
+        return UnitViews(*(np.concatenate([head, more]) for head, more in zip(self, tail)))
+
+
+def unit_views(units: list[Unit]) -> UnitViews:
+    """The units' `UnitViews`."""
+    return UnitViews(np.fromiter((_PHASE_INDEX.get(u.phase, 0) for u in units), dtype=int, count=len(units)),
+                     np.array([u.measured_s if u.measured_s is not None else np.nan for u in units], dtype=float),
+                     np.array([u.python_s if u.python_s is not None else np.nan for u in units], dtype=float))
 
 
 @dataclass(frozen=True)
@@ -116,19 +131,16 @@ class Workload:
         """A copy with `changes` (new units, ...) and none of this one's cached views of its ops."""
         return replace(self, _variants={}, **changes)
 
-    def share_flats(self, head: Flat, head_measured: Flat | None = None,
-                    head_views: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+    def share_flats(self, head: Flat, head_measured: Flat | None = None, head_views: UnitViews | None = None) -> None:
         """Build the flat views (`flat`, `measured_flat`) on those of the first units, already flattened (the
         layout targets' ranks share their split's forward and backward and differ in their optimizer units).
         ``head`` must be ``flatten(self.units[:head.n_units])``, ``head_measured`` the same of the measured units,
-        ``head_views`` ``unit_views(self.units[:head.n_units])`` (`phase_index` and `measured_seconds` follow)."""
+        ``head_views`` ``unit_views(self.units[:head.n_units])`` (`views` goes on from it)."""
         self._variants["flat"] = flatten(self.units[head.n_units:], head)
         if head_measured is not None and self.measured_units is not None:
             self._variants["measured_flat"] = flatten(self.measured_units[head_measured.n_units:], head_measured)
         if head_views is not None:
-            tail = unit_views(self.units[head.n_units:])
-            self._variants["phases"], self._variants["measured seconds"] = (
-                np.concatenate([h, t]) for h, t in zip(head_views, tail))
+            self._variants["unit views"] = head_views.then(unit_views(self.units[head.n_units:]))
 
     def options_ran(self) -> ExecutionOptions:
         """How the measured run executed (compiled modules were seen, or eager)."""
@@ -191,13 +203,17 @@ class Workload:
             self._variants[name] = make()
         return self._variants[name]
 
+    def views(self) -> UnitViews:
+        """The units' phases, measured seconds and measured Python seconds as arrays (cached)."""
+        return self.cached("unit views", lambda: unit_views(self.units))
+
     def phase_index(self) -> np.ndarray:
         """Each unit's phase as an index into `PHASES` (cached)."""
-        return self.cached("phases", lambda: unit_views(self.units)[0])
+        return self.views().phases
 
     def measured_seconds(self) -> np.ndarray:
         """Each unit's measured seconds, NaN where it has none (cached)."""
-        return self.cached("measured seconds", lambda: unit_views(self.units)[1])
+        return self.views().measured_s
 
     def anchored(self) -> bool:
         """Whether the run's device is a catalog GPU and some unit holds a time measured on it."""

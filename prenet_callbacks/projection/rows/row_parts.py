@@ -14,7 +14,7 @@ from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig
 from prenet_callbacks.projection.ops.precision import precision_note
 from prenet_callbacks.projection.reproject import reprojection_note
 from prenet_callbacks.projection.rows.one_off import measured_one_off_s, target_one_off_s
-from prenet_callbacks.projection.ops.workload import Variant, Workload
+from prenet_callbacks.projection.ops.workload import PHASES, Variant, Workload
 
 COMM_ERROR = 0.15   # band of communication: the collective model's error on public measurements
 
@@ -46,11 +46,10 @@ def python_seconds(workload: Workload) -> np.ndarray | None:
 
 
 def _python_seconds(workload: Workload) -> np.ndarray | None:
-    if all(u.python_s is None for u in workload.units):
+    views = workload.views()
+    if np.isnan(views.python_s).all():
         return None
-    passes = workload.micro_batches
-    return np.array([np.nan if u.python_s is None else u.python_s * (1.0 if u.phase == "opt" else passes)
-                     for u in workload.units])
+    return views.python_s * np.where(views.phases == PHASES.index("opt"), 1.0, workload.micro_batches)
 
 
 @dataclass(frozen=True)
