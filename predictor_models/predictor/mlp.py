@@ -126,17 +126,26 @@ def _forward_block(params: dict, parts: dict[str, tuple], shape: tuple[int, int]
     w1 = np.asarray(params["layers"][0][0], dtype=np.float32)
     b1 = np.asarray(params["layers"][0][1], dtype=np.float32)
     (pair_idx, pair), (op_idx, op), (dev_idx, dev) = parts["pair"], parts["op"], parts["dev"]
-    h = np.broadcast_to(b1, (n, d, b1.shape[0])).copy() if pair is None else \
-        (pair @ w1[pair_idx]).reshape(n, d, -1) + b1
+    # the first layer's bias rides on the per-op part (n rows, not n x d): one pass fewer over the pairs' activations
     if op is not None:
-        h += (op @ w1[op_idx])[:, None, :]
+        per_op = op @ w1[op_idx]
+        per_op += b1
+    else:
+        per_op = np.broadcast_to(b1, (n, b1.shape[0]))
+    if pair is None:
+        h = np.empty((n, d, b1.shape[0]), dtype=np.float32)
+        h[...] = per_op[:, None, :]
+    else:
+        h = (pair @ w1[pair_idx]).reshape(n, d, -1)
+        h += per_op[:, None, :]
     if dev is not None:
         h += (dev @ w1[dev_idx])[None, :, :]
     h = h.reshape(n * d, -1)
     layers = params["layers"]
     np.maximum(h, 0.0, out=h)
     for i, (w, b) in enumerate(layers[1:], start=1):
-        h = h @ np.asarray(w, dtype=np.float32) + np.asarray(b, dtype=np.float32)
+        h = h @ np.asarray(w, dtype=np.float32)
+        h += np.asarray(b, dtype=np.float32)
         if i < len(layers) - 1:
             np.maximum(h, 0.0, out=h)
     lo, hi = params["y_clip"]
