@@ -165,3 +165,19 @@ def test_a_projection_remembers_each_op_once_and_gives_the_same_rows(monkeypatch
     for a, b in zip(remembered, plain):
         assert a["step_s"] == pytest.approx(b["step_s"], rel=1e-6), a["name"]
     assert with_memo <= without and again == 0 < again_without == without
+
+
+def test_the_remembered_times_keep_their_rows_as_new_ops_and_devices_come():
+    """The scope's table: a key keeps its row, a device's column grows (NaN for what it has not priced) and keeps
+    what was written in it."""
+    from predictor_models.predictor.model import _Memo
+
+    memo = _Memo()
+    rows = memo.rows([("a",), ("b",)])
+    (column,) = memo.columns(["H100"])
+    column[rows] = [1.0, 2.0]
+    more = memo.rows([("c",), ("a",), ("d",), ("e",)])
+    assert more.tolist() == [2, 0, 3, 4]
+    h100, a100 = memo.columns(["H100", "A100"])
+    assert h100[[0, 1]].tolist() == [1.0, 2.0] and np.isnan(h100[more[[0, 2, 3]]]).all()
+    assert a100.size >= 5 and np.isnan(a100).all()

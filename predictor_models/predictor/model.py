@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import compress, repeat
 from typing import Sequence
 
 import numpy as np
@@ -91,7 +90,7 @@ class Predictor:
         self.monotone: frozenset[str] = HELD_DTYPES
         # each device between the GPUs of its generation below and above it (dominance.py); False: raw
         self.device_envelope: bool = True
-        self._memo: dict | None = None      # the `remembering` scope's times: per device, by op
+        self._memo: _Memo | None = None     # the `remembering` scope's times: per device, by op
         self._memo_ladder: frozenset[str] = self.monotone   # the ladder the scope's times were priced with
         self._metadata = dict(metadata)
         self.heldout = dict(heldout or {})
@@ -172,7 +171,7 @@ class Predictor:
         if self._memo is not None:          # already inside one: the outer scope keeps it
             yield self
             return
-        self._memo, self._memo_ladder = {}, self.monotone   # a ladder changed inside the scope bypasses it
+        self._memo, self._memo_ladder = _Memo(), self.monotone   # a ladder changed inside the scope bypasses it
         try:
             yield self
         finally:
@@ -184,21 +183,20 @@ class Predictor:
         memo = self._memo
         if memo is None or keys is None or self._memo_ladder != self.monotone:
             return self._predict_distinct(ops, devices)
-        # one dict per device (op key -> seconds): a column is read and written in C, not pair by pair
-        known = [memo.setdefault(device_key(d), {}) for d in devices]
+        index = memo.rows(keys)
+        known = memo.columns([device_key(d) for d in devices])
         times = np.empty((len(ops), len(devices)))
         for j, column in enumerate(known):
-            times[:, j] = np.fromiter(map(column.get, keys, repeat(np.nan)), dtype=float, count=len(keys))
+            times[:, j] = column[index]
         missing = np.isnan(times)
         rows, columns = np.flatnonzero(missing.any(axis=1)), np.flatnonzero(missing.any(axis=0))
         if rows.size:
             fresh = self._predict_distinct([ops[i] for i in rows], [devices[j] for j in columns])
             block = np.ix_(rows, columns)
             times[block] = np.where(missing[block], fresh, times[block])   # what was remembered stays as it was
-            row_keys = [keys[i] for i in rows.tolist()]
             for c, j in enumerate(columns.tolist()):
-                new = missing[rows, j].tolist()
-                known[j].update(zip(compress(row_keys, new), compress(fresh[:, c].tolist(), new)))
+                new = missing[rows, j]
+                known[j][index[rows[new]]] = fresh[new, c]
         return times
 
     def _predict_distinct(self, ops: list[OpSpec], devices: list) -> np.ndarray:
@@ -368,6 +366,34 @@ def _take(cols, rows: np.ndarray):
 def _take_devices(devs, on: np.ndarray):
     return devs if on.size == len(devs.names) else devs.take(on)
 
+
+
+class _Memo:
+    """A `remembering` scope's times: a row per op key (each key hashed once a call), a column per device (NaN where
+    not priced yet), read and written as arrays."""
+
+    def __init__(self) -> None:
+        self._row: dict = {}
+        self._columns: dict = {}
+
+    def rows(self, keys: list) -> np.ndarray:
+        """Each key's row, new keys given the next ones."""
+        row = self._row
+        return np.fromiter((row.setdefault(key, len(row)) for key in keys), dtype=np.int64, count=len(keys))
+
+    def columns(self, device_keys: list) -> list[np.ndarray]:
+        """Each device's column, as long as the rows (grown with NaN); written in place by the caller."""
+        size = len(self._row)
+        out = []
+        for key in device_keys:
+            column = self._columns.get(key)
+            if column is None or column.size < size:
+                grown = np.full(max(size, 2 * (0 if column is None else column.size)), np.nan)
+                if column is not None:
+                    grown[:column.size] = column
+                column = self._columns[key] = grown
+            out.append(column)
+        return out
 
 def _distinct_ops(ops: list[OpSpec]) -> tuple[list[OpSpec], np.ndarray, list | None]:
     """The distinct ops (equal in every field, dims and name included), each op's index among them, and their keys
