@@ -11,7 +11,6 @@ The host side (who issues these kernels, and how fast) is `host.py`'s job.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import compress
 from typing import Sequence
 
 import numpy as np
@@ -45,10 +44,12 @@ class DeviceTimes:
 class PriceMemo:
     """Predicted seconds of the op specs one projection has already priced, per device: the ranks of its layout
     targets share most of their ops (every op a split leaves whole is the same spec object), and each is priced
-    once. Keyed by object identity; the specs and devices are kept alive with it."""
+    once. Keyed by object identity (a row per spec, a NumPy column per device, NaN where not priced); the specs and
+    devices are kept alive with it."""
 
     def __init__(self) -> None:
-        self._seconds: dict[int, dict[int, float]] = {}   # per device id, by spec id
+        self._row: dict[int, int] = {}                  # spec id -> row
+        self._columns: dict[int, np.ndarray] = {}       # device id -> seconds per row
         self._kept: list[Sequence] = []   # what the ids name stays alive while the memo does
 
     def prefetch(self, predictor, specs: Sequence[OpSpec], devices: Sequence) -> None:
@@ -59,22 +60,38 @@ class PriceMemo:
 
     def times(self, predictor, specs: Sequence[OpSpec], devices: Sequence) -> np.ndarray:
         """`predict_times` of ``specs`` on ``devices``, ``(ops, devices)``, predicting only what is new."""
-        columns = [self._seconds.setdefault(id(device), {}) for device in devices]
-        ids = list(map(id, specs))
-        absent = np.zeros(len(ids), dtype=bool)
-        for column in columns:   # each column looked up in C
-            absent |= ~np.fromiter(map(column.__contains__, ids), dtype=bool, count=len(ids))
+        row = self._row
+        index = np.fromiter((row.setdefault(id(spec), len(row)) for spec in specs), dtype=np.int64, count=len(specs))
+        columns = [self._column(device) for device in devices]
+        absent = np.zeros(len(specs), dtype=bool)
+        for column in columns:
+            absent |= np.isnan(column[index])
         if absent.any():
-            missing = list({id(spec): spec for spec in compress(specs, absent.tolist())}.values())
+            first: dict[int, int] = {}   # each absent spec's row, at its first position
+            rows_of = index.tolist()
+            for position in np.flatnonzero(absent).tolist():
+                first.setdefault(rows_of[position], position)
+            missing = [specs[position] for position in first.values()]
             found = predict_times(predictor, missing, devices)
-            missing_ids = list(map(id, missing))
+            rows = np.fromiter(first.keys(), dtype=np.int64, count=len(first))
             for j, column in enumerate(columns):
-                column.update(zip(missing_ids, found[:, j].tolist()))
+                column[rows] = found[:, j]
             self._kept += [missing, list(devices)]
-        out = np.empty((len(ids), len(devices)))
+        out = np.empty((len(specs), len(devices)))
         for j, column in enumerate(columns):
-            out[:, j] = np.fromiter(map(column.__getitem__, ids), dtype=float, count=len(ids))
+            out[:, j] = column[index]
         return out
+
+    def _column(self, device) -> np.ndarray:
+        """The device's column, as long as the rows (grown with NaN)."""
+        size = len(self._row)
+        column = self._columns.get(id(device))
+        if column is None or column.size < size:
+            grown = np.full(max(size, 2 * (0 if column is None else column.size)), np.nan)
+            if column is not None:
+                grown[:column.size] = column
+            column = self._columns[id(device)] = grown
+        return column
 
 
 def unit_matrix(units: list[Unit] | Flat, devices: Sequence, predictor,
