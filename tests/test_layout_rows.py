@@ -270,8 +270,11 @@ def test_a_measured_units_time_goes_whole_to_one_piece_and_shared_among_several(
     """Anchored ranks: each recorded unit's measured time is shared among the pieces its category cut makes (by
     the anchor's predictions), and kept whole, exactly, where the cut makes one piece; the micro-batch of a run
     without accumulation is the run's own units."""
+    import numpy as np
+
     from benchmarks.projection_speed import synthetic_report
     from prenet_callbacks.projection.from_report import workload_from_report
+    from prenet_callbacks.projection.ops.flat import flatten
     from prenet_callbacks.projection.parallel import layout_workload
     from prenet_callbacks.projection.parallel.tensor_split import split_units
     from prenet_callbacks.projection.pricing.predictor_source import default_predictor
@@ -290,8 +293,14 @@ def test_a_measured_units_time_goes_whole_to_one_piece_and_shared_among_several(
     mb = layout_workload.micro_batches(workload, target.layout, "per_device")
     shape, _ = layout_workload.model_shape(workload)
     split = split_units(micro, shape, 4, False)
-    pieces = layout_workload._measured_units(workload, split.source, split.category, shape, 1.0, predictor)
+    pieces, pieces_flat = layout_workload._measured_units(workload, split.source, split.category, shape, 1.0,
+                                                          predictor)
     assert mb.count == 1 and len(pieces) == len(split.units)
+    # their flat view, made from the recorded cut's pieces, is theirs
+    made, walked = pieces_flat(), flatten(pieces)
+    assert made.specs == walked.specs and all(a is b for a, b in zip(made.specs, walked.specs))
+    for name in ("unit_of", "op_of", "counts"):
+        np.testing.assert_array_equal(getattr(made, name), getattr(walked, name))
     counts = Counter(split.source)
     assert max(counts.values()) > 1   # a unit cut in two: its time is shared
     for source, n in counts.items():

@@ -180,10 +180,18 @@ def flatten(units: Sequence, before: Flat | None = None) -> Flat:
     return flat
 
 
-def flat_of_pieces(pieces: Sequence[Sequence[tuple[OpSpec, float]]], piece_of: np.ndarray) -> Flat:
+def flat_of_pieces(pieces: Sequence[Sequence[tuple[OpSpec, float]]], piece_of: np.ndarray,
+                   in_order: bool = True) -> Flat:
     """``flatten`` of units whose ops are ``pieces[piece_of[u]]`` (unit ``u``): each distinct piece is walked once, and
     the entries are gathered from them in NumPy. ``pieces`` must be in the order the units first use them (as
-    ``flatten`` meets the specs), so that the specs and their indices are those ``flatten`` gives."""
+    ``flatten`` meets the specs), so that the specs and their indices are those ``flatten`` gives; ``in_order=False``:
+    they are in any order (put in that order first; pieces no unit uses are left out)."""
+    if not in_order and len(piece_of):
+        used, first = np.unique(piece_of, return_index=True)
+        order = used[np.argsort(first)]
+        renumbered = np.empty(len(pieces), dtype=np.int64)
+        renumbered[order] = np.arange(len(order))
+        pieces, piece_of = [pieces[i] for i in order.tolist()], renumbered[piece_of]
     interner = _Interner()
     lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
     ops = np.array([interner.index(spec) for piece in pieces for spec, _ in piece], dtype=int)

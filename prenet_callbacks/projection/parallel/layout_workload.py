@@ -26,8 +26,8 @@ from prenet_callbacks.projection.parallel.tensor_split import (
     split_units,
     walk_units,
 )
-from prenet_callbacks.projection.ops.flat import Flat, flatten
-from prenet_callbacks.projection.ops.workload import Unit, Workload, batch_scaled, unit_views
+from prenet_callbacks.projection.ops.flat import Flat, flat_of_pieces
+from prenet_callbacks.projection.ops.workload import Unit, UnitViews, Workload, batch_scaled, unit_views
 
 ACCUMULATION_UNIT = "gradient accumulation"   # estimate's and report_whatif's unit of gradient adds
 
@@ -88,6 +88,8 @@ class _Split(NamedTuple):
     category: np.ndarray             # per unit: 0 pre, 1 layer, 2 post
     unsplit: float                   # the share of GEMM FLOPs kept whole
     flat: Callable[[], Flat]         # makes the units' flat view
+    measured_flat: Callable[[], Flat] | None   # makes the measured twins' (one for every split of a shape)
+    views: Callable[[], UnitViews]   # makes the units' `unit_views`
 
 
 def _per_micro_batch(units: Sequence[Unit], accumulate: float, scale: float) -> list[Unit]:
@@ -145,9 +147,8 @@ def _split_flats(cache: dict | None, key: tuple, split: _Split) -> tuple[Flat, F
     pp share them); the splits of one model shape share their measured units (one list), whose flat view is made
     once."""
     measured = split.measured
-    measured_flat = None if measured is None else _cached(cache, ("measured flat", id(measured)),
-                                                          lambda: flatten(measured))
-    return _cached(cache, key + ("flats",), lambda: (split.flat(), measured_flat, unit_views(split.units)))
+    measured_flat = None if measured is None else _cached(cache, ("measured flat", id(measured)), split.measured_flat)
+    return _cached(cache, key + ("flats",), lambda: (split.flat(), measured_flat, split.views()))
 
 
 def _cached(cache: dict | None, key: tuple, make):
@@ -163,7 +164,7 @@ def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, split: _
              flats: tuple[Flat, Flat | None, tuple]) -> RankStep:
     """The rank's step from its split forward and backward units and its share of the optimizer (``flats``: the
     split units' flat views, which ranks of the same split with other pipeline stages share)."""
-    shape, units, measured, category, unsplit, _ = split
+    shape, units, measured, category, unsplit = split[:5]
     share = param_share(workload, shape, layout)
     opt = workload.cached("optimizer units", lambda: [u for u in workload.units if u.phase == "opt"])
     rank_opt = [u.changed(ops=[(shard_scaled(s, share), c) for s, c in u.ops], measured_s=u.measured_s if measured
@@ -190,15 +191,26 @@ def _split_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predi
     if anchored:
         # what each new unit measured, from the walk alone (its pieces do not depend on tp): the units are made once
         source, category, _ = walked.outputs
-        measured = _measured_units(workload, source, category, shape, accumulate, predictor, memo, cache)
+        measured, measured_flat = _measured_units(workload, source, category, shape, accumulate, predictor, memo,
+                                                  cache)
+        measured_views = _cached(cache, ("measured views", id(measured)), lambda: unit_views(measured))
         times = _cached(cache, ("measured times", id(measured)), lambda: [(m.measured_s, m.python_s) for m in measured])
         split = split_units(micro, shape, layout.tp, layout.sp, walked, times)
         units = split.units
+
+        def views() -> UnitViews:   # each unit: its source's phase, its measured twin's times (what `times` gave it)
+            phases = _cached(cache, ("micro phases", id(micro)), lambda: unit_views(micro).phases)
+            return UnitViews(phases[np.asarray(split.source, dtype=np.int64)], measured_views.measured_s,
+                             measured_views.python_s)
     else:
-        split, measured = split_units(micro, shape, layout.tp, layout.sp, walked), None
+        split, measured, measured_flat = split_units(micro, shape, layout.tp, layout.sp, walked), None, None
         units = _python_shared(split.units, split.source, len(split.units))
+
+        def views() -> UnitViews:
+            return unit_views(units)
     unsplit = split.unsplit_flops / split.gemm_flops if split.gemm_flops else 0.0
-    return _Split(shape, units, measured, np.asarray(split.category, dtype=int), unsplit, split.flat)
+    return _Split(shape, units, measured, np.asarray(split.category, dtype=int), unsplit, split.flat, measured_flat,
+                  views)
 
 
 def _micro_step(workload: Workload, accumulate: float, scale: float, cache: dict | None):
@@ -237,7 +249,8 @@ def _python_shared(units: list[Unit], source: list[int], n_split: int) -> list[U
 
 
 def _measured_units(workload: Workload, source: list[int], category: list[int], shape: TransformerShape,
-                    accumulate: float, predictor, memo=None, cache: dict | None = None) -> list[Unit]:
+                    accumulate: float, predictor, memo=None,
+                    cache: dict | None = None) -> tuple[list[Unit], Callable[[], Flat]]:
     """The run's own ops and time behind each split unit (``source`` and ``category`` of each; see the module
     docstring). ``cache``: the projection's (`rank_step`): the recorded step cut by category once for every split of
     the same model shape; where the run's own units are the micro-batch's, their walk is shared with its splits."""
@@ -257,12 +270,16 @@ def _measured_units(workload: Workload, source: list[int], category: list[int], 
 
 
 def _anchored_pieces(workload: Workload, recorded: list[Unit], whole, source: list[int], category: list[int],
-                     predictor, memo) -> list[Unit]:
-    """Each split piece's recorded ops, with the source unit's measured time shared by the anchor's predictions."""
+                     predictor, memo) -> tuple[list[Unit], Callable[[], Flat]]:
+    """Each split piece's recorded ops, with the source unit's measured time shared by the anchor's predictions, and
+    what makes their flat view from the recorded cut's pieces (a piece without ops where the cut has none)."""
     from prenet_callbacks.projection.pricing.scaling import unit_matrix
 
-    by_key = {(s, c): u for s, c, u in zip(whole.source, whole.category, whole.units)}
-    parts = [by_key[s, c] if (s, c) in by_key else recorded[s].changed(ops=[]) for s, c in zip(source, category)]
+    by_key = {(s, c): k for k, (s, c) in enumerate(zip(whole.source, whole.category))}
+    found = [by_key.get(key) for key in zip(source, category)]
+    parts = [recorded[s].changed(ops=[]) if k is None else whole.units[k] for s, k in zip(source, found)]
+    empty = len(whole.pieces)
+    piece_of = np.array([empty if k is None else whole.piece_of[k] for k in found], dtype=np.int64)
     pieces = np.bincount(source, minlength=len(recorded))
     # a source cut into one piece keeps all its time (the piece is the recorded unit's category cut, which
     # carries its times already): only the pieces of sources cut in several are predicted on the anchor
@@ -279,4 +296,4 @@ def _anchored_pieces(workload: Workload, recorded: list[Unit], whole, source: li
         share = predicted[i] / totals[origin] if totals[origin] > 0 else 1.0 / pieces[origin]
         out[i] = part.changed(measured_s=None if unit.measured_s is None else unit.measured_s * share,
                               python_s=None if unit.python_s is None else unit.python_s * share)
-    return out
+    return out, lambda: flat_of_pieces(whole.pieces + [[]], piece_of, in_order=False)
