@@ -180,18 +180,16 @@ def simulate_band(host: np.ndarray, device: np.ndarray, kernels: np.ndarray, hos
     issued_early = h_end - host
     issued_early += host / k           # a unit's first kernel is issued after its share of the host time
     device_late = device / k           # its last kernel runs after the host has issued the whole unit
-    out = np.empty((device.shape[1], host_band.shape[0]))
-    for e, a in enumerate(host_band.tolist()):
-        b = device_band[:, e]
-        early = issued_early * a
-        early += device * b
-        late = device_late * b
-        late += h_end * a
-        np.maximum(early, late, out=early)
-        early -= done * b
-        lag = np.maximum(0.0, np.max(early, axis=0))
-        out[:, e] = np.maximum(h_end[-1] * a, done[-1] * b + lag)
-    return out
+    # every edge at once, (units, targets, edges): the same operations on each element as edge by edge
+    a, b = host_band[None, None, :], device_band[None, :, :]
+    early = issued_early[:, :, None] * a
+    early += device[:, :, None] * b
+    late = device_late[:, :, None] * b
+    late += h_end[:, :, None] * a
+    np.maximum(early, late, out=early)
+    early -= done[:, :, None] * b
+    lag = np.maximum(0.0, np.max(early, axis=0))
+    return np.maximum(h_end[-1][:, None] * host_band[None, :], done[-1][:, None] * device_band + lag)
 
 
 def calibrate_host_scale(host: np.ndarray, device: np.ndarray, kernels: np.ndarray, target_s: float,
