@@ -2079,6 +2079,13 @@ QUOTES += [
       *(F(S55 + f"{side}_layouts10_run{i}.json", "median_ms", INT)
         for side in ("before_cd91a44", "after_shared_lists") for i in (1, 2, 3))),
 ]
+S56 = LAYOUT_SPEED + "session56/"
+QUOTES += [
+    Q(MODEL_PARALLEL, "(the code before took\n{} / {} / {} / {} ms, round medians): after, {} / {} / {} / {} ms (the third met a "
+                      "slow spell); forty plain targets {}\n-> {} ms.",
+      *(F(S56 + f"{side}_layouts10_run{i}.json", "median_ms", INT) for side in ("before", "after") for i in (1, 2, 3, 4)),
+      F(S56 + "before_layouts0.json", "median_ms", INT), F(S56 + "after_layouts0.json", "median_ms", INT)),
+]
 FIRST_FIT = RESULTS + "issue39_first_fit/"
 
 
