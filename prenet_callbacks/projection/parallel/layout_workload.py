@@ -142,7 +142,7 @@ def rank_step(workload: Workload, layout: ModelLayout, mb: MicroBatches, predict
                    lambda: _rank_of(workload, layout, mb, split, _split_flats(cache, key, split)))
 
 
-def _split_flats(cache: dict | None, key: tuple, split: _Split) -> tuple[Flat, Flat | None, tuple]:
+def _split_flats(cache: dict | None, key: tuple, split: _Split) -> tuple[Flat, Flat | None, UnitViews]:
     """The split units' flat view, their measured twins' and their `unit_views`, once per split (the ranks of every
     pp share them); the splits of one model shape share their measured units (one list), whose flat view is made
     once."""
@@ -161,7 +161,7 @@ def _cached(cache: dict | None, key: tuple, make):
 
 
 def _rank_of(workload: Workload, layout: ModelLayout, mb: MicroBatches, split: _Split,
-             flats: tuple[Flat, Flat | None, tuple]) -> RankStep:
+             flats: tuple[Flat, Flat | None, UnitViews]) -> RankStep:
     """The rank's step from its split forward and backward units and its share of the optimizer (``flats``: the
     split units' flat views, which ranks of the same split with other pipeline stages share)."""
     shape, units, measured, category, unsplit = split[:5]
