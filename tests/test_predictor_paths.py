@@ -170,9 +170,9 @@ def test_a_projection_remembers_each_op_once_and_gives_the_same_rows(monkeypatch
 def test_the_remembered_times_keep_their_rows_as_new_ops_and_devices_come():
     """The scope's table: a key keeps its row, a device's column grows (NaN for what it has not priced) and keeps
     what was written in it."""
-    from predictor_models.predictor.model import _Memo
+    from predictor_models.predictor.price_table import PriceTable
 
-    memo = _Memo()
+    memo = PriceTable()
     rows = memo.rows([("a",), ("b",)])
     (column,) = memo.columns(["H100"])
     column[rows] = [1.0, 2.0]

@@ -19,6 +19,7 @@ from .kernel_features import feature_arrays
 from .mlp import predict_ensemble_columns, predict_mlp
 from .mono import MonoNet
 from .monotone import HELD_DTYPES, ladder_columns
+from .price_table import PriceTable
 from .optable import op_columns, op_mode
 from .work_grid import work_grid
 
@@ -90,7 +91,7 @@ class Predictor:
         self.monotone: frozenset[str] = HELD_DTYPES
         # each device between the GPUs of its generation below and above it (dominance.py); False: raw
         self.device_envelope: bool = True
-        self._memo: _Memo | None = None     # the `remembering` scope's times: per device, by op
+        self._memo: PriceTable | None = None   # the `remembering` scope's times: per device, by op
         self._memo_ladder: frozenset[str] = self.monotone   # the ladder the scope's times were priced with
         self._metadata = dict(metadata)
         self.heldout = dict(heldout or {})
@@ -171,7 +172,7 @@ class Predictor:
         if self._memo is not None:          # already inside one: the outer scope keeps it
             yield self
             return
-        self._memo, self._memo_ladder = _Memo(), self.monotone   # a ladder changed inside the scope bypasses it
+        self._memo, self._memo_ladder = PriceTable(), self.monotone   # a ladder changed inside the scope bypasses it
         try:
             yield self
         finally:
@@ -366,34 +367,6 @@ def _take(cols, rows: np.ndarray):
 def _take_devices(devs, on: np.ndarray):
     return devs if on.size == len(devs.names) else devs.take(on)
 
-
-
-class _Memo:
-    """A `remembering` scope's times: a row per op key (each key hashed once a call), a column per device (NaN where
-    not priced yet), read and written as arrays."""
-
-    def __init__(self) -> None:
-        self._row: dict = {}
-        self._columns: dict = {}
-
-    def rows(self, keys: list) -> np.ndarray:
-        """Each key's row, new keys given the next ones."""
-        row = self._row
-        return np.fromiter((row.setdefault(key, len(row)) for key in keys), dtype=np.int64, count=len(keys))
-
-    def columns(self, device_keys: list) -> list[np.ndarray]:
-        """Each device's column, as long as the rows (grown with NaN); written in place by the caller."""
-        size = len(self._row)
-        out = []
-        for key in device_keys:
-            column = self._columns.get(key)
-            if column is None or column.size < size:
-                grown = np.full(max(size, 2 * (0 if column is None else column.size)), np.nan)
-                if column is not None:
-                    grown[:column.size] = column
-                column = self._columns[key] = grown
-            out.append(column)
-        return out
 
 def _distinct_ops(ops: list[OpSpec]) -> tuple[list[OpSpec], np.ndarray, list | None]:
     """The distinct ops (equal in every field, dims and name included), each op's index among them, and their keys

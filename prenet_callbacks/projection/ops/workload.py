@@ -217,8 +217,7 @@ class Workload:
 
     def anchored(self) -> bool:
         """Whether the run's device is a catalog GPU and some unit holds a time measured on it."""
-        return self.anchor is not None and self.cached(
-            "any measured", lambda: any(u.measured_s is not None for u in self.units))
+        return self.anchor is not None and not np.isnan(self.measured_seconds()).all()
 
     def unit_kernels(self) -> np.ndarray:
         """Kernel launches per unit, in unit order."""

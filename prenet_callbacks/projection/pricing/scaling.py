@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from predictor_models.op_spec import OpSpec
+from predictor_models.predictor.price_table import PriceTable
 from prenet_callbacks.projection.ops.flat import Flat, flatten
 from prenet_callbacks.projection.pricing.fp8_rates import predict_times
 from prenet_callbacks.projection.ops.workload import PHASES, Unit, Variant, Workload
@@ -48,8 +49,7 @@ class PriceMemo:
     devices are kept alive with it."""
 
     def __init__(self) -> None:
-        self._row: dict[int, int] = {}                  # spec id -> row
-        self._columns: dict[int, np.ndarray] = {}       # device id -> seconds per row
+        self._table = PriceTable()        # rows by spec id, columns by device id
         self._kept: list[Sequence] = []   # what the ids name stays alive while the memo does
 
     def prefetch(self, predictor, specs: Sequence[OpSpec], devices: Sequence) -> None:
@@ -60,9 +60,8 @@ class PriceMemo:
 
     def times(self, predictor, specs: Sequence[OpSpec], devices: Sequence) -> np.ndarray:
         """`predict_times` of ``specs`` on ``devices``, ``(ops, devices)``, predicting only what is new."""
-        row = self._row
-        index = np.fromiter((row.setdefault(id(spec), len(row)) for spec in specs), dtype=np.int64, count=len(specs))
-        columns = [self._column(device) for device in devices]
+        index = self._table.rows(list(map(id, specs)))
+        columns = self._table.columns(list(map(id, devices)))
         absent = np.zeros(len(specs), dtype=bool)
         for column in columns:
             absent |= np.isnan(column[index])
@@ -81,17 +80,6 @@ class PriceMemo:
         for j, column in enumerate(columns):
             out[:, j] = column[index]
         return out
-
-    def _column(self, device) -> np.ndarray:
-        """The device's column, as long as the rows (grown with NaN)."""
-        size = len(self._row)
-        column = self._columns.get(id(device))
-        if column is None or column.size < size:
-            grown = np.full(max(size, 2 * (0 if column is None else column.size)), np.nan)
-            if column is not None:
-                grown[:column.size] = column
-            column = self._columns[id(device)] = grown
-        return column
 
 
 def unit_matrix(units: list[Unit] | Flat, devices: Sequence, predictor,
