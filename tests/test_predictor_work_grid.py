@@ -110,3 +110,13 @@ def test_grid_rows_scale_flops_and_bytes_with_the_work() -> None:
     assert np.allclose(grid.cols.bytes, (op.bytes_read + op.bytes_written) / 3000.0 * sizes)
     assert grid.lower[0] == 11 and grid.upper[0] == 12
     assert grid.weight[0] == pytest.approx(np.log2(3000.0) - 11)
+
+
+def test_row_groups_number_rows_as_numpys_unique_does() -> None:
+    rng = np.random.default_rng(7)
+    for n, k in ((1, 3), (2, 1), (40, 6), (300, 9)):
+        rows = rng.choice([0.0, -0.0, 0.5, 2.0, 1e9], size=(n, k))
+        rows[n // 2:] = rows[: n - n // 2]   # repeated rows
+        expected = np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1)
+        np.testing.assert_array_equal(grid_module._row_groups(rows), expected)
+    assert grid_module._row_groups(np.zeros((0, 4))).size == 0

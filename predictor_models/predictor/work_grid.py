@@ -101,8 +101,7 @@ def _families(cols: OpColumns, held: np.ndarray, s: np.ndarray) -> tuple[np.ndar
     codes = np.array([sorted(GRID_DIMS).index(c) for c in cols.op_class[held]], dtype=np.float64)
     alike = np.column_stack([codes, cols.mode[held], cols.heavy[held], cols.softmax[held], cols.esize[held],
                              dims[:, dims.any(axis=0)]])   # the dims any of them has (most are no class's)
-    _, group = np.unique(alike, axis=0, return_inverse=True)
-    group = group.reshape(-1)
+    group = _row_groups(alike)
     flops, moved = cols.flops[held], cols.bytes[held]
     (flops_line, flops_fixed, flops_on), (bytes_line, bytes_fixed, bytes_on) = (_lines(group, s, x)
                                                                                for x in (flops, moved))
@@ -110,8 +109,7 @@ def _families(cols: OpColumns, held: np.ndarray, s: np.ndarray) -> tuple[np.ndar
     # off a line: in proportion to the size, grouped by the rate
     rate = lambda x: np.round(RATIO_STEPS * np.log2(np.maximum(x / s, 1e-30)))  # noqa: E731
     bucket = np.where(on_line[group][:, None], 0.0, np.column_stack([rate(flops), rate(moved)]))
-    _, family = np.unique(np.column_stack([group, bucket]), axis=0, return_inverse=True)
-    family = family.reshape(-1)
+    family = _row_groups(np.column_stack([group, bucket]))
     order = np.lexsort((s, family))
     source = order[np.r_[np.flatnonzero(np.diff(family[order])), order.size - 1]]   # each family's largest member
     line = on_line[group[source]]
@@ -140,6 +138,23 @@ def _lines(group: np.ndarray, size: np.ndarray, x: np.ndarray) -> tuple[np.ndarr
     off = np.abs(per_unit[group] * size + fixed[group] - x) > 1e-9 * np.abs(x)
     on = physical & (np.bincount(group, weights=off, minlength=groups) == 0)
     return per_unit, fixed, on
+
+
+def _row_groups(rows: np.ndarray) -> np.ndarray:
+    """Each row's group, numbered in the rows' lexicographic order: ``np.unique(rows, axis=0, return_inverse=True)``'s
+    inverse for rows of finite numbers, about five times faster on a projection's few hundred rows (NumPy's sorts the
+    rows as structured records)."""
+    rows = np.asarray(rows, dtype=np.float64)
+    if rows.shape[0] == 0:
+        return np.zeros(0, dtype=np.intp)
+    order = np.lexsort(rows.T[::-1])   # lexsort's last key is its first
+    ranked = rows[order]
+    starts = np.empty(len(order), dtype=bool)
+    starts[0] = True
+    np.any(ranked[1:] != ranked[:-1], axis=1, out=starts[1:])
+    group = np.empty(len(order), dtype=np.intp)
+    group[order] = np.cumsum(starts) - 1
+    return group
 
 
 def _is_grid_class(op_class: np.ndarray) -> np.ndarray:
