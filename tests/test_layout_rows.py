@@ -324,3 +324,24 @@ def test_the_speed_benchmarks_uniform_stack_is_one_transformer_shape():
     assert len(dims) == 1
     shape, reason = layout_workload.model_shape(workload_from_report(report))
     assert reason is None and (shape.hidden, shape.tokens, shape.layers) == (1024, 4096, 6)
+
+
+def test_a_ranks_categories_are_simulated_each_on_its_own_units() -> None:
+    """`_simulated` prices the four categories in one call; each column must equal that category's units alone."""
+    import numpy as np
+    from types import SimpleNamespace
+
+    from prenet_callbacks.projection.pricing.host import HOST_ERROR, simulate_band
+    from prenet_callbacks.projection.rows.layout_rows import _simulated
+
+    rng = np.random.default_rng(3)
+    for categories in ([1, 0, 1, 1, 2, 1, 3, 1, 0], [1, 1, 1], [], [3, 2, 2, 0, 0, 0, 0, 0]):
+        category = np.array(categories, dtype=int)
+        host, device = rng.random(len(category)) * 1e-3, rng.random(len(category)) * 2e-3
+        kernels = rng.integers(0, 5, len(category)).astype(float)
+        got = _simulated(SimpleNamespace(category=category), host, device, kernels, 0.2)
+        for c in range(4):
+            units = category == c
+            alone = simulate_band(host[units, None], device[units, None], kernels[units],
+                                  np.array([1.0, 1.0 - HOST_ERROR, 1.0 + HOST_ERROR]), np.array([[1.0, 0.8, 1.2]]))[0]
+            np.testing.assert_array_equal(got[:, c], alone)
