@@ -2086,6 +2086,14 @@ QUOTES += [
       *(F(S56 + f"{side}_layouts10_run{i}.json", "median_ms", INT) for side in ("before", "after") for i in (1, 2, 3, 4)),
       F(S56 + "before_layouts0.json", "median_ms", INT), F(S56 + "after_layouts0.json", "median_ms", INT)),
 ]
+S57 = LAYOUT_SPEED + "session57/"
+QUOTES += [
+    Q(MODEL_PARALLEL, "Four rounds of three processes alternated with the code before: {} / {} / {} /\n{} ms -> {} / {} / {} / {} ms; "
+                      "forty plain targets {} -> {} ms. Three rounds of four are under the budget of 50 ms and one\nat {} ms",
+      *(F(S57 + f"{side}_round{i}.json", "median_ms", INT) for side in ("before", "after") for i in (1, 2, 3, 4)),
+      F(S57 + "before_plain40.json", "median_ms", INT), F(S57 + "after_plain40.json", "median_ms", INT),
+      F(S57 + "after_round2.json", "median_ms", num(1))),
+]
 FIRST_FIT = RESULTS + "issue39_first_fit/"
 
 
