@@ -328,27 +328,31 @@ def split_units(units: Sequence[Unit], shape: TransformerShape, tp: int, sp: boo
         raise ValueError("walked: a walk of other units (pass the same list), shape or sequence parallelism")
     splitter = _Splitter(shape, tp, sp)
     source, category, piece_of = walked.outputs
+    if times is not None and len(times) != len(source):
+        raise ValueError(f"times: one (measured_s, python_s) per output unit ({len(source)}), got {len(times)}")
     out = SplitResult([], list(category), list(source), walked.unsplit_flops, walked.gemm_flops,
                       piece_of=list(piece_of))
-    # units that walked alike hold the same spec objects: their pieces are built once, numbered in the order units
-    # first use them (`UnitWalks.outputs`)
-    pieces_of: dict[int, tuple[list[list], bool]] = {}
-    append = out.units.append
+    # units that walked alike hold the same spec objects: their pieces are built once, in the order units first use
+    # them, which is how `UnitWalks.outputs` numbers them (``piece_of``)
+    first_use: dict[int, tuple[Unit, _UnitWalk]] = {}
     for unit, found in zip(units, walked.per_unit):
-        built = pieces_of.get(id(found))
-        if built is None:
-            pieces, unchanged = _pieces(unit, found, splitter)
-            # the units that walked alike share each piece's ops list (nothing changes a unit's ops in place): a
-            # list per unit was a third of the objects a split makes, and of the collections it set off
-            built = pieces_of[id(found)] = [list(ops) for _, ops in pieces], unchanged
-            out.pieces += built[0]
-        lists, unchanged = built
-        if unchanged and unit.sequence is None:   # one piece, its ops as they were: the unit itself
-            append(unit if times is None else Unit(unit.name, unit.phase, unit.ops, *times[len(out.units)], None))
-            continue
-        for ops in lists:
-            seconds = times[len(out.units)] if times is not None else (unit.measured_s, unit.python_s)
-            append(Unit(unit.name, unit.phase, ops, *seconds, None))
+        first_use.setdefault(id(found), (unit, found))
+    kept_whole: dict[int, bool] = {}
+    for key, (unit, found) in first_use.items():
+        pieces, kept_whole[key] = _pieces(unit, found, splitter)
+        # the units that walked alike share each piece's ops list (nothing changes a unit's ops in place): a list per
+        # unit was a third of the objects a split makes, and of the collections it set off
+        out.pieces += [list(ops) for _, ops in pieces]
+    whole = [kept_whole[id(found)] and unit.sequence is None for unit, found in zip(units, walked.per_unit)]
+    # a unit kept whole (one piece, its ops as they were) is the unit itself, or carries its own ops with the given times
+    if times is None:
+        out.units = [unit if whole[s] else Unit(unit.name, unit.phase, out.pieces[k], unit.measured_s, unit.python_s,
+                                                None)
+                     for s, k, unit in zip(source, piece_of, map(units.__getitem__, source))]
+    else:
+        out.units = [Unit(unit.name, unit.phase, unit.ops if whole[s] else out.pieces[k], measured_s, python_s, None)
+                     for s, k, unit, (measured_s, python_s) in zip(source, piece_of, map(units.__getitem__, source),
+                                                                  times)]
     return out
 
 
