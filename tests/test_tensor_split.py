@@ -242,3 +242,35 @@ def test_the_units_of_layers_that_walked_alike_share_their_pieces_ops_lists():
         assert isinstance(unit.ops, list)
     alone = split_units(modules, shape, 2, False)
     assert [u.ops for u in split.units] == [u.ops for u in alone.units]
+
+
+@pytest.mark.parametrize("model, example, why", [
+    (nn.Sequential(nn.Conv2d(3, 16, 3), nn.ReLU(), nn.Conv2d(16, 16, 3)), torch.randn(2, 3, 16, 16),
+     "of its forward FLOPs are convolutions or recurrent layers"),
+    (nn.Sequential(nn.LayerNorm(8), nn.ReLU()), torch.randn(4, 8), "its forward has no matrix multiplications"),
+])
+def test_a_model_that_is_no_transformer_is_not_recognised_and_says_why(model, example, why):
+    workload = estimate(model, example, targets=[], optimizer="sgd").workload
+    shape, reason = recognise(workload.units)
+    assert shape is None and why in reason
+
+
+def test_walk_outputs_number_pieces_in_the_order_units_first_use_them():
+    from prenet_callbacks.projection.parallel.tensor_split import walk_units
+
+    from benchmarks.projection_speed import synthetic_report
+    from prenet_callbacks.projection.from_report import workload_from_report
+
+    workload = workload_from_report(synthetic_report(40))   # its layers cycle over 35 shapes: some walk alike
+    shape, _ = model_shape(workload)
+    walked = walk_units([u for u in workload.units if u.phase != "opt"], shape, False)
+    first, pieces, expected = {}, 0, ([], [], [])
+    for i, found in enumerate(walked.per_unit):   # the numbering spelt out unit by unit
+        n = len(found.parts)
+        if id(found) not in first:
+            first[id(found)], pieces = pieces, pieces + n
+        expected[0].extend([i] * n)
+        expected[1].extend(c for c, _ in found.parts)
+        expected[2].extend(range(first[id(found)], first[id(found)] + n))
+    assert walked.outputs == expected
+    assert len(set(map(id, walked.per_unit))) < len(walked.per_unit)   # some units walked alike (shared pieces)

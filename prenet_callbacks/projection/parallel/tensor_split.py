@@ -79,18 +79,36 @@ def _gemm_dims(spec: OpSpec) -> tuple[float, float, float, float] | None:
 
 def recognise(units: Sequence[Unit]) -> tuple[TransformerShape | None, str | None]:
     """The transformer shape of one micro-batch's forward, or (None, why it is not one)."""
-    fwd = [(s, c) for u in units if u.phase == "fwd" for s, c in u.ops]
-    matrix = sum(s.flops * c for s, c in fwd if s.op_class in ("gemm", "conv", "recurrent", "attention"))
-    other = sum(s.flops * c for s, c in fwd if s.op_class in ("conv", "recurrent"))
+    # one pass over the forward's ops (a 500-layer step has thousands) sorts out what the checks below read; sums
+    # are taken in the ops' order, as the checks' own sums would
+    matrix = other = 0
+    gemm_ops, fused, embeddings = [], [], []
+    for unit in units:
+        if unit.phase != "fwd":
+            continue
+        for s, c in unit.ops:
+            op_class = s.op_class
+            if op_class == "gemm":
+                matrix += s.flops * c
+                gemm_ops.append((s, c))
+            elif op_class == "attention":
+                matrix += s.flops * c
+                if "heads" in (s.dims or {}):
+                    fused.append((s, c))
+            elif op_class == "conv" or op_class == "recurrent":
+                work = s.flops * c
+                matrix += work
+                other += work
+            elif op_class == "embedding":
+                embeddings.append(s)
     if matrix <= 0:
         return None, "its forward has no matrix multiplications"
     if other > 0.05 * matrix:
         return None, f"{other / matrix:.0%} of its forward FLOPs are convolutions or recurrent layers"
-    fused = [(s, c) for s, c in fwd if s.op_class == "attention" and "heads" in (s.dims or {})]
+    gemms = [(s, c, g) for s, c in gemm_ops if (g := _gemm_dims(s)) is not None]
     tokens_of = Counter()
-    for s, c in fwd:
-        g = _gemm_dims(s) if s.op_class == "gemm" else None
-        if g is not None and g[0] == 1:
+    for s, c, g in gemms:
+        if g[0] == 1:
             tokens_of[g[1]] += s.flops * c
     if not tokens_of:
         return None, "its forward has no GEMM over the tokens"
@@ -101,8 +119,8 @@ def recognise(units: Sequence[Unit]) -> tuple[TransformerShape | None, str | Non
         heads, seq, head_dim = int(d["heads"]), int(d["s_q"]), int(d["d"])
         layers = round(sum(c for s, c in fused))
     else:
-        scores = [(s, c) for s, c in fwd if s.op_class == "gemm" and (g := _gemm_dims(s)) and g[0] > 1
-                  and g[1] == g[2] and tokens % g[1] == 0]   # QK^T: (batch x heads) of (s x d)(d x s)
+        # QK^T: (batch x heads) of (s x d)(d x s)
+        scores = [(s, c) for s, c, g in gemms if g[0] > 1 and g[1] == g[2] and tokens % g[1] == 0]
         if not scores:
             return None, "no attention found in its forward (no scaled_dot_product_attention, no batched QK^T)"
         spec = max(scores, key=lambda sc: sc[0].flops * sc[1])[0]
@@ -110,12 +128,10 @@ def recognise(units: Sequence[Unit]) -> tuple[TransformerShape | None, str | Non
         heads = b // max(1, tokens // seq)
         layers = round(sum(c for s, c in scores if s.key == spec.key))
     hidden = heads * head_dim
-    widths = [(g[2], s.flops * c) for s, c in fwd if s.op_class == "gemm" and (g := _gemm_dims(s))
-              and g[0] == 1 and g[1] == tokens and g[3] == hidden]
+    widths = [(g[2], s.flops * c) for s, c, g in gemms if g[0] == 1 and g[1] == tokens and g[3] == hidden]
     if heads < 1 or not widths:
         return None, f"no projection reads the attention width {heads} heads x {head_dim} (its hidden size)"
-    vocab = max((int(s.dims["vocab"]) for s, _ in fwd if s.op_class == "embedding" and "vocab" in (s.dims or {})),
-                default=None)
+    vocab = max((int(s.dims["vocab"]) for s in embeddings if "vocab" in (s.dims or {})), default=None)
     ffn = max((int(n) for n, _ in widths if n != hidden and n != 3 * hidden and n != vocab), default=None)
     return TransformerShape(tokens, hidden, heads, max(layers, 1), seq, vocab, ffn, bool(fused)), None
 
@@ -377,19 +393,20 @@ class UnitWalks:
     def outputs(self) -> tuple[list[int], list[int], list[int]]:
         """(source unit, category, piece number) of each unit `split_units` makes, at any tp; pieces are numbered
         in the order units first use them, those of units that walked alike (one `_UnitWalk`) shared."""
-        first: dict[int, int] = {}   # per walk, the number of its first piece
-        pieces = 0
-        source, category, number = [], [], []
-        for i, found in enumerate(self.per_unit):
-            n = len(found.parts)
-            start = first.get(id(found))
-            if start is None:
-                start = first[id(found)] = pieces
-                pieces += n
-            source += [i] * n
-            category += [c for c, _ in found.parts]
-            number += range(start, start + n)
-        return source, category, number
+        walks: dict[int, int] = {}   # per distinct walk, its number in the order units first use them
+        which = [walks.setdefault(id(found), len(walks)) for found in self.per_unit]
+        distinct = list({id(found): found for found in self.per_unit}.values())
+        counts = np.fromiter((len(found.parts) for found in distinct), dtype=np.int64, count=len(distinct))
+        categories = np.fromiter((c for found in distinct for c, _ in found.parts), dtype=np.int64,
+                                 count=int(counts.sum()))
+        first = np.cumsum(counts) - counts            # each walk's first piece (and its first category)
+        walk_of = np.asarray(which, dtype=np.int64)
+        per_unit = counts[walk_of]
+        source = np.repeat(np.arange(len(walk_of)), per_unit)
+        # the k-th piece of a unit: its walk's first piece + k
+        offset = np.arange(per_unit.sum()) - np.repeat(np.cumsum(per_unit) - per_unit, per_unit)
+        number = np.repeat(first[walk_of], per_unit) + offset
+        return source.tolist(), categories[number].tolist(), number.tolist()
 
 
 @dataclass(frozen=True)
