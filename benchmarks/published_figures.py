@@ -2093,6 +2093,15 @@ QUOTES += [
       *(F(S57 + f"{side}_round{i}.json", "median_ms", INT) for side in ("before", "after") for i in (1, 2, 3, 4)),
       F(S57 + "before_plain40.json", "median_ms", INT), F(S57 + "after_plain40.json", "median_ms", INT),
       F(S57 + "after_round2.json", "median_ms", num(1))),
+    Q(MODEL_PARALLEL, "four more rounds on a noisier spell: {} / {} / {} / {} ms -> {} / {} / {} / {} ms,",
+      *(F(S57 + f"{side}2_round{i}.json", "median_ms", INT) for side in ("before", "after") for i in (1, 2, 3, 4))),
+    Q(MODEL_PARALLEL, "ratio median {} (quartiles {}-{}, {} of {} pairs faster); the same code\nagainst itself {} ({}-{},",
+      F(S57 + "paired_vs_b401fc7.json", "ratio_median", num(3)),
+      F(S57 + "paired_vs_b401fc7.json", "ratio_quartiles.0", num(3)),
+      F(S57 + "paired_vs_b401fc7.json", "ratio_quartiles.2", num(3)),
+      F(S57 + "paired_vs_b401fc7.json", "share_faster", num(1)), F(S57 + "paired_vs_b401fc7.json", "pairs", INT),
+      F(S57 + "paired_aa.json", "ratio_median", num(3)), F(S57 + "paired_aa.json", "ratio_quartiles.0", num(3)),
+      F(S57 + "paired_aa.json", "ratio_quartiles.2", num(3))),
 ]
 FIRST_FIT = RESULTS + "issue39_first_fit/"
 
