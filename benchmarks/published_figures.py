@@ -2103,6 +2103,16 @@ QUOTES += [
       F(S57 + "paired_aa.json", "ratio_median", num(3)), F(S57 + "paired_aa.json", "ratio_quartiles.0", num(3)),
       F(S57 + "paired_aa.json", "ratio_quartiles.2", num(3))),
 ]
+DRAM = RESULTS + "issue38_dram_ceiling/"
+QUOTES += [
+    Q(CARD, "chosen on Lambda's Hopper rows (development) by their worst case: E = {}, worst {}% -> {}%; the held-out\n"
+            "  H200 steps move the right way (fp32 median {}% -> {}%, bf16 {}% -> {}%).",
+      F(DRAM + "ceiling_0.70.json", "ceiling", num(2)),
+      F(DRAM + "none.json", "development.hopper_worst_abs_error", PCT1),
+      F(DRAM + "ceiling_0.70.json", "development.hopper_worst_abs_error", PCT1),
+      *(F(DRAM + f"{name}.json", f"held_out.h200_summary.{precision}.median_error", SPCT1)
+        for precision in ("32-true", "bf16-mixed") for name in ("none", "ceiling_0.70"))),
+]
 FIRST_FIT = RESULTS + "issue39_first_fit/"
 
 
