@@ -1025,11 +1025,13 @@ QUOTES += [
       F(PROJ, "summary.relative_speed_anchored_neusight_nvidia.mape"),
       F(PROJ, "summary.relative_speed_anchored_gavel_without_k80.mape")),
     Q(PROJECTION, "| prediction speed, {}-target table for a {}-layer model | — | **{} ms** median of {} processes "
-                  "({}-{} ms, {}, pointwise ops and norms on their work grid; docs/overhead.md); `python "
+                  "({}-{} ms, {}; {} ms that morning, with pointwise ops and norms just moved to their work grid; "
+                  "docs/overhead.md); `python "
                   "benchmarks/projection_speed.py` | {} ms on 2026-12-05 (the file at 7f9f7c3); {} ms that morning (the "
                   "file at ee03ef9); {}-{} ms before the work ladder was built as columns",
       F(SPEED, "targets", INT), F(SPEED, "layers", INT), F(SPEED, "median_ms", INT), F(SPEED, "processes", INT),
       F(SPEED, "min_ms", INT), F(SPEED, "max_ms", INT), F(SPEED, lambda d: d["date"][:10], DATE),
+      F(SPEED + "@b401fc7", "median_ms", INT),
       F(SPEED + "@7f9f7c3", "median_ms", INT), F(SPEED + "@ee03ef9", "median_ms", INT),
       F(LADDER + "before_run2.json", "median_ms", INT), F(LADDER + "before_run1.json", "median_ms", INT)),
     Q(PROJECTION, "before the work ladder was built as columns (`benchmarks/results/projection_speed_ladder/`); {} ms "
@@ -1277,14 +1279,17 @@ QUOTES += [
       F(CALIB_SPEED, "calibrated_predict_ms", INT), F(CALIB_SPEED, "targets.predict_ms", INT)),
     Q(OVERHEAD, "a report of a {}-layer model onto {} targets, predictor loaded, {} projections in each of {} fresh "
                 "processes; `benchmarks/results/projection_speed.json`) is {} ms median on {} (process medians {}-{} "
-                "ms; target {} ms, reached once norms were no longer held by a work ladder over rows x columns; {} ms on "
+                "ms, one process on a slow spell; {} ms that morning, the file at\nb401fc7, before the NumPy calls that "
+                "ran slowly for their shape were replaced: docs/model-parallel.md; target {} ms,\nreached once norms "
+                "were no longer held by a work ladder over rows x columns; {} ms on "
                 "2026-12-05, the file at 7f9f7c3, before pointwise ops and norms moved to\ntheir work grid, below). It "
                 "was {} ms on "
                 "2026-12-01 (process medians {}-{} ms, the file at "
                 "ae11471)",
       F(SPEED, "layers", INT), F(SPEED, "targets", INT), F(SPEED, "repeats", INT), F(SPEED, "processes", INT),
       F(SPEED, "median_ms", INT), F(SPEED, lambda d: d["date"][:10], DATE), F(SPEED, "min_ms", INT),
-      F(SPEED, "max_ms", INT), F(SPEED, "target_ms", INT), F(SPEED + "@7f9f7c3", "median_ms", INT),
+      F(SPEED, "max_ms", INT), F(SPEED + "@b401fc7", "median_ms", INT), F(SPEED, "target_ms", INT),
+      F(SPEED + "@7f9f7c3", "median_ms", INT),
       F(SPEED + "@ae11471", "median_ms", INT),
       F(SPEED + "@ae11471", "min_ms", INT), F(SPEED + "@ae11471", "max_ms", INT)),
     Q(OVERHEAD, "gives {} and {} ms in two runs alternated with the code before it ({} and {} ms;",
