@@ -13,7 +13,6 @@ ratio (this checkout / DIR) with quartiles and the share of pairs this checkout 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -104,12 +103,12 @@ def main(argv: list[str] | None = None) -> int:
                      "(e.g. git worktree add /tmp/base HEAD~1)")
     this_root, other_root = str(HERE.parent), str(Path(args.against).resolve())
     this_s, other_s = run_pairs((this_root, other_root), args.pairs, args.layers, args.targets, args.layouts)
-    result = {"benchmark": "projection_speed_paired", "against": other_root, "layers": args.layers,
-              "targets": args.targets, "layout_targets": args.layouts, **summarise(this_s, other_s),
-              "date": time.strftime("%Y-%m-%d %H:%M"), "target_ms": 50}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-    print(result)
+    # imported here, not above: a serving side must import the `benchmarks` package of its own checkout
+    sys.path.insert(0, this_root)
+    from benchmarks.result_file import write_result
+
+    print(write_result(args.out, "projection_speed_paired", argv, against=other_root, layers=args.layers,
+                       targets=args.targets, layout_targets=args.layouts, **summarise(this_s, other_s), target_ms=50))
     return 0
 
 
