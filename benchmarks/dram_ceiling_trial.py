@@ -62,6 +62,36 @@ def install(efficiency: float | None) -> None:
     Predictor.adjust_times = adjust_times
 
 
+H200_ROWS = ROOT / "benchmarks/results/gpu/H200-SXM-collect-quick.csv"
+
+
+def h200_streaming_rows(path: Path = H200_ROWS) -> list[dict]:
+    """The H200's own kernel-timed op rows (held out) that the ceiling can touch: memory-bound ops beyond twice the
+    L2, with the share of the bandwidth each reached and the predicted / measured time."""
+    import csv
+
+    from predictor_models.hardware import lookup_hardware
+    from predictor_models.op_spec import OpSpec
+    from predictor_models.predictor.devices import device_columns
+    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
+
+    device = lookup_hardware("H200-SXM")
+    columns = device_columns([device])
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
+    ops, measured = [], []
+    for row in csv.DictReader(lines):
+        spec = OpSpec(row["op_class"], row["dtype"], float(row["flops"]), float(row["bytes_read"]),
+                      float(row["bytes_written"]), json.loads(row["dims"]), row["tf32"] == "1", row["name"])
+        if spec.op_class in MEMORY_BOUND and spec.bytes_moved > L2_MULTIPLE * float(columns.l2_bytes[0]):
+            ops.append(spec)
+            measured.append(float(row["seconds"]))
+    predictor, _ = default_predictor()
+    predicted = predictor.predict_matrix(ops, [device])[:, 0] if ops else []
+    return [{"name": op.name, "dtype": op.dtype, "bytes": op.bytes_moved, "measured_s": m,
+             "bandwidth_share": round(op.bytes_moved / m / float(columns.bandwidth[0]), 3),
+             "predicted_over_measured": round(float(p) / m, 3)} for op, m, p in zip(ops, measured, predicted)]
+
+
 def evaluate() -> dict:
     from benchmarks import estimate_h200, projection_lambda, projection_lambda_bert
 
@@ -79,7 +109,8 @@ def evaluate() -> dict:
                             "all_relative_mape": round(statistics.mean(abs(r["error"]) for r in everything), 4),
                             "resnet50_summary": projection_lambda.summary(resnet, resnet_rel),
                             "bert_summary": projection_lambda_bert.summary(bert, bert_rel)},
-            "held_out": {"h200_rows": h200, "h200_summary": estimate_h200.summary(h200)}}
+            "held_out": {"h200_rows": h200, "h200_summary": estimate_h200.summary(h200),
+                         "h200_streaming_ops": h200_streaming_rows()}}
 
 
 def main(argv: list[str] | None = None) -> int:

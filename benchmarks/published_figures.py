@@ -2117,6 +2117,14 @@ QUOTES += [
       F(DRAM + "ceiling_0.70.json", "development.hopper_worst_abs_error", PCT1),
       *(F(DRAM + f"{name}.json", f"held_out.h200_summary.{precision}.median_error", SPCT1)
         for precision in ("32-true", "bf16-mixed") for name in ("none", "ceiling_0.70"))),
+    Q(CARD, "kernel-timed rows run its two largest relus at {} and {} of the bandwidth",
+      F(DRAM + "none.json", "held_out.h200_streaming_ops.1.bandwidth_share", num(2)),
+      F(DRAM + "none.json", "held_out.h200_streaming_ops.2.bandwidth_share", num(2))),
+    Q(GPU_RUNS, "Lambda's Hopper rows chose E = {} and the H200's steps improved with it, but the H200's own relus run at\n"
+                "{}-{} of the bandwidth",
+      F(DRAM + "ceiling_0.70.json", "ceiling", num(2)),
+      F(DRAM + "none.json", "held_out.h200_streaming_ops.2.bandwidth_share", num(2)),
+      F(DRAM + "none.json", "held_out.h200_streaming_ops.1.bandwidth_share", num(2))),
 ]
 FIRST_FIT = RESULTS + "issue39_first_fit/"
 
