@@ -250,3 +250,13 @@ def test_targets_whose_variants_differ_are_priced_in_one_predictor_call(monkeypa
     for t, (acc, variant) in enumerate(zip(accs, variants)):
         alone = device_times(workload, [acc], [variant], predictor)
         np.testing.assert_allclose(together.per_unit[:, t], alone.per_unit[:, 0], rtol=1e-6)   # BLAS blocks
+
+
+def test_per_unit_sums_in_float64_whatever_the_values_dtype():
+    from prenet_callbacks.projection.ops.flat import Flat
+
+    flat = Flat(specs=[None, None], unit_of=np.array([0, 0, 1]), op_of=np.array([0, 1, 1]),
+                counts=np.array([1.5, 2.0, 0.5]), n_units=2)
+    for values in (np.array([[3], [4]]), np.array([[3], [4]], dtype=np.float32)):   # ints, float32
+        out = flat.per_unit(values)
+        assert out.dtype == np.float64 and out[:, 0].tolist() == [1.5 * 3 + 2.0 * 4, 0.5 * 4]

@@ -100,7 +100,7 @@ class Flat:
     def per_unit(self, spec_values: np.ndarray) -> np.ndarray:
         """``(units, columns)`` sums of ``count x spec_values[spec]`` (``spec_values``: ``(specs, columns)``)."""
         # (columns, entries): each column's weights contiguous for its bincount (three times faster than strided)
-        weights = np.asarray(spec_values).T[:, self.op_of]
+        weights = np.asarray(spec_values, dtype=float).T[:, self.op_of]
         weights *= self.counts
         out = np.empty((self.n_units, spec_values.shape[1]))
         for j, column in enumerate(weights):   # one bincount per column: much faster than np.add.at
