@@ -2109,6 +2109,13 @@ QUOTES += [
       F(S57 + "paired_aa.json", "ratio_quartiles.2", num(3))),
 ]
 DRAM = RESULTS + "issue38_dram_ceiling/"
+
+
+def h200_relu_shares(rows: tuple[int, ...]) -> list[F]:
+    """The bandwidth shares of the H200's own streaming-op rows the DRAM-ceiling trial lists (rows 1, 2: its relus)."""
+    return [F(DRAM + "none.json", f"held_out.h200_streaming_ops.{i}.bandwidth_share", num(2)) for i in rows]
+
+
 QUOTES += [
     Q(CARD, "chosen on Lambda's Hopper rows (development) by their worst case: E = {}, worst {}% -> {}%; the held-out\n"
             "  H200 steps move the right way (fp32 median {}% -> {}%, bf16 {}% -> {}%).",
@@ -2117,14 +2124,10 @@ QUOTES += [
       F(DRAM + "ceiling_0.70.json", "development.hopper_worst_abs_error", PCT1),
       *(F(DRAM + f"{name}.json", f"held_out.h200_summary.{precision}.median_error", SPCT1)
         for precision in ("32-true", "bf16-mixed") for name in ("none", "ceiling_0.70"))),
-    Q(CARD, "kernel-timed rows run its two largest relus at {} and {} of the bandwidth",
-      F(DRAM + "none.json", "held_out.h200_streaming_ops.1.bandwidth_share", num(2)),
-      F(DRAM + "none.json", "held_out.h200_streaming_ops.2.bandwidth_share", num(2))),
+    Q(CARD, "kernel-timed rows run its two largest relus at {} and {} of the bandwidth", *h200_relu_shares((1, 2))),
     Q(GPU_RUNS, "Lambda's Hopper rows chose E = {} and the H200's steps improved with it, but the H200's own relus run at\n"
                 "{}-{} of the bandwidth",
-      F(DRAM + "ceiling_0.70.json", "ceiling", num(2)),
-      F(DRAM + "none.json", "held_out.h200_streaming_ops.2.bandwidth_share", num(2)),
-      F(DRAM + "none.json", "held_out.h200_streaming_ops.1.bandwidth_share", num(2))),
+      F(DRAM + "ceiling_0.70.json", "ceiling", num(2)), *h200_relu_shares((2, 1))),
 ]
 FIRST_FIT = RESULTS + "issue39_first_fit/"
 
