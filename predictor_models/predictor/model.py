@@ -186,9 +186,7 @@ class Predictor:
             return self._predict_distinct(ops, devices)
         index = memo.rows(keys)
         known = memo.columns([device_key(d) for d in devices])
-        times = np.empty((len(ops), len(devices)))
-        for j, column in enumerate(known):
-            times[:, j] = column[index]
+        times = memo.gather(index, known)
         missing = np.isnan(times)
         rows, columns = np.flatnonzero(missing.any(axis=1)), np.flatnonzero(missing.any(axis=0))
         if rows.size:

@@ -35,3 +35,11 @@ class PriceTable:
                 column = self._columns[key] = grown
             out.append(column)
         return out
+
+    @staticmethod
+    def gather(index: np.ndarray, columns: Sequence[np.ndarray]) -> np.ndarray:
+        """``(len(index), len(columns))``: each column read at the rows ``index`` (NaN where not priced)."""
+        out = np.empty((len(index), len(columns)))
+        for j, column in enumerate(columns):
+            out[:, j] = column[index]
+        return out

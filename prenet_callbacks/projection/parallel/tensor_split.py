@@ -393,9 +393,9 @@ class UnitWalks:
     def outputs(self) -> tuple[list[int], list[int], list[int]]:
         """(source unit, category, piece number) of each unit `split_units` makes, at any tp; pieces are numbered
         in the order units first use them, those of units that walked alike (one `_UnitWalk`) shared."""
-        walks: dict[int, int] = {}   # per distinct walk, its number in the order units first use them
-        which = [walks.setdefault(id(found), len(walks)) for found in self.per_unit]
-        distinct = list({id(found): found for found in self.per_unit}.values())
+        distinct = list({id(found): found for found in self.per_unit}.values())   # in the order units first use them
+        number_of = {id(found): i for i, found in enumerate(distinct)}
+        which = [number_of[id(found)] for found in self.per_unit]
         counts = np.fromiter((len(found.parts) for found in distinct), dtype=np.int64, count=len(distinct))
         categories = np.fromiter((c for found in distinct for c, _ in found.parts), dtype=np.int64,
                                  count=int(counts.sum()))

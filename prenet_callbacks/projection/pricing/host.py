@@ -196,6 +196,25 @@ def simulate_band(host: np.ndarray, device: np.ndarray, kernels: np.ndarray, hos
     return np.maximum(h_end[-1][:, None] * host_band[None, :], done[-1][:, None] * device_band + lag)
 
 
+def simulate_groups(host: np.ndarray, device: np.ndarray, kernels: np.ndarray, group: np.ndarray, groups: int,
+                    host_band: np.ndarray, device_band: np.ndarray) -> np.ndarray:
+    """`simulate_band` of each group of units on its own (``group``: each unit's group, ``0 .. groups - 1``), all
+    groups in one call: ``(groups, E)``. host, device, kernels: ``(U,)``; device_band: ``(groups, E)``.
+
+    The groups stand side by side as the call's targets, each column its units in order, padded at the end with units
+    that take no time: a padded unit ends no later than the column's last unit, so each column's answer is that of
+    its units alone (the same sums in the same order)."""
+    group = np.asarray(group, dtype=np.int64)
+    order = np.argsort(group, kind="stable")
+    per_group = np.bincount(group, minlength=groups)
+    slots = np.arange(len(order)) - np.repeat(np.cumsum(per_group) - per_group, per_group)
+    rows = int(per_group.max(initial=0))
+    padded = [np.zeros((rows, groups)), np.zeros((rows, groups)), np.ones((rows, groups))]
+    for values, into in zip((host, device, kernels), padded):
+        into[slots, group[order]] = np.asarray(values, dtype=float)[order]
+    return simulate_band(*padded, host_band, device_band)
+
+
 def calibrate_host_scale(host: np.ndarray, device: np.ndarray, kernels: np.ndarray, target_s: float,
                          max_scale: float = 3.0) -> float:
     """The factor on `host` (<= `max_scale`) for which `simulate` gives `target_s` on the measured GPU.

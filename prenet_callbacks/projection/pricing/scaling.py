@@ -62,9 +62,7 @@ class PriceMemo:
         """`predict_times` of ``specs`` on ``devices``, ``(ops, devices)``, predicting only what is new."""
         index = self._table.rows(list(map(id, specs)))
         columns = self._table.columns(list(map(id, devices)))
-        absent = np.zeros(len(specs), dtype=bool)
-        for column in columns:
-            absent |= np.isnan(column[index])
+        absent = np.isnan(self._table.gather(index, columns)).any(axis=1)
         if absent.any():
             first: dict[int, int] = {}   # each absent spec's row, at its first position
             rows_of = index.tolist()
@@ -76,10 +74,7 @@ class PriceMemo:
             for j, column in enumerate(columns):
                 column[rows] = found[:, j]
             self._kept += [missing, list(devices)]
-        out = np.empty((len(specs), len(devices)))
-        for j, column in enumerate(columns):
-            out[:, j] = column[index]
-        return out
+        return self._table.gather(index, columns)
 
 
 def unit_matrix(units: list[Unit] | Flat, devices: Sequence, predictor,

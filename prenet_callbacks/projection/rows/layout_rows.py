@@ -19,7 +19,7 @@ import numpy as np
 
 from prenet_callbacks.projection.rows.bands import regime_width, widen
 from prenet_callbacks.projection.rows.cost import run_cost
-from prenet_callbacks.projection.pricing.host import HOST_ERROR, simulate_band, unit_host_seconds
+from prenet_callbacks.projection.pricing.host import HOST_ERROR, simulate_groups, unit_host_seconds
 from prenet_callbacks.projection.parallel.layout_comm import Collectives, layout_fabrics
 from prenet_callbacks.projection.parallel.layout_workload import MicroBatches, RankStep, micro_batches, model_shape, rank_step
 from prenet_callbacks.projection.parallel.links import host_link_bytes_per_s
@@ -187,19 +187,8 @@ def _simulated(rank: RankStep, host: np.ndarray, device: np.ndarray, kernels: np
     issued and run on their own (a stage runs a share of them); the band moves device time by the predictor's
     error and host time by `HOST_ERROR`."""
     host_factors = np.array([1.0, 1.0 - HOST_ERROR, 1.0 + HOST_ERROR])
-    # the categories side by side as `simulate_band`'s targets, each column its units in order, padded at the end with
-    # units that take no time: a padded unit ends no later than the column's last unit, so each column's answer is
-    # that of its units alone (the same sums in the same order), from one call rather than four
-    categories = np.asarray(rank.category, dtype=np.int64)   # 0 pre, 1 layer, 2 post, 3 optimizer
-    order = np.argsort(categories, kind="stable")
-    per_category = np.bincount(categories, minlength=4)
-    slots = np.arange(len(order)) - np.repeat(np.cumsum(per_category) - per_category, per_category)
-    rows = int(per_category.max(initial=0))
-    padded = [np.zeros((rows, 4)), np.zeros((rows, 4)), np.ones((rows, 4))]
-    for values, into in zip((host, device, kernels), padded):
-        into[slots, categories[order]] = values[order]
     device_factors = np.tile([[1.0, 1.0 - rel, 1.0 + rel]], (4, 1))
-    return simulate_band(*padded, host_factors, device_factors).T
+    return simulate_groups(host, device, kernels, rank.category, 4, host_factors, device_factors).T
 
 
 def _row(ctx: _Context, target, mb: MicroBatches, rank: RankStep, variant, times: DeviceTimes) -> dict[str, Any]:
