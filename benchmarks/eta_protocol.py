@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--repeats must be >= 1, got {args.repeats}")
     from benchmarks.eta_summary import by, line, user_wall_figures
     from benchmarks.hf_eta_accuracy import _machine, run_child
+    from prenet_callbacks.forecast.eta import _HOST_DRIFT
 
     order = planned(args.split, args.only)
     path = Path(args.json or ROOT / f"benchmarks/results/eta_protocol_{args.split}.json")
@@ -108,7 +109,9 @@ def main(argv: list[str] | None = None) -> None:
     for repeat in range(state["first_repeat"], state["repeats"]):
         for split, framework, name in order:
             row = run_child(__file__, f"{framework}:{name}", "--out", args.out, "--scale", str(args.scale))
-            row.update(split=split, framework=framework, repeat=repeat, **user_wall_figures(row))
+            # the band's pace-drift allowance the run was made with: `band_drift_choice.py` rebuilds bands at others
+            row.update(split=split, framework=framework, repeat=repeat, pace_drift_sigma=_HOST_DRIFT,
+                       **user_wall_figures(row))
             rows.append(row)
             print(line(row), flush=True)
             _write(path, state, _machine(), args.scale, len(order), rows, by)

@@ -2,8 +2,9 @@
 
 DEVELOPMENT holds every workload the ETA model's constants were chosen on: the Lightning sets of
 `workloads.py` (default, validation-heavy, compiled), the `transformers.Trainer` workloads of
-`hf_workloads.py` and the `Tracker` loops of `loop_workloads.py`. `_HOST_DRIFT` and `_TRAIN_DRIFT`
-(`prenet_callbacks/forecast/eta.py`) were fitted on the pace drift of 21 of these runs, the `UNCERTAINTY` table and the
+`hf_workloads.py` and the `Tracker` loops of `loop_workloads.py`. `_TRAIN_DRIFT`
+(`prenet_callbacks/forecast/eta.py`) was fitted on the pace drift of 21 of these runs and `_HOST_DRIFT` on every
+repeat of this split run by `eta_protocol.py` (`band_drift_choice.py`, 2026-12-06), the `UNCERTAINTY` table and the
 validation rule (`prenet_callbacks/forecast/eta_validation.py`, `benchmarks/validation_rules.py`) on the
 validation-heavy set, and the band's allocator reach and subnormal note were checked on the loops and the
 default set. Their coverage says how well the constants fit the runs they were chosen on, nothing more.

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from prenet_callbacks.forecast.eta import RunMeasurements, predict_fit
+from prenet_callbacks.forecast.eta import _HOST_DRIFT, RunMeasurements, predict_fit
 from prenet_callbacks.measure.heap_faults import HeapRisk
 from prenet_callbacks.forecast.plan import plan_for_steps
 from prenet_callbacks.report_parts import Prediction
@@ -43,7 +43,9 @@ def test_parts_are_named_and_add_in_quadrature_to_the_half_width(host_timed, all
 
 def test_each_part_is_where_its_cause_is():
     host, device = _predict(host_timed=True), _predict(host_timed=False)
-    assert host.band_parts["pace_drift"] > 0.15 and device.band_parts["pace_drift"] == 0.0
+    # two sigmas of the host's drift over the remaining time (most of this run is still to come)
+    assert 1.8 * _HOST_DRIFT < host.band_parts["pace_drift"] <= 2 * _HOST_DRIFT
+    assert device.band_parts["pace_drift"] == 0.0
     assert host.band_parts["allocator"] == pytest.approx(0.0, abs=2e-4)   # no allocator state to reach
     assert host.band_parts["validation"] > 0 and host.band_parts["checkpoints"] > 0
     faulting = _predict(allocator=HeapRisk(4000, 0.0, 1e-6))             # +4 ms a batch possible
