@@ -17,6 +17,8 @@ Needs only what a stock CUDA PyTorch image has (torch, lightning, numpy, scikit-
    cuDNN's layout transforms cost), BERT-base, GPT-2-small, two batch sizes each, 32-true and bf16-mixed; at
    each model's first batch one profiled step's op table, which `benchmarks/op_table_compare.py` sets against
    the estimate per op class.
+6. Kernel probes (`gpu_probes.py`): misaligned half-precision GEMMs beside their padded twins, and the DRAM
+   bandwidth share of eager streaming kernels beyond the L2, each beside the shipped predictor's time.
 
 Without a GPU it runs the CPU parts at a small size (``--smoke``) and lists what it skipped and why.
 """
@@ -39,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from benchmarks import gpu_fits, gpu_models  # noqa: E402
+from benchmarks.gpu_probes import run_probes  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="length of each acceptance fit (default 25 s on a GPU, 3 s with --smoke)")
     parser.add_argument("--work", default="/tmp/prenet-gpu-acceptance", help="scratch directory")
     parser.add_argument("--skip", nargs="*", default=[],
-                        help="parts to skip: cuda_tests demo fits collect host_issue estimate")
+                        help="parts to skip: cuda_tests demo fits collect host_issue estimate probes")
     parser.add_argument("--only", nargs="*", default=[], help="run only these parts")
     parser.add_argument("--budget-s", type=float, default=480.0,
                         help="start no part after this many seconds (a lent GPU is lent for minutes, not hours)")
@@ -69,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         ("fits", lambda: _fits(work, smoke, args.fit_seconds or (3.0 if smoke else 25.0), "gpu" if cuda else "cpu"),
          None),
         ("estimate", lambda: _estimate(smoke, cuda), None),
+        ("probes", lambda: run_probes(torch.device("cuda" if cuda else "cpu"), smoke,
+                                      result["environment"].get("catalog_name")), None),
         ("collect", lambda: _collect(work), None if cuda else "collect measures ops on a CUDA GPU"),
         ("host_issue", lambda: host_issue(torch.device("cuda" if cuda else "cpu")), None),
         ("demo", lambda: _demo(work, smoke), None if cuda else "the demo is the README's CPU run; here only on a GPU"),

@@ -39,6 +39,7 @@ def test_acceptance_cpu_part_runs_and_says_what_it_skipped(tmp_path):
     assert {row["precision"] for row in result["parts"]["estimate"]} == {"32-true", "bf16-mixed"}
     assert result["summary"]["fits"]["first_error_median"] is not None
     assert set(result["parts"]["host_issue"]["ratio_to_constants"]) == {"cpu_tensors_32-true", "cpu_tensors_bf16-mixed"}
+    assert len(result["parts"]["probes"]["summary"]["misaligned_slowdown_per_flop"]) == 8   # 4 GEMMs x 2 dtypes
 
 
 def test_op_table_lists_each_op_by_shape_with_its_time():

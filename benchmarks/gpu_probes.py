@@ -1,0 +1,184 @@
+"""Kernel probes for issue 38's open questions, timed on a lent GPU (a part of `gpu_acceptance.py`).
+
+    PYTHONPATH=. python benchmarks/gpu_acceptance.py --only probes --out /tmp/probes.json   # seconds on a GPU
+
+Two questions that no public per-op data answers and that the H200's bf16 steps (about 30% faster predicted
+than measured, `estimate_h200.py`) turn on:
+
+- **Misaligned GEMMs.** A half-precision GEMM whose leading dimension is not a multiple of 16 bytes (GPT-2's
+  50,257-token head, BERT's 30,522) cannot take cuBLAS's 16-byte-aligned tensor-core kernels. Each probe times
+  the misaligned GEMM beside the same GEMM padded to the next multiple of 64 elements (as the forward, the input
+  gradient and the weight gradient of a linear layer lay them out), in bf16 and fp32.
+- **DRAM efficiency of eager streaming kernels.** Pointwise ops, casts, layer norm and softmax beyond the L2, in
+  bf16 and fp32: the share of the catalog's DRAM bandwidth each reaches (the DRAM-ceiling trial of issue 38 asked
+  it of Hopper; `benchmarks/results/issue38_dram_ceiling/`).
+
+Each row has its measured device time (CUDA events, a cold L2 before every call: `predictor_models.collection.timer`),
+the shipped predictor's time for the device's catalog entry, and the achieved FLOP/s and bytes/s. Nothing here
+fits anything: the rows are what a later change is judged on. Without a GPU (``smoke``) the shapes shrink and the
+host's clock stands in for CUDA events, so CI runs the code path.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+import torch
+
+from predictor_models.collection.timer import CudaBackend, time_op
+from predictor_models.datasets.common import elementwise_op, gemm_op, norm_op
+from predictor_models.op_spec import OpSpec
+
+# (label, misaligned m, n, k): a linear layer's three GEMMs over a vocabulary that is not a multiple of 8
+ALIGNMENT = (
+    ("gpt2_head_forward", 16384, 50257, 768),
+    ("gpt2_head_input_grad", 16384, 768, 50257),
+    ("gpt2_head_weight_grad", 50257, 768, 16384),
+    ("bert_head_forward", 8192, 30522, 768),
+)
+STREAMING_SIZES = (2**20, 2**22, 2**24, 2**26, 2**28)   # elements; the largest ones lie far beyond any L2
+NORM_COLS = 4096
+DTYPES = ("bfloat16", "float32")
+
+
+def padded(size: int, multiple: int = 64) -> int:
+    """``size`` rounded up to ``multiple`` (what a padded vocabulary does: 50,257 -> 50,304)."""
+    return -(-size // multiple) * multiple
+
+
+class _HostBackend:
+    """The timer's backend on a CPU: the host's clock as events (no cache to flush between calls that matters)."""
+
+    class _Event:
+        def record(self) -> None:
+            self.t = time.perf_counter()
+
+        def elapsed_time(self, other: "_HostBackend._Event") -> float:
+            return (other.t - self.t) * 1e3
+
+    def event(self) -> "_HostBackend._Event":
+        return self._Event()
+
+    def synchronize(self) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
+def probe_cases(smoke: bool) -> list[tuple[str, str, OpSpec, Callable[[Any], Callable[[], Any]]]]:
+    """``(probe, label, op, build)``: ``build(device)`` allocates the inputs and returns the call to time."""
+    shrink = 64 if smoke else 1
+    cases: list[tuple[str, str, OpSpec, Callable[[Any], Callable[[], Any]]]] = []
+    for dtype in DTYPES:
+        for label, m, n, k in ALIGNMENT:
+            m, n, k = (max(8, v // shrink) if v not in (50257, 30522) else v for v in (m, n, k))
+            for aligned in (False, True):
+                dims = tuple(padded(v) if aligned and v in (50257, 30522) else v for v in (m, n, k))
+                cases.append(("gemm_alignment", f"{label}_{'padded' if aligned else 'misaligned'}",
+                              gemm_op(1, *dims, dtype, name="aten::mm"), _gemm(dtype, *dims)))
+        for numel in STREAMING_SIZES[:2] if smoke else STREAMING_SIZES:
+            numel //= 16 if smoke else 1
+            for name, inputs in (("aten::relu", 1), ("aten::add", 2), ("aten::mul", 2)):
+                cases.append(("streaming", name, elementwise_op(numel, inputs, dtype, name=name),
+                              _pointwise(dtype, numel, name)))
+            cases.append(("streaming", "aten::_to_copy", _cast_op(numel, dtype), _cast(dtype, numel)))
+            rows = max(1, numel // NORM_COLS)
+            for name in ("aten::native_layer_norm", "aten::_softmax"):
+                cases.append(("streaming", name, norm_op(rows, NORM_COLS, dtype, name=name),
+                              _norm(dtype, rows, name)))
+    return cases
+
+
+def run_probes(device: torch.device, smoke: bool, catalog_name: str | None = None) -> dict[str, Any]:
+    """Every probe timed on ``device``, beside the shipped predictor's time on ``catalog_name`` (a catalog GPU)."""
+    from predictor_models.hardware import lookup_hardware
+    from prenet_callbacks.projection.pricing.predictor_source import resolve_predictor
+
+    hardware = lookup_hardware(catalog_name) if catalog_name else None
+    predictor = resolve_predictor(None)[0] if hardware is not None else None
+    backend = CudaBackend(torch, device) if device.type == "cuda" else _HostBackend()
+    rows = []
+    for probe, label, op, build in probe_cases(smoke):
+        try:
+            call = build(device)
+            seconds = time_op(call, backend, budget_ms=10.0 if smoke else 25.0, max_repeats=20 if smoke else 200).seconds
+        except torch.cuda.OutOfMemoryError:   # a smaller GPU: the probe is left out, the others still run
+            rows.append({"probe": probe, "label": label, "dtype": op.dtype, "dims": op.dims, "error": "out of memory"})
+            continue
+        finally:
+            call = None
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+        predicted = float(predictor.predict_seconds([op], hardware)[0]) if predictor is not None else None
+        moved = op.bytes_read + op.bytes_written
+        rows.append({"probe": probe, "label": label, "name": op.name, "dtype": op.dtype, "dims": op.dims,
+                     "seconds": seconds, "predicted_s": predicted,
+                     "tflops": round(op.flops / seconds / 1e12, 3), "gbytes_per_s": round(moved / seconds / 1e9, 1),
+                     "bandwidth_share": round(moved / seconds / (hardware.memory_bandwidth_gbs * 1e9), 3)
+                     if hardware is not None and hardware.memory_bandwidth_gbs else None})
+    return {"device": catalog_name or device.type, "smoke": smoke, "rows": rows, "summary": summarise(rows)}
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per misaligned GEMM its time over the padded one's per FLOP; per streaming op and dtype the bandwidth share
+    (or bytes/s where the device has no catalog bandwidth) at its two largest sizes."""
+    timed = [r for r in rows if "seconds" in r]
+    alignment = {}
+    for r in timed:
+        if r["probe"] == "gemm_alignment" and r["label"].endswith("_misaligned"):
+            label = r["label"].removesuffix("_misaligned")
+            twin = next((p for p in timed if p["label"] == label + "_padded" and p["dtype"] == r["dtype"]), None)
+            if twin is not None:
+                alignment[f"{label}/{r['dtype']}"] = round(twin["tflops"] / r["tflops"], 3) if r["tflops"] else None
+    streaming: dict[str, list[float]] = {}
+    for r in timed:
+        if r["probe"] == "streaming":
+            streaming.setdefault(f"{r['label']}/{r['dtype']}", []).append(
+                r["bandwidth_share"] if r["bandwidth_share"] is not None else r["gbytes_per_s"])
+    return {"misaligned_slowdown_per_flop": alignment,
+            "streaming_largest_two": {k: round(statistics.mean(v[-2:]), 3) for k, v in streaming.items()}}
+
+
+def _cast_op(numel: int, dtype: str) -> OpSpec:
+    """An autocast-style cast: fp32 in, ``dtype`` out (bf16), or bf16 in, fp32 out for the fp32 row."""
+    width = {"bfloat16": 2, "float32": 4}
+    source = 6 - width[dtype]   # the other dtype's width (4 + 2 = 6)
+    return OpSpec("data_movement", dtype, 0.0, numel * source, numel * width[dtype], {"numel": numel}, False,
+                  "aten::_to_copy")
+
+
+def _gemm(dtype: str, m: int, n: int, k: int) -> Callable[[Any], Callable[[], Any]]:
+    def build(device: Any) -> Callable[[], Any]:
+        dt = getattr(torch, dtype)
+        x, w = torch.randn(m, k, device=device, dtype=dt), torch.randn(k, n, device=device, dtype=dt)
+        return lambda: torch.mm(x, w)
+    return build
+
+
+def _pointwise(dtype: str, numel: int, name: str) -> Callable[[Any], Callable[[], Any]]:
+    def build(device: Any) -> Callable[[], Any]:
+        dt = getattr(torch, dtype)
+        x, y = torch.randn(numel, device=device, dtype=dt), torch.randn(numel, device=device, dtype=dt)
+        return {"aten::add": lambda: x + y, "aten::mul": lambda: x * y, "aten::relu": lambda: torch.relu(x)}[name]
+    return build
+
+
+def _cast(dtype: str, numel: int) -> Callable[[Any], Callable[[], Any]]:
+    def build(device: Any) -> Callable[[], Any]:
+        out = getattr(torch, dtype)
+        x = torch.randn(numel, device=device, dtype=torch.float32 if dtype == "bfloat16" else torch.bfloat16)
+        return lambda: x.to(out)
+    return build
+
+
+def _norm(dtype: str, rows: int, name: str) -> Callable[[Any], Callable[[], Any]]:
+    def build(device: Any) -> Callable[[], Any]:
+        dt = getattr(torch, dtype)
+        x = torch.randn(rows, NORM_COLS, device=device, dtype=dt)
+        if name == "aten::_softmax":
+            return lambda: torch.softmax(x, -1)
+        w, b = torch.ones(NORM_COLS, device=device, dtype=dt), torch.zeros(NORM_COLS, device=device, dtype=dt)
+        return lambda: torch.nn.functional.layer_norm(x, (NORM_COLS,), w, b)
+    return build

@@ -1,0 +1,52 @@
+"""The kernel probes a lent GPU runs (`benchmarks/gpu_probes.py`): here their CPU path, small shapes, host clock."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from benchmarks import gpu_probes
+
+
+def test_padding_rounds_a_vocabulary_up_to_a_multiple_of_64():
+    assert gpu_probes.padded(50257) == 50304 and gpu_probes.padded(30522) == 30528 and gpu_probes.padded(768) == 768
+
+
+def test_each_misaligned_gemm_has_a_padded_twin_with_only_the_vocabulary_changed():
+    cases = [c for c in gpu_probes.probe_cases(smoke=False) if c[0] == "gemm_alignment"]
+    assert len(cases) == 2 * len(gpu_probes.ALIGNMENT) * len(gpu_probes.DTYPES)
+    for misaligned, padded in zip(cases[::2], cases[1::2]):
+        assert misaligned[1].removesuffix("_misaligned") == padded[1].removesuffix("_padded")
+        changed = {k for k in "mnk" if misaligned[2].dims[k] != padded[2].dims[k]}
+        assert len(changed) == 1
+        (dim,) = changed
+        assert misaligned[2].dims[dim] * 2 % 16 != 0 and padded[2].dims[dim] * 2 % 16 == 0
+
+
+def test_the_streaming_probes_reach_beyond_the_largest_l2():
+    largest = max(op.bytes_read + op.bytes_written for probe, _, op, _ in gpu_probes.probe_cases(smoke=False)
+                  if probe == "streaming")
+    assert largest > 4 * 126 * 2**20          # B200's L2, the largest in the catalog
+
+
+def test_the_probes_run_on_a_cpu_and_sit_beside_the_predictors_time():
+    torch.manual_seed(0)
+    result = gpu_probes.run_probes(torch.device("cpu"), smoke=True, catalog_name="H200-SXM")
+    rows = result["rows"]
+    assert len(rows) == len(gpu_probes.probe_cases(smoke=True))
+    assert all(r["seconds"] > 0 and r["predicted_s"] > 0 and r["bandwidth_share"] is not None for r in rows)
+    summary = result["summary"]
+    assert set(summary["misaligned_slowdown_per_flop"]) == {
+        f"{label}/{dtype}" for label, *_ in gpu_probes.ALIGNMENT for dtype in gpu_probes.DTYPES}
+    assert all(v > 0 for v in summary["misaligned_slowdown_per_flop"].values())
+    assert "aten::_to_copy/bfloat16" in summary["streaming_largest_two"]
+
+
+def test_without_a_catalog_device_the_rows_say_bytes_per_second_only():
+    rows = gpu_probes.summarise([
+        {"probe": "streaming", "label": "aten::relu", "dtype": "float32", "seconds": 1e-3, "bandwidth_share": None,
+         "gbytes_per_s": 80.0},
+        {"probe": "gemm_alignment", "label": "x_misaligned", "dtype": "float32", "seconds": 2e-3, "tflops": 1.0},
+        {"probe": "gemm_alignment", "label": "x_padded", "dtype": "float32", "seconds": 1e-3, "tflops": 2.0},
+    ])
+    assert rows == {"misaligned_slowdown_per_flop": {"x/float32": 2.0},
+                    "streaming_largest_two": {"aten::relu/float32": pytest.approx(80.0)}}
