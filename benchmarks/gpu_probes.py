@@ -30,12 +30,14 @@ from predictor_models.collection.timer import CudaBackend, time_op
 from predictor_models.datasets.common import elementwise_op, gemm_op, norm_op
 from predictor_models.op_spec import OpSpec
 
-# (label, misaligned m, n, k): a linear layer's three GEMMs over a vocabulary that is not a multiple of 8
+# (label, m, n, k, layout): a linear layer's three GEMMs over a vocabulary that is not a multiple of 8, laid out as
+# autograd runs them: "nt" x @ W.t() (the weight stored [vocab, hidden]), "nn" grad @ W, "tn" grad.t() @ x (the
+# output gradient stored [tokens, vocab]); m x k @ k x n each way
 ALIGNMENT = (
-    ("gpt2_head_forward", 16384, 50257, 768),
-    ("gpt2_head_input_grad", 16384, 768, 50257),
-    ("gpt2_head_weight_grad", 50257, 768, 16384),
-    ("bert_head_forward", 8192, 30522, 768),
+    ("gpt2_head_forward", 16384, 50257, 768, "nt"),
+    ("gpt2_head_input_grad", 16384, 768, 50257, "nn"),
+    ("gpt2_head_weight_grad", 50257, 768, 16384, "tn"),
+    ("bert_head_forward", 8192, 30522, 768, "nt"),
 )
 STREAMING_SIZES = (2**20, 2**22, 2**24, 2**26, 2**28)   # elements; the largest ones lie far beyond any L2
 NORM_COLS = 4096
@@ -72,12 +74,12 @@ def probe_cases(smoke: bool) -> list[tuple[str, str, OpSpec, Callable[[Any], Cal
     shrink = 64 if smoke else 1
     cases: list[tuple[str, str, OpSpec, Callable[[Any], Callable[[], Any]]]] = []
     for dtype in DTYPES:
-        for label, m, n, k in ALIGNMENT:
+        for label, m, n, k, layout in ALIGNMENT:
             m, n, k = (max(8, v // shrink) if v not in (50257, 30522) else v for v in (m, n, k))
             for aligned in (False, True):
                 dims = tuple(padded(v) if aligned and v in (50257, 30522) else v for v in (m, n, k))
                 cases.append(("gemm_alignment", f"{label}_{'padded' if aligned else 'misaligned'}",
-                              gemm_op(1, *dims, dtype, name="aten::mm"), _gemm(dtype, *dims)))
+                              gemm_op(1, *dims, dtype, name="aten::mm"), _gemm(dtype, *dims, layout)))
         for numel in STREAMING_SIZES[:2] if smoke else STREAMING_SIZES:
             numel //= 16 if smoke else 1
             for name, inputs in (("aten::relu", 1), ("aten::add", 2), ("aten::mul", 2)):
@@ -149,10 +151,17 @@ def _cast_op(numel: int, dtype: str) -> OpSpec:
                   "aten::_to_copy")
 
 
-def _gemm(dtype: str, m: int, n: int, k: int) -> Callable[[Any], Callable[[], Any]]:
+def gemm_operands(dtype: str, m: int, n: int, k: int, layout: str, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """``m x k`` and ``k x n`` operands, each a transposed view where ``layout`` says "t" (stored the other way)."""
+    dt = getattr(torch, dtype)
+    x = torch.randn(k, m, device=device, dtype=dt).t() if layout[0] == "t" else torch.randn(m, k, device=device, dtype=dt)
+    w = torch.randn(n, k, device=device, dtype=dt).t() if layout[1] == "t" else torch.randn(k, n, device=device, dtype=dt)
+    return x, w
+
+
+def _gemm(dtype: str, m: int, n: int, k: int, layout: str) -> Callable[[Any], Callable[[], Any]]:
     def build(device: Any) -> Callable[[], Any]:
-        dt = getattr(torch, dtype)
-        x, w = torch.randn(m, k, device=device, dtype=dt), torch.randn(k, n, device=device, dtype=dt)
+        x, w = gemm_operands(dtype, m, n, k, layout, device)
         return lambda: torch.mm(x, w)
     return build
 

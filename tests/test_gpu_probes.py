@@ -22,6 +22,19 @@ def test_each_misaligned_gemm_has_a_padded_twin_with_only_the_vocabulary_changed
         assert misaligned[2].dims[dim] * 2 % 16 != 0 and padded[2].dims[dim] * 2 % 16 == 0
 
 
+def test_the_gemms_are_laid_out_as_autograd_runs_a_linear_head():
+    """The forward reads the weight stored [vocab, hidden] transposed; the weight gradient reads the output gradient
+    stored [tokens, vocab] transposed, so the vocabulary is a leading dimension where autograd has it."""
+    cpu = torch.device("cpu")
+    layouts = {label: layout for label, *_, layout in gpu_probes.ALIGNMENT}
+    x, w = gpu_probes.gemm_operands("float32", 6, 10, 4, layouts["gpt2_head_forward"], cpu)
+    assert x.stride() == (4, 1) and w.shape == (4, 10) and w.stride() == (1, 4)
+    x, w = gpu_probes.gemm_operands("float32", 10, 4, 6, layouts["gpt2_head_weight_grad"], cpu)
+    assert x.shape == (10, 6) and x.stride() == (1, 10) and w.stride() == (4, 1)
+    x, w = gpu_probes.gemm_operands("float32", 6, 4, 10, layouts["gpt2_head_input_grad"], cpu)
+    assert x.stride() == (10, 1) and w.stride() == (4, 1)
+
+
 def test_the_streaming_probes_reach_beyond_the_largest_l2():
     largest = max(op.bytes_read + op.bytes_written for probe, _, op, _ in gpu_probes.probe_cases(smoke=False)
                   if probe == "streaming")
