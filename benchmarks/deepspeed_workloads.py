@@ -1,4 +1,7 @@
-"""DeepSpeed engine workloads for the ETA protocol (held-out, issue 39): a raw loop with `attach()`, one CPU process.
+"""DeepSpeed engine workloads for the ETA protocol (issue 39): a raw loop with `attach()`, one CPU process.
+
+`HELD_OUT` were written for the held-out split; `DEVELOPMENT` (a CNN, a GRU with accumulation, an MLP with dropout)
+joined the development split on 2026-12-06, so that each split has DeepSpeed fits (`eta_splits.py`).
 
 Each is a hand-written ``engine(x)`` / ``engine.backward`` / ``engine.step`` loop (gloo, one rank, no C++ JIT
 builds: `integrations.deepspeed_cpu`) sized for 20-60 s on one CPU thread at ``scale=1``. `run_engine` returns
@@ -61,16 +64,80 @@ def ds_lstm_zero0(scale: float) -> dict[str, Any]:
                 loss=lambda out, y: nn.functional.cross_entropy(out, y))
 
 
+class SmallCNN(nn.Module):
+    """Two 3x3 convolutions (16, 32 channels) with BatchNorm and pooling over 32x32 images, then a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+                                      nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                                      nn.AdaptiveAvgPool2d(1))
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).flatten(1))
+
+
+class GRUClassifier(nn.Module):
+    """Two GRU layers (hidden 64) over 24 steps of 16 features, then a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = nn.GRU(16, 64, num_layers=2, batch_first=True)
+        self.head = nn.Linear(64, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.gru(x)[0][:, -1])
+
+
+def ds_cnn_zero0_checkpoints(scale: float) -> dict[str, Any]:
+    """Small CNN classifier on 32x32 images, ZeRO 0, batch 32, 1,000 steps, evaluation (10 batches) every 250, a
+    checkpoint every 500."""
+    steps = max(8, int(1_000 * scale))
+    return dict(model=SmallCNN(), zero=0, accumulate=1, steps=steps, eval_every=max(1, steps // 4), eval_batches=10,
+                checkpoint_every=max(1, steps // 2), make_batch=lambda g: _image_batch(g, 32),
+                loss=lambda out, y: nn.functional.cross_entropy(out, y))
+
+
+def ds_gru_zero1_accumulate(scale: float) -> dict[str, Any]:
+    """GRU classifier, ZeRO 1, micro-batch 16 with gradient accumulation 4, 600 steps, evaluation every 200."""
+    steps = max(8, int(600 * scale))
+    return dict(model=GRUClassifier(), zero=1, accumulate=4, steps=steps, eval_every=max(1, steps // 3),
+                eval_batches=10, checkpoint_every=None, make_batch=lambda g: _class_batch(g, 16, 24, 16),
+                loss=lambda out, y: nn.functional.cross_entropy(out, y))
+
+
+def ds_mlp_dropout_zero2(scale: float) -> dict[str, Any]:
+    """MLP regressor with dropout, ZeRO 2, batch 64, 2,400 steps, evaluation (25 batches) every 800, a checkpoint at
+    the end."""
+    steps = max(8, int(2_400 * scale))
+    model = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.Dropout(0.1), nn.Linear(512, 512), nn.GELU(),
+                          nn.Dropout(0.1), nn.Linear(512, 1))
+    return dict(model=model, zero=2, accumulate=1, steps=steps, eval_every=max(1, steps // 3), eval_batches=25,
+                checkpoint_every=steps, make_batch=lambda g: _mlp_batch(g, 64),
+                loss=lambda out, y: nn.functional.mse_loss(out, y))
+
+
 def _mlp_batch(generator: torch.Generator, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
     x = torch.randn(batch, 256, generator=generator)
     return x, x[:, :8].sum(dim=1, keepdim=True)
 
 
-WORKLOADS: dict[str, Callable[[float], dict[str, Any]]] = {
+def _image_batch(generator: torch.Generator, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(batch, 3, 32, 32, generator=generator), torch.randint(0, 10, (batch,), generator=generator)
+
+
+HELD_OUT: dict[str, Callable[[float], dict[str, Any]]] = {
     "ds_mlp_zero2_accumulate": ds_mlp_zero2_accumulate,
     "ds_transformer_zero1": ds_transformer_zero1,
     "ds_lstm_zero0": ds_lstm_zero0,
 }
+DEVELOPMENT: dict[str, Callable[[float], dict[str, Any]]] = {
+    "ds_cnn_zero0_checkpoints": ds_cnn_zero0_checkpoints,
+    "ds_gru_zero1_accumulate": ds_gru_zero1_accumulate,
+    "ds_mlp_dropout_zero2": ds_mlp_dropout_zero2,
+}
+WORKLOADS: dict[str, Callable[[float], dict[str, Any]]] = {**HELD_OUT, **DEVELOPMENT}
 
 
 def _config(spec: dict[str, Any], micro_batch: int) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 DEVELOPMENT holds every workload the ETA model's constants were chosen on: the Lightning sets of
 `workloads.py` (default, validation-heavy, compiled), the `transformers.Trainer` workloads of
-`hf_workloads.py` and the `Tracker` loops of `loop_workloads.py`. `_TRAIN_DRIFT`
+`hf_workloads.py`, the `Tracker` loops of `loop_workloads.py` and (since 2026-12-06) three DeepSpeed loops of
+`deepspeed_workloads.py`. `_TRAIN_DRIFT`
 (`prenet_callbacks/forecast/eta.py`) was fitted on the pace drift of 21 of these runs and `_HOST_DRIFT` on every
 repeat of this split run by `eta_protocol.py` (`band_drift_choice.py`, 2026-12-06), the `UNCERTAINTY` table and the
 validation rule (`prenet_callbacks/forecast/eta_validation.py`, `benchmarks/validation_rules.py`) on the
@@ -37,6 +38,8 @@ DEVELOPMENT: tuple[tuple[str, str], ...] = (
     *(("loop", name) for name in (
         "loop_encoder_eval_checkpoints", "loop_lstm_accelerate_accumulate", "loop_encoder_loader_epochs",
         "loop_encoder_loader_epochs_workers")),
+    # added on 2026-12-06 (`deepspeed_workloads.DEVELOPMENT`), so that this split has DeepSpeed fits too
+    *(("deepspeed", name) for name in ("ds_cnn_zero0_checkpoints", "ds_gru_zero1_accumulate", "ds_mlp_dropout_zero2")),
 )
 
 HELD_OUT: tuple[tuple[str, str], ...] = (

@@ -24,16 +24,18 @@ def test_splits_are_disjoint_and_every_workload_exists():
     assert not {n for _, n in eta_splits.DEVELOPMENT} & {n for _, n in eta_splits.HELD_OUT}
 
 
-def test_development_is_every_existing_workload_and_held_out_spans_frameworks_and_architectures():
-    from benchmarks import hf_workloads, loop_workloads, workloads
+def test_development_is_every_existing_workload_and_both_splits_span_frameworks_and_architectures():
+    from benchmarks import deepspeed_workloads, hf_workloads, loop_workloads, workloads
 
-    existing = set(workloads.WORKLOADS) | set(hf_workloads.WORKLOADS) | set(loop_workloads.WORKLOADS)
+    existing = (set(workloads.WORKLOADS) | set(hf_workloads.WORKLOADS) | set(loop_workloads.WORKLOADS)
+                | set(deepspeed_workloads.DEVELOPMENT))
     assert {n for _, n in eta_splits.DEVELOPMENT} == existing
-    held = eta_splits.HELD_OUT
-    assert len(held) >= 8 and {fw for fw, _ in held} == {"lightning", "hf", "loop", "deepspeed"}
-    words = " ".join(n for _, n in held)
-    for kind in (("gru", "lstm"), ("cnn",), ("mlp",), ("transformer", "distilbert")):
-        assert any(k in words for k in kind), kind
+    assert {n for fw, n in eta_splits.HELD_OUT if fw == "deepspeed"} == set(deepspeed_workloads.HELD_OUT)
+    for split in (eta_splits.DEVELOPMENT, eta_splits.HELD_OUT):
+        assert len(split) >= 8 and {fw for fw, _ in split} == {"lightning", "hf", "loop", "deepspeed"}
+        words = " ".join(n for _, n in split)
+        for kind in (("gru", "lstm"), ("cnn",), ("mlp",), ("transformer", "distilbert", "encoder")):
+            assert any(k in words for k in kind), kind
 
 
 def test_planned_keeps_the_split_order_and_filters_by_workload_or_framework():
