@@ -31,7 +31,7 @@ _ASSUMED_SAVE_OVERHEAD_S = 0.02
 # run against the few steps measured (thermal, other tenants, data cache warming). A GPU's device-timed
 # steps keep their pace; a host-timed run on a shared CPU does not. `_HOST_DRIFT` is the smallest allowance
 # (a grid of 0.005) whose band holds the user's wall time in >= 90% of the runs of every development repeat of
-# the ETA protocol (`benchmarks/band_drift_choice.py`; three repeats of 26 fits, 2026-12-04 and 2026-12-06,
+# the ETA protocol (`benchmarks/band_drift_choice.py`; four repeats of 26-29 fits, 2026-12-04 and 2026-12-06,
 # in `benchmarks/results/issue39_band/`). It adds in quadrature to the other parts (the batch's standard error,
 # somewhat larger where the pace later moved), so it sits below the pace's whole spread (11.5%, the earlier value).
 _TRAIN_DRIFT = 0.015
