@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import torch
 
+from predictor_models.collection.cases import norm_call, pointwise_call
 from predictor_models.collection.timer import CudaBackend, time_op
 from predictor_models.datasets.common import elementwise_op, gemm_op, norm_op
 from predictor_models.op_spec import OpSpec
@@ -69,10 +70,13 @@ class _HostBackend:
         pass
 
 
-def probe_cases(smoke: bool) -> list[tuple[str, str, OpSpec, Callable[[Any], Callable[[], Any]]]]:
-    """``(probe, label, op, build)``: ``build(device)`` allocates the inputs and returns the call to time."""
+Build = Callable[[Any, Any], Callable[[], Any]]   # (torch, device) -> the call to time, as `collection.cases.Case`
+
+
+def probe_cases(smoke: bool) -> list[tuple[str, str, OpSpec, Build]]:
+    """``(probe, label, op, build)``: ``build(torch, device)`` allocates the inputs and returns the call to time."""
     shrink = 64 if smoke else 1
-    cases: list[tuple[str, str, OpSpec, Callable[[Any], Callable[[], Any]]]] = []
+    cases: list[tuple[str, str, OpSpec, Build]] = []
     for dtype in DTYPES:
         for label, m, n, k, layout in ALIGNMENT:
             m, n, k = (max(8, v // shrink) if v not in (50257, 30522) else v for v in (m, n, k))
@@ -84,12 +88,12 @@ def probe_cases(smoke: bool) -> list[tuple[str, str, OpSpec, Callable[[Any], Cal
             numel //= 16 if smoke else 1
             for name, inputs in (("aten::relu", 1), ("aten::add", 2), ("aten::mul", 2)):
                 cases.append(("streaming", name, elementwise_op(numel, inputs, dtype, name=name),
-                              _pointwise(dtype, numel, name)))
+                              pointwise_call(dtype, numel, name)))
             cases.append(("streaming", "aten::_to_copy", _cast_op(numel, dtype), _cast(dtype, numel)))
             rows = max(1, numel // NORM_COLS)
             for name in ("aten::native_layer_norm", "aten::_softmax"):
                 cases.append(("streaming", name, norm_op(rows, NORM_COLS, dtype, name=name),
-                              _norm(dtype, rows, name)))
+                              norm_call(dtype, rows, NORM_COLS, name)))
     return cases
 
 
@@ -104,7 +108,7 @@ def run_probes(device: torch.device, smoke: bool, catalog_name: str | None = Non
     rows = []
     for probe, label, op, build in probe_cases(smoke):
         try:
-            call = build(device)
+            call = build(torch, device)
             seconds = time_op(call, backend, budget_ms=10.0 if smoke else 25.0, max_repeats=20 if smoke else 200).seconds
         except torch.cuda.OutOfMemoryError:   # a smaller GPU: the probe is left out, the others still run
             rows.append({"probe": probe, "label": label, "dtype": op.dtype, "dims": op.dims, "error": "out of memory"})
@@ -159,35 +163,16 @@ def gemm_operands(dtype: str, m: int, n: int, k: int, layout: str, device: Any) 
     return x, w
 
 
-def _gemm(dtype: str, m: int, n: int, k: int, layout: str) -> Callable[[Any], Callable[[], Any]]:
-    def build(device: Any) -> Callable[[], Any]:
+def _gemm(dtype: str, m: int, n: int, k: int, layout: str) -> Build:
+    def build(torch: Any, device: Any) -> Callable[[], Any]:
         x, w = gemm_operands(dtype, m, n, k, layout, device)
         return lambda: torch.mm(x, w)
     return build
 
 
-def _pointwise(dtype: str, numel: int, name: str) -> Callable[[Any], Callable[[], Any]]:
-    def build(device: Any) -> Callable[[], Any]:
-        dt = getattr(torch, dtype)
-        x, y = torch.randn(numel, device=device, dtype=dt), torch.randn(numel, device=device, dtype=dt)
-        return {"aten::add": lambda: x + y, "aten::mul": lambda: x * y, "aten::relu": lambda: torch.relu(x)}[name]
-    return build
-
-
-def _cast(dtype: str, numel: int) -> Callable[[Any], Callable[[], Any]]:
-    def build(device: Any) -> Callable[[], Any]:
+def _cast(dtype: str, numel: int) -> Build:
+    def build(torch: Any, device: Any) -> Callable[[], Any]:
         out = getattr(torch, dtype)
         x = torch.randn(numel, device=device, dtype=torch.float32 if dtype == "bfloat16" else torch.bfloat16)
         return lambda: x.to(out)
-    return build
-
-
-def _norm(dtype: str, rows: int, name: str) -> Callable[[Any], Callable[[], Any]]:
-    def build(device: Any) -> Callable[[], Any]:
-        dt = getattr(torch, dtype)
-        x = torch.randn(rows, NORM_COLS, device=device, dtype=dt)
-        if name == "aten::_softmax":
-            return lambda: torch.softmax(x, -1)
-        w, b = torch.ones(NORM_COLS, device=device, dtype=dt), torch.zeros(NORM_COLS, device=device, dtype=dt)
-        return lambda: torch.nn.functional.layer_norm(x, (NORM_COLS,), w, b)
     return build

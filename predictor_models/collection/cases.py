@@ -83,10 +83,10 @@ def cases(dtypes: list[str], flags: dict[str, bool], *, quick: bool = False, see
             out.append(Case(op, _conv(dtype, n_, c_in, c_out, size, kern, stride, pad)))
         for i, (rows, cols) in enumerate(_sizes(rng, COUNTS["norm"][pick], 7, 14, 2, 8)):
             name = "aten::native_layer_norm" if i % 2 == 0 else "aten::_softmax"
-            out.append(Case(norm_op(rows, cols, dtype, name=name), _norm(dtype, rows, cols, name)))
+            out.append(Case(norm_op(rows, cols, dtype, name=name), norm_call(dtype, rows, cols, name)))
         for i, (numel,) in enumerate(_sizes(rng, COUNTS["elementwise"][pick], 14, 27, 1, 256)):
             name, inputs = ELEMENTWISE[i % len(ELEMENTWISE)]
-            out.append(Case(elementwise_op(numel, inputs, dtype, name=name), _pointwise(dtype, numel, name)))
+            out.append(Case(elementwise_op(numel, inputs, dtype, name=name), pointwise_call(dtype, numel, name)))
     return out
 
 
@@ -110,7 +110,8 @@ def _conv(dtype: str, n: int, c_in: int, c_out: int, size: int, kern: int, strid
     return build
 
 
-def _norm(dtype: str, rows: int, cols: int, name: str):
+def norm_call(dtype: str, rows: int, cols: int, name: str):
+    """A `Case` build of a layer norm or softmax (``name``) over the last dim of a [rows, cols] tensor."""
     def build(torch, device):
         dt = getattr(torch, dtype)
         x = torch.randn(rows, cols, device=device, dtype=dt)
@@ -121,7 +122,8 @@ def _norm(dtype: str, rows: int, cols: int, name: str):
     return build
 
 
-def _pointwise(dtype: str, numel: int, name: str):
+def pointwise_call(dtype: str, numel: int, name: str):
+    """A `Case` build of a pointwise op (``name``: add, mul, gelu, relu) over ``numel`` elements."""
     def build(torch, device):
         dt = getattr(torch, dtype)
         x, y = torch.randn(numel, device=device, dtype=dt), torch.randn(numel, device=device, dtype=dt)
