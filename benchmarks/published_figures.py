@@ -249,25 +249,14 @@ def gpus(key: str) -> Callable[[Any], int]:
 
 
 QUOTES += [
-    Q(README, "| first prediction, five Lightning fits (CPU; these three rows: bands of 2026-12-03) | {}% median error, {}% at the run's pace; "
-              "band (median +-{}%) holds {} of {} |",
-      F(ETA, "summary.median_abs_first_error"), F(ETA, "summary.median_abs_first_error_at_pace"),
-      F(ETA, "summary.median_band_half_width", PCT0), F(ETA, "summary.actual_in_band", INT),
-      F(ETA, "summary.runs", INT)),
-    Q(README, "| validation before it is measured, nine fits | {}% median, {}% at pace; band (+-{}%) holds {} of {} |",
-      F(VAL, "summary.median_abs_first_error"),
-      F(VAL, "summary.median_abs_first_error_at_pace"), F(VAL, "summary.median_band_half_width", PCT0),
-      F(VAL, "summary.actual_in_band", INT), F(VAL, "summary.runs", INT)),
-    Q(README, "| compiled models / HF `Trainer` / plain loops | {}% / {}% / {}% median ({}% / {}% / {}% at pace); "
-              "bands (+-{}%, {}%, {}%) hold {}/{}, {}/{}, {}/{} |",
-      F(COMPILED, "summary.median_abs_first_error"), F(HF, "summary.median_abs_first_error"),
-      F(LOOP, "summary.median_abs_first_error"), F(COMPILED, "summary.median_abs_first_error_at_pace"),
-      F(HF, "summary.median_abs_first_error_at_pace"), F(LOOP, "summary.median_abs_first_error_at_pace"),
-      F(COMPILED, "summary.median_band_half_width", PCT0), F(HF, "summary.median_band_half_width", PCT0),
-      F(LOOP, "summary.median_band_half_width", PCT0),
-      F(COMPILED, "summary.actual_in_band", INT), F(COMPILED, "summary.runs", INT),
-      F(HF, "summary.actual_in_band", INT), F(HF, "summary.band_runs", INT),
-      F(LOOP, loops_in_band, INT), F(LOOP, "summary.band_runs", INT)),
+    Q(README, "| first prediction, {} development fits (Lightning, HF, `Tracker`, DeepSpeed; the constants chosen on them; "
+              "{}) | {}% median error, {}% at pace; band (median +-{}%) holds {} of {} |",
+      F(RESULTS + "issue39_band/eta_protocol_development_2026-12-06_r2.json", "splits.development.runs", INT),
+      *(F(RESULTS + "issue39_band/eta_protocol_development_2026-12-06_r2.json", key, fmt) for key, fmt in (
+          (lambda d: d["updated"][:10], DATE), ("splits.development.wall_error.median_abs", PCT1),
+          ("splits.development.wall_error_at_pace.median_abs", PCT1),
+          ("splits.development.median_band_half_width", PCT0), ("splits.development.wall_in_band", INT),
+          ("splits.development.runs", INT)))),
     Q(README, "| per-op predictor on {} GPUs it never saw | {}% MAPE (the paper's method: {}%) |",
       F(HELDOUT, gpus("heldout"), INT), F(HELDOUT, "summary.mape"), F(HELDOUT, "summary.baseline_mape")),
     Q(README, "| whole models across GPUs (Gavel, NeuSight) | {}% absolute, {}% relative speed |",
