@@ -62,7 +62,8 @@ class PriceMemo:
         """`predict_times` of ``specs`` on ``devices``, ``(ops, devices)``, predicting only what is new."""
         index = self._table.rows(list(map(id, specs)))
         columns = self._table.columns(list(map(id, devices)))
-        absent = np.isnan(self._table.gather(index, columns)).any(axis=1)
+        times = self._table.gather(index, columns)
+        absent = np.isnan(times).any(axis=1)
         if absent.any():
             first: dict[int, int] = {}   # each absent spec's row, at its first position
             rows_of = index.tolist()
@@ -74,7 +75,8 @@ class PriceMemo:
             for j, column in enumerate(columns):
                 column[rows] = found[:, j]
             self._kept += [missing, list(devices)]
-        return self._table.gather(index, columns)
+            times = self._table.gather(index, columns)   # read again only where something was priced
+        return times
 
 
 def unit_matrix(units: list[Unit] | Flat, devices: Sequence, predictor,
