@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="/tmp/prenet-gc-probe")
     parser.add_argument("--json", default=str(ROOT / "benchmarks/results/gc_probe.json"))
     args = parser.parse_args(argv)
-    from benchmarks.hf_overhead import cpu_seconds, prepare_process, runners
+    from benchmarks.hf_overhead import cpu_seconds, pair_order, prepare_process, runners
     from benchmarks.result_file import write_result
 
     prepare_process()
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     run(args.workload, with_prenet=False, out_dir=args.out, scale=args.scale)   # warm-up: imports, caches
     runs = []
     for pair in range(args.pairs):
-        for with_prenet in (False, True):
+        for with_prenet in pair_order(pair):
             seen.reset()
             objects = len(gc.get_objects())
             started, cpu = time.perf_counter(), cpu_seconds()

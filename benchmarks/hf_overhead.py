@@ -3,8 +3,9 @@
     python benchmarks/hf_overhead.py [--only NAME ...] [--pairs 2] [--scale 1.0] [--json benchmarks/results/hf_overhead.json]
 
 For every workload of `hf_workloads.py` (Trainer) and `loop_workloads.py` (plain loops with a
-`Tracker`), one process runs a discarded warm-up, then ``pairs`` x (without, with), alternating so
-that slow drifts of the machine hit both sides alike; separate processes differ by a few percent
+`Tracker`), one process runs a discarded warm-up, then ``pairs`` pairs, the order inside a pair flipping from one
+pair to the next (without, with; with, without; ...: `pair_order`) so that slow drifts of the machine and the
+protocol's own order effect (the A/A check, ``--aa``) hit both sides alike; separate processes differ by a few percent
 from one another (memory layout, CPU placement), which would hide a sub-percent effect. Reported:
 the whole-run wall-time ratio (with / without) per pair and its median; target <= 1.01 (`TARGET`) for each
 workload; beside it, from each run's report, PreNeT's own time as a share of that run (``actual.own_time``,
@@ -55,6 +56,13 @@ def prepare_process() -> float:
     return time.perf_counter() - started
 
 
+def pair_order(pair: int) -> tuple[bool, bool]:
+    """Whether each run of pair ``pair`` has PreNeT: (without, with), then (with, without), and so on. A fixed order
+    would put any effect of running second (a process's heap grown by the run before, a machine that slows through
+    the hour) on one side: the A/A check of 2026-12-06 found its second runs 1.8% slower with nothing changed."""
+    return (False, True) if pair % 2 == 0 else (True, False)
+
+
 def cpu_seconds() -> float:
     """CPU seconds this process (every thread) and its finished children have used: a run's CPU time is what
     the tool costs in work, which other tenants of a shared machine scatter far less than its wall time."""
@@ -65,20 +73,20 @@ def cpu_seconds() -> float:
 
 
 def ratios(runs: list[dict[str, Any]], key: str) -> list[float]:
-    """Per pair, the run with PreNeT's ``key`` over the run without's (runs alternate without, with)."""
+    """Per pair, the run with PreNeT's ``key`` over the run without's (the k-th of each side make the k-th pair)."""
     without = [r[key] for r in runs if not r["with_prenet"]]
     return [w[key] / o for w, o in zip([r for r in runs if r["with_prenet"]], without)]
 
 
 def run_sequence(name: str, pairs: int, out_dir: str, scale: float, aa: bool = False) -> dict[str, Any]:
-    """Warm-up run, then ``pairs`` x (without, with), all in this process; ``aa``: both runs of a pair without
-    PreNeT (the protocol's own order effect: the second run's ratio to the first with nothing changed)."""
+    """Warm-up run, then ``pairs`` pairs in `pair_order`, all in this process; ``aa``: both runs of a pair without
+    PreNeT (the protocol's noise: a ratio between runs with nothing changed)."""
     import_s = prepare_process()
     run = runners()[name]
     run(name, with_prenet=False, out_dir=out_dir, scale=scale)  # warm-up: caches, allocator, lazy imports
     runs = []
     for pair in range(pairs):
-        for with_prenet in (False, True):
+        for with_prenet in pair_order(pair):
             cpu = cpu_seconds()
             result = run(name, with_prenet=with_prenet and not aa, out_dir=out_dir, scale=scale)
             fit_s = result["fit_s"]

@@ -6,9 +6,9 @@ Reports the whole-fit wall-time ratio (with / without) and the per-step ratio af
 window (median training-batch interval, measured by the same independent clock in both runs), and
 PreNeT's own time in each fit with it, as its report gives it (``actual.own_time``), and the ratio of the fits' CPU
 seconds (``cpu_ratio_median``: what PreNeT adds in work, which other tenants of a shared machine scatter less).
-All fits run in one process, alternating (without, with, without, with, ...) after one discarded
-warm-up fit: separate processes differ by a few percent from one another (memory layout, CPU
-placement), which would hide a sub-percent effect. What the first fit of a process pays once for
+All fits run in one process, alternating after one discarded warm-up fit, the order inside a pair flipping
+pair by pair (without, with; with, without; ...: `hf_overhead.pair_order`): separate processes differ by a few
+percent from one another (memory layout, CPU placement), which would hide a sub-percent effect. What the first fit of a process pays once for
 importing PreNeT's projection and loading the predictor is measured separately (``import_s``).
 """
 from __future__ import annotations
@@ -80,8 +80,11 @@ def run_one(name: str, with_callback: bool, out_dir: str) -> dict[str, Any]:
 
 
 def run_sequence(name: str, pairs: int, out_dir: str) -> dict[str, Any]:
-    """Warm-up fit, then ``pairs`` x (without, with), all in this process."""
+    """Warm-up fit, then ``pairs`` pairs in `hf_overhead.pair_order`, all in this process."""
     import time as _time
+
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.hf_overhead import pair_order
 
     started = _time.perf_counter()
     import prenet_callbacks.projection  # noqa: F401 - what a first fit pays once
@@ -92,7 +95,7 @@ def run_sequence(name: str, pairs: int, out_dir: str) -> dict[str, Any]:
     run_one(name, False, out_dir)  # warm-up: caches, allocator, lazy imports of Lightning
     runs = []
     for pair in range(pairs):
-        for with_callback in (False, True):
+        for with_callback in pair_order(pair):
             run = run_one(name, with_callback, out_dir)
             runs.append(run)
             print(f"pair {pair} callback={int(with_callback)}: fit {run['fit_s']:.2f}s, "

@@ -46,13 +46,13 @@ def _run(name: str, with_prenet: bool, out_dir: str, scale: float) -> dict[str, 
 
 def measure(name: str, pairs: int, out_dir: str, scale: float) -> list[dict[str, Any]]:
     """A discarded warm-up run, then ``pairs`` x (without, with), the order alternating pair by pair."""
-    from benchmarks.hf_overhead import prepare_process
+    from benchmarks.hf_overhead import pair_order, prepare_process
 
     prepare_process()
     _run(name, False, out_dir, scale)
     runs = []
     for pair in range(pairs):
-        for with_prenet in ((False, True) if pair % 2 == 0 else (True, False)):
+        for with_prenet in pair_order(pair):
             run = _run(name, with_prenet, out_dir, scale)
             run["pair"] = pair
             runs.append(run)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from benchmarks.hf_overhead import cpu_seconds, summarise
+from benchmarks.hf_overhead import cpu_seconds, pair_order, ratios, summarise
 
 
 def test_pairs_are_judged_on_wall_and_cpu_time_and_own_time_is_read_from_the_reports() -> None:
@@ -33,3 +33,12 @@ def test_cpu_seconds_grow_with_this_process_work_and_its_finished_children() -> 
     subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.1: pass"],
                    check=True)
     assert cpu_seconds() - before >= 0.09   # the child's 0.1 s of CPU, counted once it has been waited for
+
+
+def test_the_order_inside_a_pair_flips_pair_by_pair_and_ratios_still_pair_the_same_runs() -> None:
+    assert [pair_order(p) for p in range(4)] == [(False, True), (True, False), (False, True), (True, False)]
+    runs, fits = [], {False: [10.0, 11.0, 12.0], True: [10.1, 11.22, 12.36]}
+    for pair in range(3):
+        for with_prenet in pair_order(pair):
+            runs.append({"with_prenet": with_prenet, "fit_s": fits[with_prenet][pair]})
+    assert ratios(runs, "fit_s") == pytest.approx([1.01, 1.02, 1.03])
