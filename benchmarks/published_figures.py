@@ -2139,6 +2139,34 @@ QUOTES += [
       F(CPU39 + "gc_probe_loop_run1.json", "summary.with.full_collection_ms", INT),
       F(CPU39 + "gc_probe_loop_8pairs.json", "summary.with.full_collection_ms", INT)),
 ]
+SITES = CPU39 + "gc_probe_loop_6pairs_sites_2026-12-06.json"
+
+
+def gc_side(side: str, key: str, pick: Callable) -> F:
+    """One side's smallest or largest per-run count in the collection-sites probe."""
+    return F(SITES, lambda d: pick(d["summary"][side][key]), INTC)
+
+
+def gc_runs(side: bool, pick: Callable[[dict], Any]) -> F:
+    """A value over the probe's runs of one side (the runs' collections, promotions)."""
+    return F(SITES, lambda d: pick([r for r in d["runs"] if r["with_prenet"] == side]), INTC)
+
+
+QUOTES += [
+    Q(OVERHEAD, "with PreNeT {}-{} young collections a run, {}-{} of them\nstarted in the project's code",
+      gc_side("with", "young_collections_per_run", min), gc_side("with", "young_collections_per_run", max),
+      gc_side("with", "young_collections_in_prenet_per_run", min),
+      gc_side("with", "young_collections_in_prenet_per_run", max)),
+    Q(OVERHEAD, "the projection), {}-{} middle collections that moved {}-{} objects on, and one full collection\n({} ms, "
+                "started in PreNeT's code) in six runs; without it {}-{} young collections, one middle collection moving {}\n"
+                "objects, no full one",
+      gc_runs(True, lambda rs: min(r["collections"][1] for r in rs)),
+      gc_runs(True, lambda rs: max(r["collections"][1] for r in rs)),
+      gc_side("with", "promoted_per_run", min), gc_side("with", "promoted_per_run", max),
+      F(SITES, "summary.with.full_collection_ms", num(1)),
+      gc_side("without", "young_collections_per_run", min), gc_side("without", "young_collections_per_run", max),
+      gc_runs(False, lambda rs: sum(r["promoted"] for r in rs))),
+]
 S54 = LAYOUT_SPEED + "session54/"
 QUOTES += [
     Q(MODEL_PARALLEL, "without per-unit Python. Forty targets, ten of them layouts: {} and {} ms -> {} and {} ms; eight "
