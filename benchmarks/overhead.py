@@ -8,8 +8,9 @@ PreNeT's own time in each fit with it, as its report gives it (``actual.own_time
 seconds (``cpu_ratio_median``: what PreNeT adds in work, which other tenants of a shared machine scatter less).
 All fits run in one process, alternating after one discarded warm-up fit, the order inside a pair flipping
 pair by pair (without, with; with, without; ...: `hf_overhead.pair_order`): separate processes differ by a few
-percent from one another (memory layout, CPU placement), which would hide a sub-percent effect. What the first fit of a process pays once for
-importing PreNeT's projection and loading the predictor is measured separately (``import_s``).
+percent from one another (memory layout, CPU placement), which would hide a sub-percent effect. What the first fit
+of a process pays once for importing PreNeT's projection and loading the predictor is measured separately
+(``import_s``).
 """
 from __future__ import annotations
 
@@ -23,13 +24,16 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.hf_overhead import pair_order  # noqa: E402
+
 # Batches ignored at the start of each run when comparing per-step cost: warm-up, the profiling
 # window and the clean timing window all end well before this.
 _SKIP_BATCHES = 60
 
 
 def run_one(name: str, with_callback: bool, out_dir: str) -> dict[str, Any]:
-    sys.path.insert(0, str(ROOT))
     import os
 
     import torch
@@ -82,9 +86,6 @@ def run_one(name: str, with_callback: bool, out_dir: str) -> dict[str, Any]:
 def run_sequence(name: str, pairs: int, out_dir: str) -> dict[str, Any]:
     """Warm-up fit, then ``pairs`` pairs in `hf_overhead.pair_order`, all in this process."""
     import time as _time
-
-    sys.path.insert(0, str(ROOT))
-    from benchmarks.hf_overhead import pair_order
 
     started = _time.perf_counter()
     import prenet_callbacks.projection  # noqa: F401 - what a first fit pays once
