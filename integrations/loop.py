@@ -244,9 +244,14 @@ class Tracker:
         return self.run.checkpoint()
 
     def close(self) -> Report:
-        """End the run: record the actual time, write the report, remove every hook. Idempotent."""
+        """End the run: record the actual time, write the report, remove every hook, and let go of the model,
+        optimizer and accelerator (their memory is the user's to free; the report stays). Idempotent."""
         self._remove_hooks()
-        return self.run.end()
+        try:
+            return self.run.end()
+        finally:
+            # PreNeT's own objects refer to each other; were the model among them, only a collection would free it
+            self.model = self.optimizer = self.accelerator = None
 
     def __enter__(self) -> "Tracker":
         return self

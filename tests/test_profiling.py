@@ -45,6 +45,14 @@ def test_linear_gemms_forward_and_backward():
     assert len(_ops(table, "inp", "bwd", "gemm")) == 1
 
 
+def test_after_stop_the_profiler_keeps_the_table_and_lets_go_of_the_model():
+    model, batch = ZOO["mlp"]()
+    table, profiler = _profile(model, batch)
+    assert profiler.model is None and profiler.stop() is table   # the table stays, and stop is still idempotent
+    assert not profiler._seen and not profiler._ops                # the per-call records, thousands of objects
+    assert table.layer("hidden").ops
+
+
 def test_functional_code_goes_to_the_parent_module():
     torch.manual_seed(0)
     model = nn.Sequential(MLP())

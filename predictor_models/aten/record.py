@@ -21,6 +21,9 @@ KEPT_SCALARS: frozenset[str] = frozenset({
 # c10d namespaces whose ops take a process group (its size is kept as the "ranks" scalar)
 _GROUP_NAMESPACES = ("c10d", "_c10d_functional", "c10d_functional")
 
+# where one group of a call key (arguments, keyword arguments, outputs) ends: equal to no argument
+_GROUP_END = object()
+
 _BINDERS: dict[Any, tuple[tuple[int, str, bool, Any], ...]] = {}
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
 
@@ -57,11 +60,13 @@ def _add_tensors(obj: Any, shapes: list, dtypes: list) -> None:
 
 
 def record_call(func: Any, args: tuple, kwargs: dict | None, outputs: Any, *,
-                context: str = "", extra_scalars: tuple[tuple[str, Any], ...] = ()) -> OpCall:
+                context: str = "", extra_scalars: tuple[tuple[str, Any], ...] = (),
+                shared: dict[tuple, tuple] | None = None) -> OpCall:
     """Reduce a live aten call to an `OpCall` (no tensor references are kept).
 
     ``extra_scalars`` adds facts the call itself cannot show, e.g. ``("opt_kind", 2)`` for an
-    op of an Adam step.
+    op of an Adam step. ``shared``: a dict the caller keeps across its calls, through which equal tuples (shapes,
+    dtypes, scalars) are one object, so that hundreds of recorded calls hold a few hundred tuples, not thousands.
     """
     in_shapes: list[Shape] = []
     in_dtypes: list[str] = []
@@ -97,37 +102,53 @@ def record_call(func: Any, args: tuple, kwargs: dict | None, outputs: Any, *,
         if ranks:
             scalars.append(("ranks", ranks))
     packet = func._overloadpacket
+    one = (lambda t: t) if shared is None else (lambda t: shared.setdefault(t, t))
     return OpCall(name=getattr(packet, "_qualified_op_name", str(packet)),
-                  input_shapes=tuple(in_shapes), input_dtypes=tuple(in_dtypes),
-                  output_shapes=tuple(out_shapes), output_dtypes=tuple(out_dtypes),
-                  scalars=tuple(sorted(scalars)), context=context,
-                  overload=getattr(func, "_overloadname", "default"))
+                  input_shapes=one(tuple(one(t) for t in in_shapes)), input_dtypes=one(tuple(in_dtypes)),
+                  output_shapes=one(tuple(None if t is None else one(t) for t in out_shapes)),
+                  output_dtypes=one(tuple(out_dtypes)), scalars=one(tuple(one(p) for p in sorted(scalars))),
+                  context=context, overload=getattr(func, "_overloadname", "default"))
 
 
-def call_key(func: Any, args: tuple, kwargs: dict | None, outputs: Any) -> tuple | None:
+def call_key(func: Any, args: tuple, kwargs: dict | None, outputs: Any, prefix: tuple = ()) -> tuple | None:
     """A hashable key that is equal for two calls exactly when `record_call` would reduce them to the same
     `OpCall` (same overload, tensors of the same shapes and dtypes, equal other arguments), built without the
     call's reduction: a profiler sees the same few hundred calls in every step of its window. None when a
-    collective's process group or an unhashable argument would make the key unsafe."""
+    collective's process group or an unhashable argument would make the key unsafe.
+
+    The key is one flat tuple of atoms (``prefix``, then the overload, then each argument: a tensor as its dtype,
+    rank and sizes, a list as its length and items, then a marker ending the group), so a profiler that keeps a key per
+    distinct call keeps one object, not a tuple and a ``torch.Size`` per tensor: fewer objects for Python's
+    collector to count and carry. Each argument's schema type fixes how it reads back, so equal keys mean equal
+    calls."""
     if getattr(func, "namespace", "") in _GROUP_NAMESPACES:
         return None
-    key: list[Any] = [func]
-    for group in (args, tuple(kwargs.items()) if kwargs else (),
+    key: list[Any] = [*prefix, func]
+    for group in (args, kwargs.items() if kwargs else (),
                   outputs if isinstance(outputs, (list, tuple)) else (outputs,)):
         for a in group:
-            if isinstance(a, torch.Tensor):
-                key.append((a.shape, a.dtype))
-            elif isinstance(a, (list, tuple)):
-                key.append(tuple((x.shape, x.dtype) if isinstance(x, torch.Tensor) else x for x in a))
-            else:
-                key.append(a)
-        key.append(None)   # where one group ends
+            _add_atoms(key, a)
+        key.append(_GROUP_END)
     frozen = tuple(key)
     try:
         hash(frozen)
     except TypeError:
         return None
     return frozen
+
+
+def _add_atoms(key: list[Any], a: Any) -> None:
+    if isinstance(a, torch.Tensor):
+        shape = a.shape
+        key.append(a.dtype)
+        key.append(len(shape))
+        key.extend(shape)
+    elif isinstance(a, (list, tuple)):
+        key.append(len(a))
+        for x in a:
+            _add_atoms(key, x)
+    else:
+        key.append(a)
 
 
 def _group_size(args: tuple, kwargs: dict | None) -> int:

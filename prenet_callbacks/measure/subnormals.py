@@ -135,7 +135,8 @@ class SubnormalWatch:
             if self._snapshot is None or self._snapshot[0] != step - 1:
                 return None
             self._note, self.done = self._dead_entries(step), True
-            self._snapshot = None   # the samples are not needed again
+            # neither the samples nor the optimizer are needed again: its state is the user's, freed when they let go
+            self._snapshot = self.optimizer = None
         return self._note
 
     def _dead_entries(self, step: int) -> SubnormalNote | None:

@@ -111,6 +111,7 @@ class ModuleProfiler:
         self._ops: dict[tuple[int, str, OpCall], list[Any]] = {}
         # the same accumulators by (layer, phase, context, `call_key`): a call seen before skips its reduction
         self._seen: dict[tuple[Any, ...], list[Any]] = {}
+        self._tuples: dict[tuple, tuple] = {}   # equal tuples of the recorded calls, one object each
         self._attr = Attribution(self._layers.param_owner)
 
     # ------------------------------------------------------------------ public API
@@ -190,6 +191,8 @@ class ModuleProfiler:
         except Exception as exc:
             self._table = self._empty_table(f"profile lost: {exc}")
             raise ProfilerError(f"could not build the layer table: {exc}") from exc
+        finally:
+            self._release()
         return self._table
 
     def hook_count(self) -> int:
@@ -226,18 +229,17 @@ class ModuleProfiler:
         else:
             layer, phase = ROOT, ("bwd" if self._phase == "backward" else "fwd")
         opt_kind = self._optim.kind if phase == "opt" else None
-        raw = call_key(func, args, kwargs, out)
-        seen_key = (layer, phase, opt_kind, raw)
-        acc = self._seen.get(seen_key) if raw is not None else None
+        seen_key = call_key(func, args, kwargs, out, prefix=(layer, phase, opt_kind))
+        acc = self._seen.get(seen_key) if seen_key is not None else None
         if acc is None:
             context = "optimizer" if phase == "opt" else ("embedding" if self._layers.embedding[layer] else "")
             extra = (("opt_kind", opt_kind),) if opt_kind is not None else ()
-            call = record_call(func, args, kwargs, out, context=context, extra_scalars=extra)
+            call = record_call(func, args, kwargs, out, context=context, extra_scalars=extra, shared=self._tuples)
             key = (layer, phase, call)
             acc = self._ops.get(key)
             if acc is None:
                 acc = self._ops[key] = [0, [] if self.op_timer.deferred else 0.0]
-            if raw is not None:
+            if seen_key is not None:
                 self._seen[seen_key] = acc
         acc[0] += 1
         if self.op_timer.deferred:
@@ -414,6 +416,16 @@ class ModuleProfiler:
                 self.contain("leaving a compiled backward", exc)
 
     # ------------------------------------------------------------------ result
+    def _release(self) -> None:
+        """Let go of the model and of the per-call records once the table holds what they measured: the user's
+        model is theirs to free, and records kept to the end of the run would be thousands of objects that Python's
+        collector carries into its oldest generation, bringing a full collection (hundreds of ms) into the run."""
+        self.model = None
+        self._seen = {}
+        self._tuples = {}
+        self._ops = {}
+        self._opaque_time = {}
+
     def _build_table(self) -> LayerTable:
         # after a contained failure, what was measured before it is kept; a limitation says so
         if self._steps:
