@@ -127,7 +127,13 @@ def call_key(func: Any, args: tuple, kwargs: dict | None, outputs: Any, prefix: 
     for group in (args, kwargs.items() if kwargs else (),
                   outputs if isinstance(outputs, (list, tuple)) else (outputs,)):
         for a in group:
-            _add_atoms(key, a)
+            if isinstance(a, torch.Tensor):   # `_add_atoms`, inlined for the common case: this runs for every op
+                shape = a.shape
+                key.append(a.dtype)
+                key.append(len(shape))
+                key.extend(shape)
+            else:
+                _add_atoms(key, a)
         key.append(_GROUP_END)
     frozen = tuple(key)
     try:
