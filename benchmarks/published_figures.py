@@ -2142,14 +2142,17 @@ QUOTES += [
 SITES = CPU39 + "gc_probe_loop_6pairs_sites_2026-12-06.json"
 
 
-def gc_side(side: str, key: str, pick: Callable) -> F:
-    """One side's smallest or largest per-run count in the collection-sites probe."""
-    return F(SITES, lambda d: pick(d["summary"][side][key]), INTC)
+RELEASE = CPU39 + "gc_probe_loop_6pairs_release_2026-12-06.json"
 
 
-def gc_runs(side: bool, pick: Callable[[dict], Any]) -> F:
-    """A value over the probe's runs of one side (the runs' collections, promotions)."""
-    return F(SITES, lambda d: pick([r for r in d["runs"] if r["with_prenet"] == side]), INTC)
+def gc_side(side: str, key: str, pick: Callable, path: str = SITES) -> F:
+    """One side's smallest or largest per-run count in a collection-sites probe."""
+    return F(path, lambda d: pick(d["summary"][side][key]), INTC)
+
+
+def gc_runs(side: bool, pick: Callable[[dict], Any], path: str = SITES) -> F:
+    """A value over a probe's runs of one side (the runs' collections, promotions)."""
+    return F(path, lambda d: pick([r for r in d["runs"] if r["with_prenet"] == side]), INTC)
 
 
 QUOTES += [
@@ -2166,6 +2169,24 @@ QUOTES += [
       F(SITES, "summary.with.full_collection_ms", num(1)),
       gc_side("without", "young_collections_per_run", min), gc_side("without", "young_collections_per_run", max),
       gc_runs(False, lambda rs: sum(r["promoted"] for r in rs))),
+    Q(OVERHEAD, "with PreNeT {}-{} young collections a run, {} middle\ncollections in six runs moving {}-{} objects, no "
+                "full collection; without it {}-{} young collections",
+      gc_side("with", "young_collections_per_run", min, RELEASE), gc_side("with", "young_collections_per_run", max, RELEASE),
+      F(RELEASE, "summary.with.middle_collections", INTC),
+      gc_side("with", "promoted_per_run", min, RELEASE), gc_side("with", "promoted_per_run", max, RELEASE),
+      gc_side("without", "young_collections_per_run", min, RELEASE),
+      gc_side("without", "young_collections_per_run", max, RELEASE)),
+    Q(OVERHEAD, "(the loop, ten pairs: x{}, pairs {} to {})",
+      F(CPU39 + "hf_overhead_loop_10pairs_abba_release_2026-12-06.json", "workloads.0.fit_ratio_median", num(4)),
+      F(CPU39 + "hf_overhead_loop_10pairs_abba_release_2026-12-06.json",
+        lambda d: min(d["workloads"][0]["fit_ratio_per_pair"]), num(3)),
+      F(CPU39 + "hf_overhead_loop_10pairs_abba_release_2026-12-06.json",
+        lambda d: max(d["workloads"][0]["fit_ratio_per_pair"]), num(3))),
+    Q(OVERHEAD, "scatter from {} to {} pinned and {} to {} unpinned",
+      F(CPU39 + "twin_overhead_loop_10pairs_aa_pinned_2026-12-06.json", lambda d: min(d["summary"]["fit_ratio_per_pair"]), num(3)),
+      F(CPU39 + "twin_overhead_loop_10pairs_aa_pinned_2026-12-06.json", lambda d: max(d["summary"]["fit_ratio_per_pair"]), num(3)),
+      F(CPU39 + "twin_overhead_loop_10pairs_aa_unpinned_2026-12-06.json", lambda d: min(d["summary"]["fit_ratio_per_pair"]), num(3)),
+      F(CPU39 + "twin_overhead_loop_10pairs_aa_unpinned_2026-12-06.json", lambda d: max(d["summary"]["fit_ratio_per_pair"]), num(3))),
 ]
 S54 = LAYOUT_SPEED + "session54/"
 QUOTES += [
