@@ -268,7 +268,11 @@ class PreNeTTrainerCallback(TrainerCallback):
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._training:
             self._training = False
-            self.session.fit_end(*end_reason(args, state, self._trainer()))
+            try:
+                self.session.fit_end(*end_reason(args, state, self._trainer()))
+            finally:
+                # the Trainer holds the model and optimizer; this callback, which may outlive it, lets go of them
+                self._model = self._optimizer = self._forward_hook = None
 
     # -- training steps ----------------------------------------------------------------------------
     @_trainer_event

@@ -130,6 +130,20 @@ def test_evaluations_after_training_are_not_part_of_the_run(tmp_path):
     assert callback.report.actual == actual and not callback.session.guard.disabled
 
 
+def test_after_training_the_callback_lets_go_of_the_model_and_optimizer(tmp_path):
+    """A callback kept after its Trainer is dropped (reused, or read for its report) holds none of the run's tensors."""
+    import gc
+    import weakref
+
+    callback = PreNeTTrainerCallback(**FAST)
+    t, _, _ = run(tmp_path, callback, num_train_epochs=1)
+    model, optimizer = weakref.ref(t.model), weakref.ref(t.optimizer)
+    del t
+    gc.collect()   # the Trainer's own objects refer to each other
+    assert model() is None and optimizer() is None
+    assert callback.report.actual["steps"] > 0
+
+
 def test_resumed_run_plans_what_remains(tmp_path):
     run(tmp_path, None, save_strategy="steps", save_steps=7)
     callback = PreNeTTrainerCallback(**FAST)
