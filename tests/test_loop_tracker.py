@@ -381,5 +381,14 @@ def test_close_lets_go_of_the_model_and_optimizer(tmp_path):
         del loop
         assert model() is None and optimizer() is None   # the tracker is still alive, and holds neither
         assert tracker.report is report and report.actual["steps"] == 24 and report.measured["layers"]
+        # closed before its first prediction: nothing held on to the optimizer for a note still to come
+        loop = Loop(24)
+        tracker = Tracker(total_steps=24, model=loop.model, optimizer=loop.optimizer,
+                          report_path=tmp_path / "early.json", **FAST)
+        loop.run(tracker, tmp_path, stop_at=2)
+        tracker.close()
+        model, optimizer = weakref.ref(loop.model), weakref.ref(loop.optimizer)
+        del loop
+        assert model() is None and optimizer() is None
     finally:
         gc.enable()

@@ -414,6 +414,7 @@ class PredictionSession:
                 self.predictions.project(self.report, self.done_steps)  # the final table rests on the final measurements
         self.report.actual["own_time"] = self.own_time.summary(elapsed, train_batches)
         self.outputs.end(self.report, unit=run_word(self.report))
+        self.subnormal_watch = None   # it holds the optimizer, the user's; a next fit notes its own
         self.guard.run_cleanups()
 
     # -- resume -------------------------------------------------------------------------------------
