@@ -31,10 +31,13 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.hf_overhead import TARGET  # noqa: E402
 
 
-def serve(workload: str, out_dir: str, scale: float) -> None:
-    """A twin: warm up, say READY, then for each line ``run 0|1`` from stdin run once and print the run's seconds."""
+def serve(workload: str, out_dir: str, scale: float, core: int | None = None) -> None:
+    """A twin: (on ``core`` alone,) warm up, say READY, then for each line ``run 0|1`` from stdin run once and print
+    the run's seconds."""
     from benchmarks.hf_overhead import cpu_seconds, prepare_process, runners
 
+    if core is not None:
+        os.sched_setaffinity(0, {core})
     prepare_process()
     run = runners()[workload]
     run(workload, with_prenet=False, out_dir=out_dir, scale=scale)   # warm-up: caches, allocator, lazy imports
@@ -50,8 +53,8 @@ def serve(workload: str, out_dir: str, scale: float) -> None:
 
 def _start(workload: str, out_dir: str, scale: float, core: int | None) -> subprocess.Popen:
     command = [sys.executable, __file__, "--serve", "--workload", workload, "--out", out_dir, "--scale", str(scale)]
-    if core is not None and hasattr(os, "sched_setaffinity"):
-        command = ["taskset", "-c", str(core)] + command
+    if core is not None:
+        command += ["--core", str(core)]
     return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
 
 
@@ -68,7 +71,9 @@ def swap_ratios(ratios: list[float]) -> list[float]:
 
 
 def measure(workload: str, pairs: int, out_dir: str, scale: float, aa: bool, pin: bool) -> dict[str, Any]:
-    cores = (0, 1) if pin and len(os.sched_getaffinity(0)) >= 2 else (None, None)
+    """``pairs`` pairs of simultaneous runs by two twins (``pin``: each on a core of its own), sides swapped pair by
+    pair; the per-pair ratios (with PreNeT / without), their swapped geometric means, and every run."""
+    cores = (0, 1) if pin and hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) >= 2 else (None, None)
     twins = [_start(workload, f"{out_dir}/twin{i}", scale, cores[i]) for i in range(2)]
     try:
         for twin in twins:
@@ -112,9 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="/tmp/prenet-twin-overhead")
     parser.add_argument("--json", default=None)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--core", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
-        serve(args.workload, args.out, args.scale)
+        serve(args.workload, args.out, args.scale, args.core)
         return 0
     from benchmarks.result_file import write_result
 
