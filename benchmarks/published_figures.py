@@ -208,6 +208,7 @@ ETA, VAL, COMPILED = RESULTS + "eta_accuracy.json", RESULTS + "eta_accuracy_vali
     RESULTS + "eta_accuracy_compiled.json"
 HF, LOOP = RESULTS + "hf_eta_accuracy.json", RESULTS + "loop_eta_accuracy.json"
 OVER, HF_OVER = RESULTS + "overhead.json", RESULTS + "hf_overhead.json"
+OVER_1205 = RESULTS + "overhead_2026-12-05.json"   # the run the README quoted until 2026-12-06
 COSTS, COSTS_BEFORE = RESULTS + "session_costs.json", RESULTS + "session_costs_subnormal_forecast.json"
 TRIALS_LAMBDA = RESULTS + "issue38_monotone/before_1_1_0_lambda.json"
 PROJ, LAMBDA, H200_EST = RESULTS + "projection_accuracy.json", RESULTS + "projection_lambda.json", \
@@ -269,9 +270,18 @@ QUOTES += [
     Q(README, "| `estimate()` against an H200, fp32 / bf16 | {}% / {}% median |",
       F(H200_EST, "summary.32-true.median_abs_error"), F(H200_EST, "summary.bf16-mixed.median_abs_error")),
     Q(OVERHEAD, "Run again after the merges of that day (`python benchmarks/overhead.py`, "
-                "`benchmarks/results/overhead.json`, {}): x{} (pairs {} / {} / {}), own time {} / {} / {}% of the fits "
-                "with PreNeT, {} µs a batch",
-      F(OVER, "date", Fmt(pattern=r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}")), F(OVER, "summary.fit_ratio_median", num(3)),
+                "`benchmarks/results/overhead_2026-12-05.json`, {}): x{} (pairs {} / {} / {}), own time {} / {} / {}% of "
+                "the fits with PreNeT, {} µs a batch",
+      F(OVER_1205, "date", Fmt(pattern=r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}")),
+      F(OVER_1205, "summary.fit_ratio_median", num(3)),
+      *(F(OVER_1205, f"summary.fit_ratio_per_pair.{i}", num(3)) for i in range(3)),
+      *(F(OVER_1205, f"summary.own_time_share_per_pair.{i}", Fmt(2, 100)) for i in range(3)),
+      F(OVER_1205, "summary.own_per_batch_us_median", num(0))),
+    Q(OVERHEAD, "The same command on 2026-12-06 (`benchmarks/results/overhead.json`, {}, after the session's release of "
+                "the profiler's records; a slow hour, {} s a fit without PreNeT): x{} (pairs {} / {} / {}), own time "
+                "{} / {} / {}%, {} µs a batch",
+      F(OVER, "date", Fmt(pattern=r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}")), F(OVER, "summary.fit_s_without_median", num(0)),
+      F(OVER, "summary.fit_ratio_median", num(3)),
       *(F(OVER, f"summary.fit_ratio_per_pair.{i}", num(3)) for i in range(3)),
       *(F(OVER, f"summary.own_time_share_per_pair.{i}", Fmt(2, 100)) for i in range(3)),
       F(OVER, "summary.own_per_batch_us_median", num(0))),
