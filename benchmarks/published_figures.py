@@ -2153,6 +2153,7 @@ SITES = CPU39 + "gc_probe_loop_6pairs_sites_2026-12-06.json"
 
 
 RELEASE = CPU39 + "gc_probe_loop_6pairs_release_2026-12-06.json"
+RELEASE8 = CPU39 + "gc_probe_loop_8pairs_release_2026-12-06.json"
 
 
 def gc_side(side: str, key: str, pick: Callable, path: str = SITES) -> F:
@@ -2186,6 +2187,10 @@ QUOTES += [
       gc_side("with", "promoted_per_run", min, RELEASE), gc_side("with", "promoted_per_run", max, RELEASE),
       gc_side("without", "young_collections_per_run", min, RELEASE),
       gc_side("without", "young_collections_per_run", max, RELEASE)),
+    Q(OVERHEAD, "`gc_probe_loop_8pairs_release_2026-12-06.json`: {}-{} young collections a run, {} middle collections in "
+                "eight runs, no full\ncollection",
+      gc_side("with", "young_collections_per_run", min, RELEASE8), gc_side("with", "young_collections_per_run", max, RELEASE8),
+      F(RELEASE8, "summary.with.middle_collections", INTC)),
     Q(OVERHEAD, "(the loop, ten pairs: x{}, pairs {} to {})",
       F(CPU39 + "hf_overhead_loop_10pairs_abba_release_2026-12-06.json", "workloads.0.fit_ratio_median", num(4)),
       F(CPU39 + "hf_overhead_loop_10pairs_abba_release_2026-12-06.json",
