@@ -102,7 +102,8 @@ def record_call(func: Any, args: tuple, kwargs: dict | None, outputs: Any, *,
         if ranks:
             scalars.append(("ranks", ranks))
     packet = func._overloadpacket
-    one = (lambda t: t) if shared is None else (lambda t: shared.setdefault(t, t))
+    table = {} if shared is None else shared
+    one = lambda t: table.setdefault(t, t)   # noqa: E731 - equal tuples as one object
     return OpCall(name=getattr(packet, "_qualified_op_name", str(packet)),
                   input_shapes=one(tuple(one(t) for t in in_shapes)), input_dtypes=one(tuple(in_dtypes)),
                   output_shapes=one(tuple(None if t is None else one(t) for t in out_shapes)),
