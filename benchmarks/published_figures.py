@@ -2347,6 +2347,26 @@ QUOTES += [
           sum(r > 1.01 for r in d["workloads"][0]["fit_ratio_per_pair"])], Fmt(pattern=r"[a-z]+")),
       F(TRAINER_10, "workloads.0.own_time_share_median", Fmt(2, 100))),
 ]
+NET32 = RESULTS + "issue38_network_fp32/"
+QUOTES += [
+    Q(CARD, "FP32 rows, pooled over 11 folds: GEMMs {}% MAPE by the network (with the other GPUs' median NeuSight lag added)\n"
+            "  against {}% by the class model, convolutions {}% against {}%.",
+      F(NET32 + "network_fp32_folds.json", "summary.gemm.network+lag"),
+      F(NET32 + "network_fp32_folds.json", "summary.gemm.class_model"),
+      F(NET32 + "network_fp32_folds.json", "summary.conv.network+lag"),
+      F(NET32 + "network_fp32_folds.json", "summary.conv.class_model")),
+    Q(CARD, "TF32 off are monotone ({} -> {} faster steps on the physics grids)",
+      F(NET32 + "trial_shipped.json", lambda d: d["physics"]["conv_n/float32"]["violations"]
+        + d["physics"]["conv_channels/float32"]["violations"], INT),
+      F(NET32 + "trial_conv_fp32.json", lambda d: d["physics"]["conv_n/float32"]["violations"]
+        + d["physics"]["conv_channels/float32"]["violations"], INT)),
+    Q(CARD, "(Lambda median {}% -> {}%)",
+      F(NET32 + "trial_shipped.json", "lambda_resnet50.32-true.median_abs_error"),
+      F(NET32 + "trial_conv_fp32_tf32.json", "lambda_resnet50.32-true.median_abs_error")),
+    Q(CARD, "NeuSight's transformer steps relative to the H100 {}% -> {}% MAPE",
+      F(NET32 + "trial_shipped.json", "public_steps.neusight.relative_mape"),
+      F(NET32 + "trial_conv_gemm_fp32.json", "public_steps.neusight.relative_mape")),
+]
 
 
 def main(argv: list[str] | None = None) -> int:

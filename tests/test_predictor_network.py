@@ -16,6 +16,7 @@ from predictor_models.predictor.bound import matrix
 from predictor_models.predictor.devices import device_columns
 from predictor_models.predictor.expand import conv_kernels, is_depthwise
 from predictor_models.predictor.kernel_features import MONO_NAMES, tiled_features
+from predictor_models.predictor.model import KernelNetwork
 from predictor_models.predictor.mono import MonoNet
 from predictor_models.predictor.optable import op_columns
 from predictor_models.predictor.training import build_training_set, fit_models, fit_network
@@ -181,6 +182,24 @@ def test_the_network_learns_the_law_and_leaves_fp32_to_the_class_models(network_
     fp32 = [op for op, _ in _tiled_ops(np.random.default_rng(6), 40) if op.dtype == "float32" and op.op_class == "conv"]
     without = Predictor(network_predictor.models, {"version": "no network"})
     assert np.allclose(network_predictor.predict_seconds(fp32, dev), without.predict_seconds(fp32, dev))
+
+
+def test_a_network_given_fp32_prices_it_on_cuda_cores_of_every_gpu(network_predictor):
+    """FP32 runs on no GPU's tensor cores: a network whose modes hold it (`network_fp32_trial.py`) prices FP32
+    convolutions on a Pascal GPU as on a Hopper one, physically, where the shipped modes leave them to the class
+    models."""
+    net = network_predictor.networks[0]
+    fp32_net = Predictor(network_predictor.models, {"version": "fp32 network"},
+                         networks=[KernelNetwork(net.classes, net.modes + ("fp32",), net.members)])
+    rng = np.random.default_rng(8)
+    cases = [(op, larger) for op, larger in _tiled_ops(rng, 80) if op.op_class == "conv" and op.dtype == "float32"]
+    devices = [lookup_hardware(g) for g in ("P100", "V100", "T4", "A100-SXM4-80GB", "H100-SXM5")]
+    ops = [op for op, _ in cases]
+    assert not np.allclose(fp32_net.predict_matrix(ops, devices), network_predictor.predict_matrix(ops, devices))
+    times = fp32_net.predict_matrix(ops, devices)
+    assert np.all(times >= np.stack([fp32_net.bound_seconds(ops, d) for d in devices], axis=1) * (1 - 1e-9))
+    for (op, larger), row in zip(cases, times):
+        assert np.all(fp32_net.predict_matrix(larger, devices) >= row[None, :] * (1 - 1e-9)), op
 
 
 def test_an_artifact_keeps_its_network_and_refuses_a_broken_one(network_predictor, tmp_path):

@@ -23,6 +23,8 @@ from .price_table import PriceTable
 from .optable import op_columns, op_mode
 from .work_grid import work_grid
 
+_FP32 = MODES.index("fp32")
+
 DEFAULT_UTILISATION = 0.5      # for unmodelled ops: bound / 0.5 (documented in the model card)
 DEFAULT_RELATIVE_ERROR = 0.30  # band for classes without a held-out measurement
 PROXY_EXTRA_ERROR = 0.10       # proxied classes: the proxy's held-out error plus this
@@ -244,11 +246,13 @@ class Predictor:
         bound = bound_seconds(matrix(cols, devs))
         times = bound / self.default_utilisation
         # the (op, device) pairs a network prices: its classes and modes, on devices that run the mode on
-        # tensor cores; a class model's time there would be overwritten, so it is not computed
+        # tensor cores (a Pascal GPU's pseudo-fp16 stays with the class models), and FP32, which no GPU runs on
+        # tensor cores and the network learnt on CUDA cores; a class model's time there would be overwritten, so it
+        # is not computed
         networks = [(net, np.flatnonzero(net.covers(cols))) for net in self.networks]
         netted = np.zeros(bound.shape, dtype=bool)
         for _, rows in networks:
-            netted[rows] = devs.tensor[:, cols.mode[rows]].T > 0
+            netted[rows] = (devs.tensor[:, cols.mode[rows]].T > 0) | (cols.mode[rows] == _FP32)[:, None]
         by_network = netted.copy()
         if rungs_from is not None:
             # a network is monotone in the work the ladder halves, so a rung it prices never exceeds its owner: its
