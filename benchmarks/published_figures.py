@@ -2369,6 +2369,33 @@ QUOTES += [
 ]
 
 
+L22 = RESULTS + "issue39_loop_22s/"
+L22_PAIRS = L22 + "hf_overhead_loop_22s_8pairs_2026-12-06.json"
+L22_STEPS = L22 + "step_overhead_loop_22s.json"
+
+
+def _l22(data: Any) -> dict:
+    """The eight-pair run's one workload."""
+    return data["workloads"][0]
+
+
+QUOTES += [
+    Q(OVERHEAD, "x{} (pairs {} to {}, the last five {} to\n{}), own time {}%; then",
+      F(L22_PAIRS, lambda d: _l22(d)["fit_ratio_median"], num(3)),
+      F(L22_PAIRS, lambda d: min(_l22(d)["fit_ratio_per_pair"]), num(3)),
+      F(L22_PAIRS, lambda d: max(_l22(d)["fit_ratio_per_pair"]), num(3)),
+      F(L22_PAIRS, lambda d: min(_l22(d)["fit_ratio_per_pair"][3:]), num(3)),
+      F(L22_PAIRS, lambda d: max(_l22(d)["fit_ratio_per_pair"][3:]), num(3)),
+      F(L22_PAIRS, lambda d: _l22(d)["own_time_share_median"], Fmt(2, 100))),
+    Q(OVERHEAD, "x{}\n(medians {} against {} s), the excess at the start (steps 1-40) {} ms, over the steady steps {} ms ({} µs a\n"
+                "step, {} µs of it PreNeT's own a batch), at the close {} ms",
+      F(L22_STEPS, "summary.fit_ratio_of_medians", num(3)), F(L22_STEPS, "summary.fit_s_median.with", num(2)),
+      F(L22_STEPS, "summary.fit_s_median.without", num(2)), F(L22_STEPS, "summary.excess_ms.steps 1-40", INT),
+      F(L22_STEPS, "summary.excess_ms.steps 41-2500", INT), F(L22_STEPS, "summary.steady_excess_per_step_us", INT),
+      F(L22_STEPS, "summary.own_time_per_batch_us", INT), F(L22_STEPS, "summary.excess_ms.close", INT)),
+]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
