@@ -2396,6 +2396,17 @@ QUOTES += [
 ]
 
 
+QUIET = RESULTS + "quiet_steps_ab.json"
+QUOTES += [
+    Q(OVERHEAD, "`step()` {} µs on\naverage after the first 300 steps against {} µs (median {} against {} µs); PreNeT's\n"
+                "own time {} µs a batch against {}, {}% of the run against {}%.",
+      F(QUIET, "summary.quiet.step_mean_us", num(1)), F(QUIET, "summary.full.step_mean_us", num(1)),
+      F(QUIET, "summary.quiet.step_median_us", num(1)), F(QUIET, "summary.full.step_median_us", num(1)),
+      F(QUIET, "summary.quiet.own_per_batch_us", num(1)), F(QUIET, "summary.full.own_per_batch_us", num(1)),
+      F(QUIET, "summary.quiet.own_share", Fmt(2, 100)), F(QUIET, "summary.full.own_share", Fmt(2, 100))),
+]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

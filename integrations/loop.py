@@ -22,7 +22,9 @@ The run is timed from the tracker's creation to `close()` (also the end of a ``w
 block). Given the ``model``, forward hooks mark where each step's compute begins (what comes
 before is data loading) and a short window is profiled per module; given the ``optimizer``, its
 step hooks mark the optimizer phase. After the first prediction these hooks are registered for one
-step in eight only (`prenet_callbacks.measure.phase_sampling`); ``step()`` times every step. With an
+step in eight only (`prenet_callbacks.measure.phase_sampling`); ``step()`` times every step, and between the
+session's events (a marked step, a refinement, metrics, a validation or save) it only keeps the time, which the
+session replays at its next event (`prenet_callbacks.session.quiet_steps`). With an
 ``accelerator``, world size, device, mixed precision and the main process come from it, ``step()`` calls that do not end an accumulation cycle
 (``accelerator.sync_gradients`` is False) are ignored, and ``prenet/*`` metrics go to
 ``accelerator.log``.
@@ -145,6 +147,10 @@ class Tracker:
         self.optimizer = torch_optimizer(optimizer)
         self.accelerator = accelerator
         self.run = LoopRun(config, schedule, is_rank_zero=_is_main_process(accelerator), start_step=start_step)
+        # steps between the session's events pass it their end time only (`prenet_callbacks.session.quiet_steps`);
+        # an accelerator's accumulation cycles and a loop without a model take the full path every step
+        self._quiet = self.run.session.quiet
+        self._quiet.enabled = model is not None and accelerator is None
         self._open = False           # a step's compute has started (and not yet ended)
         self._forward_done = False   # its first forward has returned (backward comes next)
         self._noted: set[str] = set()  # batch sizes already noted ("train", "validation")
@@ -184,9 +190,17 @@ class Tracker:
         """Optimizer steps done, counting ``start_step``."""
         return self.run.steps
 
-    @_counted
     def step(self) -> None:
         """One optimizer step has finished (call it right after ``optimizer.step()``)."""
+        quiet = self._quiet
+        if quiet.left and quiet.take(self.run.steps + 1):   # between the session's events: only the time is kept
+            self.run.steps += 1
+            self._open = self._forward_done = False
+            return
+        self._full_step()
+
+    @_counted
+    def _full_step(self) -> None:
         if not self.run.active:
             return
         try:
@@ -215,7 +229,7 @@ class Tracker:
         An exception out of the block passes through unchanged and ends the run (`close`): the
         report keeps what was measured, and no hook stays behind.
         """
-        if self.run.active and not self._open:
+        if self.run.active and not self._open and not self._quiet.left:   # a quiet step's start is not timed
             self._guard(self._open_step)
         try:
             yield
@@ -294,6 +308,8 @@ class Tracker:
         return handles
 
     def _remove_hooks(self) -> None:
+        self._quiet.enabled = False
+        self._quiet.stop()
         self._phase_hooks.remove()
         watch, self._loader_watch = self._loader_watch, None
         if watch is not None:

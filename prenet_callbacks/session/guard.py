@@ -13,6 +13,7 @@ import warnings
 from typing import Any, Callable, Protocol, TypeVar
 
 from prenet_callbacks.session.own_time import OwnTime
+from prenet_callbacks.session.quiet_steps import QuietSteps
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,12 +53,18 @@ class Containment:
         self.disabled = False
         self.failure: str | None = None
         self.cleanups: list[Callable[[], None]] = []
+        self.quiet: QuietSteps | None = None   # a Tracker's kept quiet steps: replayed before any event
 
     def call(self, event: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``event(*args, **kwargs)`` guarded: nothing once the session stepped aside; an error in it makes the
         session step aside (the warning names the event) and the call returns None."""
         if self.disabled:
             return None
+        quiet = self.quiet
+        if quiet is not None:
+            if quiet.ends:
+                quiet.replay()   # the steps before this event, in order, each at its own time
+            quiet.left = 0       # an event ends a quiet stretch: the next step takes the full path
         own = self.own_time
         start = own.enter() if own is not None else None
         try:

@@ -31,6 +31,8 @@ from inside its own guarded hook, or through ``session.guard.call``.
 """
 from __future__ import annotations
 
+import math
+
 import json
 import time
 from typing import Any, Callable
@@ -58,6 +60,7 @@ from prenet_callbacks.session.predictions import Predictions
 from prenet_callbacks.session.schedule import Schedule
 from prenet_callbacks.measure.step_account import StepAccount
 from prenet_callbacks.measure.subnormals import SubnormalWatch, flushes_subnormals
+from prenet_callbacks.session.quiet_steps import QuietSteps, quiet_steps_ahead
 from prenet_callbacks.units import format_duration
 
 __all__ = ["PreNeTWarning", "PredictionSession", "SessionConfig", "guarded"]
@@ -90,9 +93,12 @@ class PredictionSession:
                                       now=lambda: self.now(), on_model_call=self.measurements.model_call.add)
         self.own_time = OwnTime()   # what PreNeT's own calls cost this fit (the guard counts them)
         self.guard = Containment(release=self.window.release, own_time=self.own_time)
+        # a Tracker's steps between events: their end times kept, replayed before any other event (`quiet_steps`)
+        self.compile_clock = CompileClock()   # torch.compile's compilations: one-off time, never a rate
+        self.guard.quiet = self.quiet = QuietSteps(lambda: self.now(), self.compile_clock.seconds,
+                                                   self._replay_batch_end, self.own_time.add)
         self.predictions = Predictions(config, self.outputs)
         self.facts = RunFacts(lambda: self.report, self.measurements, self.window)
-        self.compile_clock = CompileClock()   # torch.compile's compilations: one-off time, never a rate
         self.subnormal_watch: SubnormalWatch | None = None
         self.heap_trim: Callable[[], object] | None = glibc_trim()  # resolved, called only by an opted-in probe
         self._reset_fit_state()
@@ -235,9 +241,10 @@ class PredictionSession:
         self.window.begin_phase("optimizer", self.steps.in_window)
 
     @guarded
-    def batch_end(self, *, stepped: bool, global_step: int | None = None) -> None:
-        """One training batch finished; ``stepped`` if it ended with an optimizer step."""
-        now = self.now()
+    def batch_end(self, *, stepped: bool, global_step: int | None = None, at: float | None = None) -> None:
+        """One training batch finished (``at``: when, for a kept quiet step; default now); ``stepped`` if it ended
+        with an optimizer step."""
+        now = self.now() if at is None else at
         timing = self.schedule.times(self.steps_seen)
         window = self.window
         if not window.done:
@@ -266,13 +273,33 @@ class PredictionSession:
             if self.schedule.first_prediction_due(self.steps_seen, device_timed=self.steps.device_timed,
                                                   clean_steps=self.measurements.batch.count):
                 self._predict(first=True)
-        elif self._refinement_due(self.done_steps):
+        elif self._refinement_due(self.done_steps, now):
             self._refine()
         every = self.config.metrics_every_n_steps
         if every is not None and self.done_steps % every == 0:
             self.log_metrics(self.done_steps)
         self._watch_subnormals()
         self._sample_phases()
+        if self.quiet.enabled:
+            self.quiet.allow(*self._quiet_ahead())
+
+    def _replay_batch_end(self, at: float, global_step: int) -> None:
+        self.batch_end(stepped=True, global_step=global_step, at=at)
+
+    def _quiet_ahead(self) -> tuple[int, float]:
+        """How many of the coming steps' batch ends can be kept for later (`quiet_steps`), and until when: none
+        while phases are marked on every step, or a window, a device timer or the subnormal watch may need a batch
+        end; once a refinement is due by its step count, only until its cost allows it."""
+        if (self.phase_marks or not self.phase_sampler.sampling or not self.window.done or self.ended
+                or self.steps.step_timer is not None
+                or (self.subnormal_watch is not None and not self.subnormal_watch.done)):
+            return 0, math.inf
+        refine_from = self.predictions.last_step + self.config.refine_every_n_steps
+        steps = quiet_steps_ahead(steps_seen=self.steps_seen, done_steps=self.done_steps,
+                                  every=self.phase_sampler.every, refine_from_step=refine_from,
+                                  metrics_every=self.config.metrics_every_n_steps)
+        waiting = refine_from <= self.done_steps + 1   # due by its step count: its cost decides when
+        return steps, self.predictions.refinement_allowed_at() if waiting else math.inf
 
     def _sample_phases(self) -> None:
         """Whether the next step's phases are timed: every step until the first prediction is made and the
@@ -295,11 +322,11 @@ class PredictionSession:
             self.subnormal_watch.snapshot(self.done_steps)
             self._break_run()  # sampling is not part of the next step
 
-    def _refinement_due(self, step: int) -> bool:
-        """Whether a refinement is due at optimizer ``step``: one every ``refine_every_n_steps``, while refinements
-        cost at most `session.predictions.REFINEMENT_SHARE` of the run."""
+    def _refinement_due(self, step: int, now: float | None = None) -> bool:
+        """Whether a refinement is due at optimizer ``step`` (ending at ``now``, default now): one every
+        ``refine_every_n_steps``, while refinements cost at most `session.predictions.REFINEMENT_SHARE` of the run."""
         return (step - self.predictions.last_step >= self.config.refine_every_n_steps
-                and self.predictions.allows_refinement(self.now()))
+                and self.predictions.allows_refinement(self.now() if now is None else now))
 
     @guarded
     def log_metrics(self, step: int | None = None) -> None:

@@ -12,6 +12,8 @@ of the run. Logged metrics between refinements count the latest prediction's ETA
 """
 from __future__ import annotations
 
+import math
+
 from typing import Any, Callable
 
 from prenet_callbacks.forecast.eta import Prediction
@@ -50,6 +52,12 @@ class Predictions:
         """Whether a refinement at session time ``now`` keeps refinements within `REFINEMENT_SHARE` of the run:
         the latest one's cost is at most that share of the time since it ended."""
         return self.refined_at is None or self.refinement_cost_s <= REFINEMENT_SHARE * (now - self.refined_at)
+
+    def refinement_allowed_at(self) -> float:
+        """The session time from which `allows_refinement` holds."""
+        if self.refined_at is None:
+            return -math.inf
+        return self.refined_at + self.refinement_cost_s / REFINEMENT_SHARE
 
     def refined(self, started: float, ended: float) -> None:
         """A refinement ran from ``started`` to ``ended`` (session time): the next one waits on its cost."""

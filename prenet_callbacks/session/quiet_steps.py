@@ -1,0 +1,102 @@
+"""Batch ends that only need their time read: a `Tracker` step between the session's events, kept and replayed.
+
+After the first prediction, most optimizer steps of a run ask nothing of the session but the time their batch
+ended: no phase is marked (`measure.phase_sampling`), no refinement, metrics or window is due. Yet a step's full
+path (`PredictionSession.batch_end`, its guard and own-time account, the `Tracker`'s checks) costs ~50 us right
+after a real forward and backward, when the CPU's caches are cold for PreNeT's code: ~0.5% of a 10-ms CPU step.
+Reading the clock and keeping the time costs ~5 us.
+
+So after each full batch end the session says how many of the coming steps can only be such steps
+(`quiet_steps_ahead`), and the `Tracker` keeps those steps' end times (`QuietSteps.take`). The session replays
+them through its own `batch_end`, each with its own time, before anything else reaches it (every session event
+passes through `Containment.call`, which calls `QuietSteps.replay` first) and at the next full step: what
+the session records is what it would have recorded step by step, only later. Any other event (a validation, a
+checkpoint, an epoch's start, a failure, the end) ends the quiet stretch: the next step takes the full path.
+A host-timed run's only difference: the page-fault count, where one is due inside a stretch, is read at the
+replay instead of at that batch end (a count of the same faults, read a few steps later).
+
+Only a `Tracker` without an ``accelerator`` and with a model uses it (`enabled`), on a host-timed device (a GPU
+run records events on the device at every batch end; Lightning and the Hugging Face `Trainer` call their own hooks
+at every batch anyway). A step in which torch.compile compiled ends the stretch and takes the full path.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+
+class QuietSteps:
+    """End times of quiet steps not yet seen by the session.
+
+    Args:
+        clock: the session's clock (the times the full path would have read).
+        compiled: torch.compile's seconds so far (`CompileClock.seconds`): a step that compiled takes the full
+            path, which takes its compile time off its interval.
+        replay_one: the session's full batch end for one kept step, ``(time, global_step)``.
+        add_own: adds seconds to PreNeT's own time (`OwnTime.add`).
+    """
+
+    __slots__ = ("clock", "compiled", "replay_one", "add_own", "enabled", "left", "until", "compiled_s", "ends",
+                 "own_s")
+
+    def __init__(self, clock: Callable[[], float], compiled: Callable[[], float],
+                 replay_one: Callable[[float, int], None], add_own: Callable[[float, int], None]) -> None:
+        self.clock = clock
+        self.compiled = compiled
+        self.replay_one = replay_one
+        self.add_own = add_own
+        self.enabled = False                    # set by the integration that calls `take`
+        self.left = 0                           # quiet steps still allowed before the next full one
+        self.until = math.inf                   # and the time they must end before (a refinement's)
+        self.compiled_s = 0.0                   # compile seconds when the stretch began
+        self.ends: list[tuple[float, int]] = []  # (end time, global step) of the kept steps, in order
+        self.own_s = 0.0
+
+    def allow(self, steps: int, until: float = math.inf) -> None:
+        """The next ``steps`` batch ends may be quiet if they end before ``until`` (the session's full batch end
+        says so)."""
+        self.left, self.until = steps, until
+        self.compiled_s = self.compiled()
+
+    def take(self, global_step: int) -> bool:
+        """A step ended now: keep its time and True, or False (nothing kept, the stretch over) when it is past
+        ``until`` or compiled. The caller checked ``left``."""
+        start = self.clock()
+        if start >= self.until or self.compiled() != self.compiled_s:
+            self.left = 0
+            return False
+        self.ends.append((start, global_step))
+        self.left -= 1
+        self.own_s += self.clock() - start
+        return True
+
+    def replay(self) -> None:
+        """Hand the kept steps to the session in order, and their own time to its account."""
+        ends, self.ends = self.ends, []
+        own, self.own_s = self.own_s, 0.0
+        self.add_own(own, len(ends))
+        for at, step in ends:
+            self.replay_one(at, step)
+
+    def stop(self) -> None:
+        """No more quiet steps until the session allows them again (the next full batch end)."""
+        self.left = 0
+
+
+def quiet_steps_ahead(*, steps_seen: int, done_steps: int, every: int, refine_from_step: int,
+                      metrics_every: int | None) -> int:
+    """How many of the coming optimizer steps' batch ends can be quiet, phases sampled one step in ``every``:
+
+    - a batch end after which the next step is marked must register the phase hooks (steps ``steps_seen``,
+      ``steps_seen + 1``, ... are the next ones; step ``j`` is marked when ``j % every == 0``);
+    - one at which the ``prenet/*`` metrics are due (every ``metrics_every`` optimizer steps) does more than time
+      its interval, and so does the first at which a refinement may come by its step count (``refine_from_step``;
+      once there, its cost decides when it comes: the session gives the stretch a time limit instead).
+    """
+    marked = (steps_seen // every + 1) * every     # the next marked step index after the one about to run
+    ahead = marked - 1 - steps_seen
+    if refine_from_step > done_steps + 1:
+        ahead = min(ahead, refine_from_step - 1 - done_steps)
+    if metrics_every:
+        ahead = min(ahead, (done_steps // metrics_every + 1) * metrics_every - 1 - done_steps)
+    return max(0, ahead)
