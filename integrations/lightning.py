@@ -136,6 +136,7 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
         self._user_report_path = self.config.report_path
         self.session = PredictionSession(self.config)
         self._last_global_step = 0
+        self._log_every = 0   # Lightning's log_every_n_steps where the session logs on its steps (`on_train_start`)
         self._created_at = time.time()  # wall clock: a rank spawned later by fit() started after it
 
     @property
@@ -186,6 +187,9 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
         if trainer.val_check_batch is None:
             note_once(session, "time-based validation (val_check_interval as a duration) is not counted")
         self._last_global_step = int(trainer.global_step)
+        # the session's own metrics cadence, or Lightning's logging steps (`_trainer_logs`): no quiet batch end there
+        self._log_every = 0 if session.config.metrics_every_n_steps is not None else int(trainer.log_every_n_steps or 0)
+        session.quiet.enabled = True
         if trainer.optimizers:
             session.note_optimizer(trainer.optimizers[0])
         session.profile_model(lambda: _make_profiler(trainer, pl_module, session.device_clock))
@@ -245,8 +249,20 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
         if self.session.phase_marks:
             self.session.before_optimizer_step()
 
-    @guarded_hook
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        quiet = self.session.quiet
+        if quiet.left:
+            # between the session's events: a batch that stepped once, with nothing for the loggers, keeps its time
+            # only (`prenet_callbacks.session.quiet_steps`); the session replays it before its next event
+            step = trainer.global_step
+            if (step == self._last_global_step + 1 and not (self._log_every and step % self._log_every == 0)
+                    and not trainer.should_stop and quiet.take(step)):
+                self._last_global_step = step
+                return
+        self._train_batch_end(trainer, pl_module)
+
+    @guarded_hook
+    def _train_batch_end(self, trainer: Any, pl_module: Any) -> None:
         global_step = int(trainer.global_step)
         stepped = global_step != self._last_global_step
         self._last_global_step = global_step

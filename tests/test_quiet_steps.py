@@ -118,3 +118,58 @@ def test_only_a_tracker_with_a_model_keeps_steps(tmp_path, with_model):
     assert tracker._quiet.enabled is with_model
     tracker.close()
     assert not tracker._quiet.enabled
+
+
+def lightning_run(tmp_path, *, quiet: bool) -> "object":
+    """A Lightning fit of 2 epochs x 130 batches, validation every 90 batches, Lightning logging every 20 steps."""
+    import lightning.pytorch as pl
+
+    from prenet_callbacks import PreNeTCallback
+    from tests.lightning_helpers import TinyModule, loaders
+
+    clock = StepClock()
+
+    class Timed(TinyModule):
+        def training_step(self, batch, batch_idx):
+            clock.now += 0.010 + 0.001 * (batch_idx % 7) + (0.02 if batch_idx % 53 == 0 else 0.0)
+            return super().training_step(batch, batch_idx)
+
+        def validation_step(self, batch, batch_idx):
+            clock.now += 0.01
+            return super().validation_step(batch, batch_idx)
+
+    class OnClock(PreNeTCallback):
+        def on_fit_start(self, trainer, pl_module):
+            super().on_fit_start(trainer, pl_module)
+            self.session.now = clock
+            self.session.fit_start_time = clock.now
+
+        def on_train_start(self, trainer, pl_module):
+            super().on_train_start(trainer, pl_module)
+            self.session.quiet.enabled = quiet
+            replay_one, self.replayed = self.session.quiet.replay_one, []
+            self.session.quiet.replay_one = lambda at, step: (self.replayed.append(step), replay_one(at, step))
+
+    torch.manual_seed(0)
+    callback = OnClock(report_path=tmp_path / f"l{int(quiet)}.json", **{k: v for k, v in FAST.items()
+                                                                        if k != "metrics_every_n_steps"})
+    trainer = pl.Trainer(max_epochs=2, callbacks=[callback], logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False, val_check_interval=90,
+                         limit_val_batches=3, log_every_n_steps=20, num_sanity_val_steps=0, accelerator="cpu")
+    train, val = loaders(train_batches=130)
+    trainer.fit(Timed(), train, val)
+    return callback
+
+
+def test_a_lightning_fit_replays_its_quiet_batches_to_the_same_measurements(tmp_path):
+    full, quiet = lightning_run(tmp_path, quiet=False), lightning_run(tmp_path, quiet=True)
+    assert not full.replayed and len(quiet.replayed) > 120    # most batches after the first prediction were kept
+    for callback in (full, quiet):
+        assert callback.session.done_steps == 260
+    m_full, m_quiet = full.session.measurements, quiet.session.measurements
+    assert (m_quiet.batch.recent, m_quiet.batch.count, m_quiet.batch.total) == \
+        (m_full.batch.recent, m_full.batch.count, m_full.batch.total)
+    assert m_quiet.validation_run.recent == m_full.validation_run.recent
+    assert [p["at_step"] for p in quiet.report.predictions] == [p["at_step"] for p in full.report.predictions]
+    assert quiet.report.actual == {**full.report.actual, "own_time": quiet.report.actual["own_time"]}
+    assert not quiet.session.quiet.ends and not quiet.session.quiet.enabled

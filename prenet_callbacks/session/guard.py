@@ -95,6 +95,9 @@ class Containment:
 
     def run_cleanups(self) -> None:
         """Release, then undo every registered action, last first; an undo that fails does not stop the others."""
+        if self.quiet is not None:   # no step keeps its time for a session that has stepped aside or closed
+            self.quiet.enabled = False
+            self.quiet.stop()
         self.release()
         while self.cleanups:
             cleanup = self.cleanups.pop()
