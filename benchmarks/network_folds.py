@@ -72,11 +72,9 @@ def fold(ts, gpu: str) -> list[dict]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gpus", nargs="*", default=list(GPUS))
-    parser.add_argument("--json", default=str(ROOT / "benchmarks/results/network_folds.json"))
-    args = parser.parse_args(argv)
+def run_folds(gpus, fold_of, line) -> list[dict]:
+    """``fold_of(training set, gpu)``'s rows for each held-out GPU in turn, on one BLAS thread, each printed by
+    ``line(row)`` as it comes, with the fold's time."""
     from threadpoolctl import threadpool_limits
 
     from predictor_models.train import load_training_set
@@ -84,15 +82,24 @@ def main(argv: list[str] | None = None) -> int:
     ts, _ = load_training_set(None, None, None)
     rows = []
     with threadpool_limits(1):
-        for gpu in args.gpus:
+        for gpu in gpus:
             start = time.time()
-            for r in fold(ts, gpu):
+            for r in fold_of(ts, gpu):
                 rows.append(r)
-                print(f"{r['gpu']:16s} {r['class']:5s} {r['mode']:5s} {r['source']:9s} n={r['network']['n']:6d} "
-                      f"network {r['network']['mape']:.3f} (tw {r['network']['time_weighted']:.3f}) "
-                      f"class model {r['class_model']['mape']:.3f} (tw {r['class_model']['time_weighted']:.3f})",
-                      flush=True)
+                print(line(r), flush=True)
             print(f"fold {gpu}: {time.time() - start:.0f} s", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpus", nargs="*", default=list(GPUS))
+    parser.add_argument("--json", default=str(ROOT / "benchmarks/results/network_folds.json"))
+    args = parser.parse_args(argv)
+    rows = run_folds(args.gpus, fold, lambda r: (
+        f"{r['gpu']:16s} {r['class']:5s} {r['mode']:5s} {r['source']:9s} n={r['network']['n']:6d} "
+        f"network {r['network']['mape']:.3f} (tw {r['network']['time_weighted']:.3f}) "
+        f"class model {r['class_model']['mape']:.3f} (tw {r['class_model']['time_weighted']:.3f})"))
     half = [r for r in rows if r["mode"] in ("fp16", "bf16")]
     summary = {}
     for cls in CLASSES:

@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.network_folds import _errors  # noqa: E402
+from benchmarks.network_folds import _errors, run_folds  # noqa: E402
 from predictor_models.predictor import Predictor  # noqa: E402
 from predictor_models.predictor.bound import bound_seconds, matrix  # noqa: E402
 from predictor_models.predictor.devices import MODES, device_columns  # noqa: E402
@@ -95,22 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpus", nargs="*", default=list(GPUS))
     parser.add_argument("--json", default=str(ROOT / "benchmarks/results/issue38_network_fp32/network_fp32_folds.json"))
     args = parser.parse_args(argv)
-    from threadpoolctl import threadpool_limits
-
-    from predictor_models.train import load_training_set
-
-    ts, _ = load_training_set(None, None, None)
-    rows = []
-    with threadpool_limits(1):
-        for gpu in args.gpus:
-            start = time.time()
-            for r in fold(ts, gpu):
-                rows.append(r)
-                print(f"{r['gpu']:16s} {r['class']:5s} {r['source']:9s} n={r['network']['n']:6d} network "
-                      f"{r['network']['mape']:.3f} +lag {r['network+lag']['mape']:.3f} "
-                      f"(ratio {r['network+lag']['median_ratio']:.2f}) class model {r['class_model']['mape']:.3f} "
-                      f"(ratio {r['class_model']['median_ratio']:.2f})", flush=True)
-            print(f"fold {gpu}: {time.time() - start:.0f} s", flush=True)
+    rows = run_folds(args.gpus, fold, lambda r: (
+        f"{r['gpu']:16s} {r['class']:5s} {r['source']:9s} n={r['network']['n']:6d} network "
+        f"{r['network']['mape']:.3f} +lag {r['network+lag']['mape']:.3f} (ratio {r['network+lag']['median_ratio']:.2f}) "
+        f"class model {r['class_model']['mape']:.3f} (ratio {r['class_model']['median_ratio']:.2f})"))
     summary = {cls: {key: pooled([r for r in rows if r["class"] == cls], key)
                      for key in ("network", "network+lag", "class_model")} | {
                          "n": sum(r["network"]["n"] for r in rows if r["class"] == cls)} for cls in CLASSES}

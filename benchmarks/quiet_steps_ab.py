@@ -2,12 +2,16 @@
 taking the full path: the same loop alternating in one process.
 
     python benchmarks/quiet_steps_ab.py [--rounds 4] [--steps 1500] [--json benchmarks/results/quiet_steps_ab.json]
+    python benchmarks/quiet_steps_ab.py --lightning [--rounds 3] [--json ...]
 
 The loop trains the examples' transformer-encoder regressor (batch 16, ~10 ms a step on one thread, html off),
 `tracker.step()` after each optimizer step; each run times every `step()` call. Reported per run: the mean
 `step()` after its first 300 steps (the window and the first prediction are over), PreNeT's own time per batch
 and its share of the run (`actual.own_time`), the run's wall time. The two sides alternate, the order flipping
-each round. Nothing is asserted: it measures.
+each round. ``--lightning``: `overhead.py`'s workload (`lstm_val_every_epoch`, two of its eight epochs) with
+`PreNeTCallback` kept quiet, with every batch end full, and without PreNeT, in turn: the median interval between
+two batch ends after the first 60 (an independent callback's clock, as `overhead.py` reads it), PreNeT's own time
+per batch, the fit's wall time. Nothing is asserted: it measures.
 """
 from __future__ import annotations
 
@@ -56,17 +60,74 @@ def one_run(quiet: bool, steps: int, out: Path) -> dict:
             "run_s": round(time.perf_counter() - start, 3)}
 
 
+def lightning_fit(mode: str, out: Path) -> dict:
+    """One fit of `overhead.py`'s workload, two epochs: ``mode`` "quiet", "full" or "none" (without PreNeT)."""
+    import lightning.pytorch as pl
+
+    from benchmarks.workloads import WORKLOADS, build_trainer
+    from prenet_callbacks import PreNeTCallback
+
+    class BatchEnds(pl.Callback):
+        def __init__(self) -> None:
+            self.last: float | None = None
+            self.intervals: list[float] = []
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            now = time.perf_counter()
+            if self.last is not None and batch_idx > 0:
+                self.intervals.append(now - self.last)
+            self.last = now
+
+    class Switched(PreNeTCallback):
+        def on_train_start(self, trainer, pl_module) -> None:
+            super().on_train_start(trainer, pl_module)
+            self.session.quiet.enabled = mode == "quiet"
+
+    pl.seed_everything(0, verbose=False)
+    module, train, val, settings = WORKLOADS["lstm_val_every_epoch"]()
+    ends = BatchEnds()
+    prenet = None if mode == "none" else Switched(report_path=out / mode / "report.json", print_report=False)
+    trainer = build_trainer(str(out / mode), [ends] + ([prenet] if prenet else []), dict(settings, max_epochs=2))
+    start = time.perf_counter()
+    trainer.fit(module, train, val)
+    own = prenet.report.actual["own_time"] if prenet else {}
+    return {"mode": mode, "median_step_ms": round(statistics.median(ends.intervals[60:]) * 1e3, 3),
+            "own_per_batch_us": own.get("per_batch_us"), "fit_s": round(time.perf_counter() - start, 3)}
+
+
+def lightning_main(args: argparse.Namespace, out: Path) -> dict:
+    lightning_fit("none", out)   # warm-up: Lightning's lazy imports, the allocator
+    orders = [("quiet", "full", "none"), ("none", "full", "quiet"), ("full", "quiet", "none")]
+    runs = []
+    for k in range(args.rounds):
+        for mode in orders[k % len(orders)]:
+            runs.append(lightning_fit(mode, out))
+            print(runs[-1], flush=True)
+    summary = {mode: {key: statistics.median(r[key] for r in runs if r["mode"] == mode)
+                      for key in ("median_step_ms", "fit_s") + (("own_per_batch_us",) if mode != "none" else ())}
+               for mode in ("quiet", "full", "none")}
+    return {"workload": "lstm_val_every_epoch (2 epochs)", "summary": summary, "runs": runs}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--out", default="/tmp/prenet-quiet-steps")
+    parser.add_argument("--lightning", action="store_true", help="overhead.py's Lightning workload instead")
     parser.add_argument("--json", default=str(ROOT / "benchmarks/results/quiet_steps_ab.json"))
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.lightning:
+        result = {"benchmark": "quiet_steps_ab", "command": "python benchmarks/quiet_steps_ab.py "
+                  + " ".join(argv if argv is not None else sys.argv[1:]), "date": time.strftime("%Y-%m-%d %H:%M"),
+                  **lightning_main(args, out)}
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        print(json.dumps(result["summary"], indent=1))
+        return 0
     runs = []
     for k in range(args.rounds):
         for quiet in ((True, False) if k % 2 == 0 else (False, True)):
