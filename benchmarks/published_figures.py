@@ -2407,6 +2407,44 @@ QUOTES += [
 ]
 
 
+QUIET_L = RESULTS + "issue39_quiet/"
+
+
+def _over(data: Any) -> dict:
+    """overhead.py's summary of its one workload."""
+    return data["summary"]
+
+
+def _pooled_pairs(data: Any) -> float:
+    """The median ratio over the pairs of both overhead.py runs after the quiet batches."""
+    return statistics.median(_over(load(QUIET_L + "overhead.json"))["fit_ratio_per_pair"]
+                             + _over(load(QUIET_L + "overhead_run2.json"))["fit_ratio_per_pair"])
+
+
+QUOTES += [
+    Q(OVERHEAD, "PreNeT's own time {} µs a batch against {};\nthe median interval between batch ends {} ms quiet, {} ms full, "
+                "{} ms without PreNeT.",
+      F(QUIET_L + "quiet_steps_ab_lightning.json", "summary.quiet.own_per_batch_us", num(1)),
+      F(QUIET_L + "quiet_steps_ab_lightning.json", "summary.full.own_per_batch_us", num(1)),
+      F(QUIET_L + "quiet_steps_ab_lightning.json", "summary.quiet.median_step_ms", num(2)),
+      F(QUIET_L + "quiet_steps_ab_lightning.json", "summary.full.median_step_ms", num(2)),
+      F(QUIET_L + "quiet_steps_ab_lightning.json", "summary.none.median_step_ms", num(2))),
+    Q(OVERHEAD, "x{} (pairs {} / {} / {}), own time {}% at\nthe median, {} µs a batch, with the steps after the window {}x",
+      F(QUIET_L + "overhead.json", lambda d: _over(d)["fit_ratio_median"], num(3)),
+      *(F(QUIET_L + "overhead.json", lambda d, i=i: _over(d)["fit_ratio_per_pair"][i], num(3)) for i in range(3)),
+      F(QUIET_L + "overhead.json", lambda d: _over(d)["own_time_share_median"], Fmt(2, 100)),
+      F(QUIET_L + "overhead.json", lambda d: _over(d)["own_per_batch_us_median"], num(1)),
+      F(QUIET_L + "overhead.json", lambda d: _over(d)["step_ratio_after_window_median"], num(3))),
+    Q(OVERHEAD, "x{} (pairs {} / {} / {}), own time {}%, {} µs a batch. Over the six pairs of the two runs\nthe median "
+                "ratio is {};",
+      F(QUIET_L + "overhead_run2.json", lambda d: _over(d)["fit_ratio_median"], num(3)),
+      *(F(QUIET_L + "overhead_run2.json", lambda d, i=i: _over(d)["fit_ratio_per_pair"][i], num(3)) for i in range(3)),
+      F(QUIET_L + "overhead_run2.json", lambda d: _over(d)["own_time_share_median"], Fmt(2, 100)),
+      F(QUIET_L + "overhead_run2.json", lambda d: _over(d)["own_per_batch_us_median"], num(1)),
+      F(QUIET_L + "overhead_run2.json", _pooled_pairs, num(3))),
+]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
