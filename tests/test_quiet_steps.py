@@ -2,6 +2,7 @@
 the session records exactly what it records step by step."""
 from __future__ import annotations
 
+import contextlib
 import math
 
 import pytest
@@ -25,8 +26,9 @@ class StepClock:
         return self.now
 
 
-def run(tmp_path, *, quiet: bool, steps: int = 263) -> tuple[Tracker, list[int]]:
-    """A loop with evaluations and a save, its steps of uneven length (a pattern, no randomness)."""
+def run(tmp_path, *, quiet: bool, steps: int = 263, blocks: bool = False) -> tuple[Tracker, list[int]]:
+    """A loop with evaluations and a save, its steps of uneven length (a pattern, no randomness); ``blocks``: each
+    step inside ``with tracker.train_step():``, which calls ``step()`` at its end."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -39,13 +41,15 @@ def run(tmp_path, *, quiet: bool, steps: int = 263) -> tuple[Tracker, list[int]]
     tracker._quiet.enabled = quiet
     kept = []
     for step in range(1, steps + 1):
-        loss = model(torch.randn(4, 8)).pow(2).mean()
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        clock.now += 0.010 + 0.001 * (step % 7) + (0.02 if step % 53 == 0 else 0.0)
         kept.append(int(bool(tracker._quiet.left)))
-        tracker.step()
+        with tracker.train_step() if blocks else contextlib.nullcontext():
+            loss = model(torch.randn(4, 8)).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            clock.now += 0.010 + 0.001 * (step % 7) + (0.02 if step % 53 == 0 else 0.0)
+        if not blocks:
+            tracker.step()
         if step % 90 == 0:
             with tracker.validation():
                 clock.now += 0.05
@@ -65,9 +69,10 @@ def state(tracker: Tracker) -> dict:
             "phase_marks": session.phase_marks}
 
 
-def test_kept_steps_replay_to_the_same_measurements(tmp_path):
-    full, kept_full = run(tmp_path, quiet=False)
-    quiet, kept = run(tmp_path, quiet=True)
+@pytest.mark.parametrize("blocks", [False, True])
+def test_kept_steps_replay_to_the_same_measurements(tmp_path, blocks):
+    full, kept_full = run(tmp_path, quiet=False, blocks=blocks)
+    quiet, kept = run(tmp_path, quiet=True, blocks=blocks)
     assert sum(kept_full) == 0
     assert sum(kept) > 150                  # most steps after the first prediction were kept, not all
     assert quiet._quiet.ends                # the last steps are kept, not yet seen by the session
