@@ -254,11 +254,14 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
         if quiet.left:
             # between the session's events: a batch that stepped once, with nothing for the loggers, keeps its time
             # only (`prenet_callbacks.session.quiet_steps`); the session replays it before its next event
-            step = trainer.global_step
-            if (step == self._last_global_step + 1 and not (self._log_every and step % self._log_every == 0)
-                    and not trainer.should_stop and quiet.take(step)):
-                self._last_global_step = step
-                return
+            try:
+                step = trainer.global_step
+                if (step == self._last_global_step + 1 and not (self._log_every and step % self._log_every == 0)
+                        and not trainer.should_stop and quiet.take(step)):
+                    self._last_global_step = step
+                    return
+            except Exception:  # noqa: BLE001 - never the user's problem: the guarded full path takes the batch
+                quiet.stop()
         self._train_batch_end(trainer, pl_module)
 
     @guarded_hook

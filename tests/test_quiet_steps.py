@@ -178,3 +178,22 @@ def test_a_lightning_fit_replays_its_quiet_batches_to_the_same_measurements(tmp_
     assert [p["at_step"] for p in quiet.report.predictions] == [p["at_step"] for p in full.report.predictions]
     assert quiet.report.actual == {**full.report.actual, "own_time": quiet.report.actual["own_time"]}
     assert not quiet.session.quiet.ends and not quiet.session.quiet.enabled
+
+
+def test_a_failure_on_the_quiet_path_falls_back_to_the_full_one(tmp_path):
+    """Whatever breaks while a step keeps its time, the step goes through the guarded full path: nothing reaches the
+    loop, and no step is counted twice."""
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    tracker = Tracker(200, model=model, optimizer=optimizer, report_path=tmp_path / "r.json", **FAST)
+    broken = False
+    for _ in range(200):
+        model(torch.randn(4, 8)).pow(2).mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if tracker._quiet.left and not broken:
+            tracker._quiet.clock, broken = (lambda: 1 / 0), True
+        tracker.step()
+    assert broken
+    report = tracker.close()
+    assert report.actual["steps"] == 200 and tracker.run.session.done_steps == 200

@@ -65,9 +65,9 @@ class QuietSteps:
         if start >= self.until or self.compiled() != self.compiled_s:
             self.left = 0
             return False
-        self.ends.append((start, global_step))
         self.left -= 1
         self.own_s += self.clock() - start
+        self.ends.append((start, global_step))   # last: a step is kept only once all of it went through
         return True
 
     def replay(self) -> None:
