@@ -2448,6 +2448,20 @@ QUOTES += [
 ]
 
 
+COSTS_QUIET = RESULTS + "issue39_quiet/session_costs.json"
+QUOTES += [
+    Q(OVERHEAD, "a clock read {} µs against {}, the Lightning fit\n{} s against {}): `on_train_batch_end` {} µs at the "
+                "median, {} µs on average (the full batch ends carry the replays); the\n`Tracker` loop's `step()` {} µs at "
+                "the median,\n{} µs on average.",
+      F(COSTS_QUIET, "primitives.perf_counter_us", num(3)), F(COSTS, "primitives.perf_counter_us", num(3)),
+      F(COSTS_QUIET, "lightning.fit_s", num(1)), F(COSTS, "lightning.fit_s", num(1)),
+      F(COSTS_QUIET, "lightning.hooks.on_train_batch_end.steady_median_us", num(1)),
+      F(COSTS_QUIET, "lightning.hooks.on_train_batch_end.steady_mean_us", num(1)),
+      F(COSTS_QUIET, "tracker_hooks.hooks.step.steady_median_us", num(1)),
+      F(COSTS_QUIET, "tracker_hooks.hooks.step.steady_mean_us", num(1))),
+]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
