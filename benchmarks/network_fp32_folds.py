@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.network_folds import _errors, run_folds  # noqa: E402
+from benchmarks.result_file import write_result  # noqa: E402
 from predictor_models.predictor import Predictor  # noqa: E402
 from predictor_models.predictor.bound import bound_seconds, matrix  # noqa: E402
 from predictor_models.predictor.devices import MODES, device_columns  # noqa: E402
@@ -102,11 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {cls: {key: pooled([r for r in rows if r["class"] == cls], key)
                      for key in ("network", "network+lag", "class_model")} | {
                          "n": sum(r["network"]["n"] for r in rows if r["class"] == cls)} for cls in CLASSES}
-    result = {"benchmark": "network_fp32_folds", "command": "python benchmarks/network_fp32_folds.py "
-              + " ".join(argv if argv is not None else sys.argv[1:]), "date": time.strftime("%Y-%m-%d %H:%M"),
-              "summary": summary, "rows": rows}
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    write_result(args.json, "network_fp32_folds", argv, summary=summary, rows=rows)
     print(json.dumps(summary, indent=1))
     return 0
 

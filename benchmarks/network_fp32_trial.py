@@ -25,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.result_file import write_result  # noqa: E402
+
 
 def install(classes: tuple[str, ...], modes: tuple[str, ...]) -> None:
     """Give the default predictor's network these classes and modes (in this process only)."""
@@ -72,12 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
     install(tuple(args.classes), tuple(args.modes))
-    result = {"benchmark": "network_fp32_trial", "classes": args.classes, "modes": args.modes,
-              **evaluate(Path(args.data))}
+    result = {"classes": args.classes, "modes": args.modes, **evaluate(Path(args.data))}
     print(json.dumps({k: v for k, v in result.items() if k != "h200_rows"}, indent=1))
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        write_result(args.json, "network_fp32_trial", argv, **result)
     return 0
 
 

@@ -28,6 +28,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.result_file import write_result  # noqa: E402
+
 STEADY_FROM = 300
 
 
@@ -122,10 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.lightning:
-        result = {"benchmark": "quiet_steps_ab", "command": "python benchmarks/quiet_steps_ab.py "
-                  + " ".join(argv if argv is not None else sys.argv[1:]), "date": time.strftime("%Y-%m-%d %H:%M"),
-                  **lightning_main(args, out)}
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        result = write_result(args.json, "quiet_steps_ab", argv, **lightning_main(args, out))
         print(json.dumps(result["summary"], indent=1))
         return 0
     runs = []
@@ -136,10 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {side: {key: statistics.median(r[key] for r in runs if r["quiet"] is (side == "quiet"))
                       for key in ("step_mean_us", "step_median_us", "own_per_batch_us", "own_share", "run_s")}
                for side in ("quiet", "full")}
-    result = {"benchmark": "quiet_steps_ab", "command": "python benchmarks/quiet_steps_ab.py "
-              + " ".join(argv if argv is not None else sys.argv[1:]), "date": time.strftime("%Y-%m-%d %H:%M"),
-              "steps": args.steps, "summary": summary, "runs": runs}
-    Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    write_result(args.json, "quiet_steps_ab", argv, steps=args.steps, summary=summary, runs=runs)
     print(json.dumps(summary, indent=1))
     return 0
 

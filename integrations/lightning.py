@@ -136,7 +136,6 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
         self._user_report_path = self.config.report_path
         self.session = PredictionSession(self.config)
         self._last_global_step = 0
-        self._log_every = 0   # Lightning's log_every_n_steps where the session logs on its steps (`on_train_start`)
         self._created_at = time.time()  # wall clock: a rank spawned later by fit() started after it
 
     @property
@@ -187,9 +186,7 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
         if trainer.val_check_batch is None:
             note_once(session, "time-based validation (val_check_interval as a duration) is not counted")
         self._last_global_step = int(trainer.global_step)
-        # the session's own metrics cadence, or Lightning's logging steps (`_trainer_logs`): no quiet batch end there
-        self._log_every = 0 if session.config.metrics_every_n_steps is not None else int(trainer.log_every_n_steps or 0)
-        session.quiet.enabled = True
+        session.quiet.enabled = True   # batches between the session's events keep their time only
         if trainer.optimizers:
             session.note_optimizer(trainer.optimizers[0])
         session.profile_model(lambda: _make_profiler(trainer, pl_module, session.device_clock))
@@ -256,8 +253,9 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
             # only (`prenet_callbacks.session.quiet_steps`); the session replays it before its next event
             try:
                 step = trainer.global_step
-                if (step == self._last_global_step + 1 and not (self._log_every and step % self._log_every == 0)
-                        and not trainer.should_stop and quiet.take(step)):
+                if (step == self._last_global_step + 1 and not trainer.should_stop
+                        and not (self.session.config.metrics_every_n_steps is None and _trainer_logs(trainer, step))
+                        and quiet.take(step)):
                     self._last_global_step = step
                     return
             except Exception:  # noqa: BLE001 - never the user's problem: the guarded full path takes the batch
@@ -356,11 +354,12 @@ def _own_rows(logger: Any) -> Callable[[dict[str, float], int], None]:
     return lambda metrics, step: logger.log_metrics(metrics, step=step)
 
 
-def _trainer_logs(trainer: Any) -> bool:
+def _trainer_logs(trainer: Any, step: int | None = None) -> bool:
     """Whether Lightning writes this step's metrics to its loggers (its ``should_update_logs`` rule, read from
-    ``on_train_batch_end`` of a batch that stepped: ``global_step`` already counts it)."""
+    ``on_train_batch_end`` of a batch that stepped: ``global_step``, or ``step`` where the caller read it, already
+    counts it)."""
     every = trainer.log_every_n_steps
-    return bool(every) and (trainer.global_step % every == 0 or trainer.should_stop)
+    return bool(every) and ((trainer.global_step if step is None else step) % every == 0 or trainer.should_stop)
 
 
 def _tensorboard_publisher(logger: Any, trainer: Any) -> Callable[[Any, str], None]:

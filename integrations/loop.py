@@ -312,8 +312,6 @@ class Tracker:
         return handles
 
     def _remove_hooks(self) -> None:
-        self._quiet.enabled = False
-        self._quiet.stop()
         self._phase_hooks.remove()
         watch, self._loader_watch = self._loader_watch, None
         if watch is not None:

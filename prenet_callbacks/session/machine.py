@@ -93,8 +93,8 @@ class PredictionSession:
                                       now=lambda: self.now(), on_model_call=self.measurements.model_call.add)
         self.own_time = OwnTime()   # what PreNeT's own calls cost this fit (the guard counts them)
         self.guard = Containment(release=self.window.release, own_time=self.own_time)
-        # a Tracker's steps between events: their end times kept, replayed before any other event (`quiet_steps`)
         self.compile_clock = CompileClock()   # torch.compile's compilations: one-off time, never a rate
+        # an integration's steps between events: their end times kept, replayed before any other event (`quiet_steps`)
         self.guard.quiet = self.quiet = QuietSteps(lambda: self.now(), self.compile_clock.seconds,
                                                    self._replay_batch_end, self.own_time.add)
         self.predictions = Predictions(config, self.outputs)

@@ -7,17 +7,18 @@ after a real forward and backward, when the CPU's caches are cold for PreNeT's c
 Reading the clock and keeping the time costs ~5 us.
 
 So after each full batch end the session says how many of the coming steps can only be such steps
-(`quiet_steps_ahead`), and the `Tracker` keeps those steps' end times (`QuietSteps.take`). The session replays
+(`quiet_steps_ahead`), and the integration keeps those steps' end times (`QuietSteps.take`). The session replays
 them through its own `batch_end`, each with its own time, before anything else reaches it (every session event
-passes through `Containment.call`, which calls `QuietSteps.replay` first) and at the next full step: what
-the session records is what it would have recorded step by step, only later. Any other event (a validation, a
-checkpoint, an epoch's start, a failure, the end) ends the quiet stretch: the next step takes the full path.
-A host-timed run's only difference: the page-fault count, where one is due inside a stretch, is read at the
-replay instead of at that batch end (a count of the same faults, read a few steps later).
+passes through `Containment.call`, which calls `QuietSteps.replay` first): what the session records is what it
+would have recorded step by step, only later. Any other event (a validation, a checkpoint, an epoch's start, a
+failure, the end) ends the quiet stretch: the next step takes the full path. A host-timed run's only difference:
+the page-fault count, where one is due inside a stretch, is read at the replay instead of at that batch end (a count
+of the same faults, read a few steps later).
 
-Only a `Tracker` without an ``accelerator`` and with a model uses it (`enabled`), on a host-timed device (a GPU
-run records events on the device at every batch end; Lightning and the Hugging Face `Trainer` call their own hooks
-at every batch anyway). A step in which torch.compile compiled ends the stretch and takes the full path.
+A `Tracker` with a model and no ``accelerator`` and `PreNeTCallback` use it (`enabled`), on a host-timed device (a
+GPU run records events on the device at every batch end). The Hugging Face callback does not: the `Trainer` calls
+three of its events, each through the guard, on every step. A step in which torch.compile compiled takes the full
+path.
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ class QuietSteps:
         self.compiled = compiled
         self.replay_one = replay_one
         self.add_own = add_own
-        self.enabled = False                    # set by the integration that calls `take`
+        self.enabled = False                    # set by the integration that calls `take`; the guard's clean-up clears it
         self.left = 0                           # quiet steps still allowed before the next full one
         self.until = math.inf                   # and the time they must end before (a refinement's)
         self.compiled_s = 0.0                   # compile seconds when the stretch began
