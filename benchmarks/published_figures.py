@@ -2432,6 +2432,16 @@ QUOTES += [
       F(QUIET_L + "quiet_steps_ab_lightning.json", "summary.quiet.median_step_ms", num(2)),
       F(QUIET_L + "quiet_steps_ab_lightning.json", "summary.full.median_step_ms", num(2)),
       F(QUIET_L + "quiet_steps_ab_lightning.json", "summary.none.median_step_ms", num(2))),
+    Q(OVERHEAD, "PreNeT's own time {} µs a batch against {}; the median interval between step ends {} ms quiet, {} ms\n"
+                "full, {} ms without PreNeT",
+      F(QUIET_L + "quiet_steps_ab_hf.json", "summary.quiet.own_per_batch_us", num(1)),
+      F(QUIET_L + "quiet_steps_ab_hf.json", "summary.full.own_per_batch_us", num(1)),
+      F(QUIET_L + "quiet_steps_ab_hf.json", "summary.quiet.median_step_ms", num(2)),
+      F(QUIET_L + "quiet_steps_ab_hf.json", "summary.full.median_step_ms", num(2)),
+      F(QUIET_L + "quiet_steps_ab_hf.json", "summary.none.median_step_ms", num(2))),
+    Q(OVERHEAD, "rose from {} to {} ms, the next fell from {} to {})",
+      *(F(QUIET_L + "quiet_steps_ab_hf.json", lambda d, i=i: d["runs"][i]["median_step_ms"], num(2))
+        for i in (3, 5, 6, 8))),
     Q(OVERHEAD, "x{} (pairs {} / {} / {}), own time {}% at\nthe median, {} µs a batch, with the steps after the window {}x",
       F(QUIET_L + "overhead.json", lambda d: _over(d)["fit_ratio_median"], num(3)),
       *(F(QUIET_L + "overhead.json", lambda d, i=i: _over(d)["fit_ratio_per_pair"][i], num(3)) for i in range(3)),

@@ -3,6 +3,7 @@ taking the full path: the same loop alternating in one process.
 
     python benchmarks/quiet_steps_ab.py [--rounds 4] [--steps 1500] [--json benchmarks/results/quiet_steps_ab.json]
     python benchmarks/quiet_steps_ab.py --lightning [--rounds 3] [--json ...]
+    python benchmarks/quiet_steps_ab.py --hf [--rounds 3] [--json ...]
 
 The loop trains the examples' transformer-encoder regressor (batch 16, ~10 ms a step on one thread, html off),
 `tracker.step()` after each optimizer step; each run times every `step()` call. Reported per run: the mean
@@ -11,7 +12,9 @@ and its share of the run (`actual.own_time`), the run's wall time. The two sides
 each round. ``--lightning``: `overhead.py`'s workload (`lstm_val_every_epoch`, two of its eight epochs) with
 `PreNeTCallback` kept quiet, with every batch end full, and without PreNeT, in turn: the median interval between
 two batch ends after the first 60 (an independent callback's clock, as `overhead.py` reads it), PreNeT's own time
-per batch, the fit's wall time. Nothing is asserted: it measures.
+per batch, the fit's wall time. ``--hf``: the same three ways on a `Trainer` (`hf_workloads`' GPT-2 causal LM without
+accumulation, 600 steps), the interval between two step ends read by a callback called before PreNeT's. Nothing is
+asserted: it measures.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -31,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.result_file import write_result  # noqa: E402
 
 STEADY_FROM = 300
+HF_SCALE = 0.4   # the Trainer workload's length: 600 steps, evaluation every 120, a checkpoint every 200
 
 
 def one_run(quiet: bool, steps: int, out: Path) -> dict:
@@ -97,18 +102,59 @@ def lightning_fit(mode: str, out: Path) -> dict:
             "own_per_batch_us": own.get("per_batch_us"), "fit_s": round(time.perf_counter() - start, 3)}
 
 
-def lightning_main(args: argparse.Namespace, out: Path) -> dict:
-    lightning_fit("none", out)   # warm-up: Lightning's lazy imports, the allocator
+def trainer_fit(mode: str, out: Path, scale: float = HF_SCALE) -> dict:
+    """One `Trainer` run of `hf_workloads`' GPT-2 causal LM (no accumulation) at ``scale``: ``mode`` as
+    `lightning_fit`'s."""
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    from benchmarks.hf_workloads import causal_lm_eval_steps_checkpoints
+    from prenet_callbacks import PreNeTTrainerCallback
+
+    class StepEnds(TrainerCallback):   # called before PreNeT's (the Trainer calls its callbacks in order)
+        def __init__(self) -> None:
+            self.last: float | None = None
+            self.intervals: list[float] = []
+
+        def on_step_end(self, args, state, control, **kwargs) -> None:
+            now = time.perf_counter()
+            if self.last is not None:
+                self.intervals.append(now - self.last)
+            self.last = now
+
+    class Switched(PreNeTTrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs) -> None:
+            super().on_train_begin(args, state, control, **kwargs)
+            self.session.quiet.enabled = self.session.quiet.enabled and mode == "quiet"
+
+    torch.manual_seed(0)
+    model, train, evaluation, settings = causal_lm_eval_steps_checkpoints(scale)
+    args = TrainingArguments(output_dir=str(out / f"hf-{mode}"), report_to="none", use_cpu=True, seed=0,
+                             learning_rate=5e-4, disable_tqdm=True, dataloader_num_workers=0, **settings)
+    ends = StepEnds()
+    prenet = None if mode == "none" else Switched(report_path=out / f"hf-{mode}" / "report.json", print_report=False)
+    trainer = Trainer(model=model, args=args, train_dataset=train, eval_dataset=evaluation,
+                      callbacks=[ends] + ([prenet] if prenet else []))
+    start = time.perf_counter()
+    trainer.train()
+    own = prenet.report.actual["own_time"] if prenet else {}
+    return {"mode": mode, "median_step_ms": round(statistics.median(ends.intervals[60:]) * 1e3, 3),
+            "own_per_batch_us": own.get("per_batch_us"), "fit_s": round(time.perf_counter() - start, 3)}
+
+
+def three_way(fit: Callable[[str, Path], dict], rounds: int, out: Path) -> dict:
+    """A discarded warm-up run without PreNeT (lazy imports, the allocator), then ``rounds`` x (quiet, full, none),
+    the order rotating round by round."""
+    fit("none", out)
     orders = [("quiet", "full", "none"), ("none", "full", "quiet"), ("full", "quiet", "none")]
     runs = []
-    for k in range(args.rounds):
+    for k in range(rounds):
         for mode in orders[k % len(orders)]:
-            runs.append(lightning_fit(mode, out))
+            runs.append(fit(mode, out))
             print(runs[-1], flush=True)
     summary = {mode: {key: statistics.median(r[key] for r in runs if r["mode"] == mode)
                       for key in ("median_step_ms", "fit_s") + (("own_per_batch_us",) if mode != "none" else ())}
                for mode in ("quiet", "full", "none")}
-    return {"workload": "lstm_val_every_epoch (2 epochs)", "summary": summary, "runs": runs}
+    return {"summary": summary, "runs": runs}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,14 +163,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--out", default="/tmp/prenet-quiet-steps")
     parser.add_argument("--lightning", action="store_true", help="overhead.py's Lightning workload instead")
+    parser.add_argument("--hf", action="store_true", help="a Hugging Face Trainer workload instead (needs the extra)")
     parser.add_argument("--json", default=str(ROOT / "benchmarks/results/quiet_steps_ab.json"))
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if args.lightning:
-        result = write_result(args.json, "quiet_steps_ab", argv, **lightning_main(args, out))
+    if args.lightning or args.hf:
+        workload = "lstm_val_every_epoch (2 epochs)" if args.lightning else \
+            f"causal_lm_eval_steps_checkpoints (scale {HF_SCALE})"
+        result = write_result(args.json, "quiet_steps_ab", argv, workload=workload,
+                              **three_way(lightning_fit if args.lightning else trainer_fit, args.rounds, out))
         print(json.dumps(result["summary"], indent=1))
         return 0
     runs = []

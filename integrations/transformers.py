@@ -11,7 +11,8 @@ cycle), ``on_substep_end`` closes a micro-batch, ``on_pre_optimizer_step`` / ``o
 frame the optimizer step. A forward hook on the model marks where backward begins. Evaluations
 and checkpoint saves are told apart by the flags the Trainer's `DefaultFlowCallback` has set by
 the time a user callback's ``on_step_end`` / ``on_epoch_end`` runs (``should_evaluate``,
-``should_save``), and end at ``on_evaluate`` / ``on_save``.
+``should_save``), and end at ``on_evaluate`` / ``on_save``. Between the session's events, a step without
+accumulation only keeps the time it ended (`prenet_callbacks.session.quiet_steps`).
 
 The Trainer passes its callbacks no handle on itself (``args, state, control, model, optimizer,
 ...``). This one needs it, to read the evaluation datasets and to hand ``prenet/*`` metrics to the
@@ -151,6 +152,7 @@ class PreNeTTrainerCallback(TrainerCallback):
         self._eval_datasets = 1
         self._sanity = False            # the evaluation before training (eval_on_start)
         self._save_after_eval = False   # save_strategy="best": a save may follow an evaluation
+        self._last_step = -1            # the global step of the last step end the session saw or kept
 
     @property
     def report(self):  # noqa: ANN201 - `Report`
@@ -246,6 +248,9 @@ class PreNeTTrainerCallback(TrainerCallback):
         if args.eval_on_start:
             self._sanity = True
             session.validation_start(sanity=True)
+        self._last_step = int(state.global_step)
+        # quiet steps without accumulation only: a cycle's micro-batch ends are the session's events
+        session.quiet.enabled = plan.accumulate == 1
 
     def _note_limitations(self, args: Any, plan: TrainerPlan, trainer: Any) -> None:
         found = []
@@ -280,8 +285,16 @@ class PreNeTTrainerCallback(TrainerCallback):
         if self._training:
             self.session.train_epoch_start()
 
-    @_trainer_event
+    # Between the session's events (`prenet_callbacks.session.quiet_steps`) a step asks nothing of the session but the
+    # time it ended: its start and its optimizer step return at once (a quiet step's phases are not timed), and its
+    # end keeps its time for the session to replay before its next event. Every event the Trainer calls through
+    # the guard ends such a stretch, so these three test for it first.
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if not self.session.quiet.left:
+            self._step_begin(args, state, control, **kwargs)
+
+    @_trainer_event
+    def _step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._training:
             self._open_batch()
 
@@ -294,14 +307,35 @@ class PreNeTTrainerCallback(TrainerCallback):
             session.batch_end(stepped=False)
             self._open_batch()  # the next micro-batch is already fetched: its compute starts now
 
-    @_trainer_event
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if not self.session.quiet.left:
+            self._pre_optimizer_step(args, state, control, **kwargs)
+
+    @_trainer_event
+    def _pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._training:
             self.session.after_backward()
             self.session.before_optimizer_step()
 
-    @_trainer_event
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        quiet = self.session.quiet
+        if quiet.left:
+            try:
+                step = state.global_step
+                # the step after the last one seen, and nothing for the session after it (a log with prenet/*
+                # metrics, an evaluation, a save, the end)
+                if (step == self._last_step + 1
+                        and not (control.should_evaluate or control.should_save or control.should_training_stop
+                                 or (control.should_log and self.session.config.metrics_every_n_steps is None))
+                        and quiet.take(step)):
+                    self._last_step = step
+                    return
+            except Exception:  # noqa: BLE001 - never the user's problem: the guarded full path takes the step
+                quiet.stop()
+        self._step_end(args, state, control, **kwargs)
+
+    @_trainer_event
+    def _step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if not self._training:
             return
         session = self.session
@@ -312,7 +346,8 @@ class PreNeTTrainerCallback(TrainerCallback):
             session.facts.set_memory_account(memory_account(wrapped or self._model, [] if wrapped else [self._optimizer],
                                                       world=int(args.world_size or 1)))
         self._open = False
-        session.batch_end(stepped=True, global_step=int(state.global_step))
+        self._last_step = int(state.global_step)
+        session.batch_end(stepped=True, global_step=self._last_step)
         if self._forward_hook is not None:
             self._forward_hook.follow(session.phase_marks and not session.guard.disabled)
         self._before_log_save_evaluate(control)

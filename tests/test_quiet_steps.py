@@ -197,3 +197,85 @@ def test_a_failure_on_the_quiet_path_falls_back_to_the_full_one(tmp_path):
     assert broken
     report = tracker.close()
     assert report.actual["steps"] == 200 and tracker.run.session.done_steps == 200
+
+
+def hf_run(tmp_path, *, quiet: bool, break_clock: bool = False) -> "object":
+    """A Trainer run of 3 epochs x 100 steps, evaluation every 70 steps, logging every 25, a save each epoch
+    (``break_clock``: the quiet path's clock raises from the first quiet step on)."""
+    pytest.importorskip("transformers", reason="the transformers extra is not installed")
+    from prenet_callbacks import PreNeTTrainerCallback
+    from tests.hf_helpers import Samples, TinyRegressor, trainer
+
+    clock = StepClock()
+
+    class Timed(TinyRegressor):
+        calls = 0
+
+        def forward(self, x, labels=None):
+            if self.training:
+                Timed.calls += 1
+                clock.now += 0.010 + 0.001 * (Timed.calls % 7) + (0.02 if Timed.calls % 53 == 0 else 0.0)
+            else:
+                clock.now += 0.004
+            return super().forward(x, labels)
+
+    class OnClock(PreNeTTrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            super().on_train_begin(args, state, control, **kwargs)
+            self.session.now = clock
+            self.session.fit_start_time = clock.now
+            self.session.quiet.enabled = self.session.quiet.enabled and quiet
+            replay_one, self.replayed = self.session.quiet.replay_one, []
+            self.session.quiet.replay_one = lambda at, step: (self.replayed.append(step), replay_one(at, step))
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if break_clock and self.session.quiet.left:
+                self.broken = self.session.quiet.clock = lambda: 1 / 0
+            super().on_step_end(args, state, control, **kwargs)
+
+    callback = OnClock(report_path=tmp_path / f"h{int(quiet)}.json", **{k: v for k, v in FAST.items()
+                                                                         if k not in ("metrics_every_n_steps", "html")})
+    trainer(tmp_path / f"out{int(quiet)}", [callback], train=Samples(400), eval_dataset=Samples(12), model=Timed(),
+            num_train_epochs=3, eval_strategy="steps", eval_steps=70, logging_steps=25, save_strategy="epoch").train()
+    return callback
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_a_trainer_run_replays_its_quiet_steps_to_the_same_measurements(tmp_path):
+    full, quiet = hf_run(tmp_path, quiet=False), hf_run(tmp_path, quiet=True)
+    assert not full.replayed and len(quiet.replayed) > 150    # most steps after the first prediction were kept
+    for callback in (full, quiet):
+        assert callback.session.done_steps == 300
+    m_full, m_quiet = full.session.measurements, quiet.session.measurements
+    assert (m_quiet.batch.recent, m_quiet.batch.count, m_quiet.batch.total) == \
+        (m_full.batch.recent, m_full.batch.count, m_full.batch.total)
+    assert m_quiet.validation_run.recent == m_full.validation_run.recent
+    assert [p["at_step"] for p in quiet.report.predictions] == [p["at_step"] for p in full.report.predictions]
+    assert quiet.report.actual == {**full.report.actual, "own_time": quiet.report.actual["own_time"]}
+    assert not quiet.session.quiet.ends and not quiet.session.quiet.enabled
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_a_trainer_with_accumulation_takes_the_full_path(tmp_path):
+    pytest.importorskip("transformers", reason="the transformers extra is not installed")
+    from prenet_callbacks import PreNeTTrainerCallback
+    from tests.hf_helpers import trainer
+
+    seen = []
+
+    class Watch(PreNeTTrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            seen.append(self.session.quiet.enabled)
+            super().on_step_end(args, state, control, **kwargs)
+
+    callback = Watch(report_path=tmp_path / "r.json", **{k: v for k, v in FAST.items() if k != "html"})
+    trainer(tmp_path / "out", [callback], gradient_accumulation_steps=2).train()
+    assert seen and not any(seen)
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_a_failure_on_a_trainer_quiet_step_falls_back_to_the_full_path(tmp_path):
+    callback = hf_run(tmp_path, quiet=True, break_clock=True)
+    assert callback.broken and not callback.replayed          # every step after the break went the full way
+    assert callback.session.done_steps == 300 and callback.report.actual["steps"] == 300
+    assert not callback.session.guard.disabled

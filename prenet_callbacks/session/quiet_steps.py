@@ -15,10 +15,10 @@ failure, the end) ends the quiet stretch: the next step takes the full path. A h
 the page-fault count, where one is due inside a stretch, is read at the replay instead of at that batch end (a count
 of the same faults, read a few steps later).
 
-A `Tracker` with a model and no ``accelerator`` and `PreNeTCallback` use it (`enabled`), on a host-timed device (a
-GPU run records events on the device at every batch end). The Hugging Face callback does not: the `Trainer` calls
-three of its events, each through the guard, on every step. A step in which torch.compile compiled takes the full
-path.
+A `Tracker` with a model and no ``accelerator``, `PreNeTCallback`, and `PreNeTTrainerCallback` without gradient
+accumulation use it (`enabled`), on a host-timed device (a GPU run records events on the device at every batch end).
+The `Trainer` calls three events a step (its start, its optimizer step, its end): on a quiet step the first two return
+at once and the end keeps its time. A step in which torch.compile compiled takes the full path.
 """
 from __future__ import annotations
 
