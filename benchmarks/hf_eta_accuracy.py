@@ -166,7 +166,8 @@ def main_for(benchmark: str, script: str, workloads: dict[str, Any], run: Callab
     summary = summarise(rows)
     print(json.dumps(summary, indent=1))
     command = (f"python benchmarks/{Path(script).name}" + (f" --scale {args.scale}" if args.scale != 1.0 else "")
-               + (f" --repeats {args.repeats}" if args.repeats != 1 else ""))
+               + (f" --repeats {args.repeats}" if args.repeats != 1 else "")
+               + (f" --only {' '.join(args.only)}" if args.only else ""))
     result = {"benchmark": benchmark, "command": command, "date": time.strftime("%Y-%m-%d %H:%M"),
               "machine": _machine(), "threads": int(os.environ.get("PRENET_BENCH_THREADS", "1")),
               "summary": summary, "runs": rows}

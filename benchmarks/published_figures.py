@@ -2439,6 +2439,12 @@ QUOTES += [
       F(QUIET_L + "quiet_steps_ab_hf.json", "summary.quiet.median_step_ms", num(2)),
       F(QUIET_L + "quiet_steps_ab_hf.json", "summary.full.median_step_ms", num(2)),
       F(QUIET_L + "quiet_steps_ab_hf.json", "summary.none.median_step_ms", num(2))),
+    Q(OVERHEAD, "the first prediction {}% and {}% off at the\nrun's pace (raw {}% and {}%, pace x{} and x{})",
+      *(F(QUIET_L + "hf_eta_accuracy_quiet_steps.json", lambda d, i=i: abs(d["runs"][i]["first_error_at_pace"]),
+          Fmt(1, 100)) for i in (0, 1)),
+      *(F(QUIET_L + "hf_eta_accuracy_quiet_steps.json", lambda d, i=i: d["runs"][i]["first_error"], Fmt(1, 100, sign=True))
+        for i in (0, 1)),
+      *(F(QUIET_L + "hf_eta_accuracy_quiet_steps.json", lambda d, i=i: d["runs"][i]["pace"], num(3)) for i in (0, 1))),
     Q(OVERHEAD, "rose from {} to {} ms, the next fell from {} to {})",
       *(F(QUIET_L + "quiet_steps_ab_hf.json", lambda d, i=i: d["runs"][i]["median_step_ms"], num(2))
         for i in (3, 5, 6, 8))),

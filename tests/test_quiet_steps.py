@@ -167,10 +167,16 @@ def lightning_run(tmp_path, *, quiet: bool) -> "object":
 
 
 def test_a_lightning_fit_replays_its_quiet_batches_to_the_same_measurements(tmp_path):
-    full, quiet = lightning_run(tmp_path, quiet=False), lightning_run(tmp_path, quiet=True)
-    assert not full.replayed and len(quiet.replayed) > 120    # most batches after the first prediction were kept
+    assert_replayed_alike(lightning_run(tmp_path, quiet=False), lightning_run(tmp_path, quiet=True), steps=260,
+                          kept_at_least=120)
+
+
+def assert_replayed_alike(full, quiet, *, steps: int, kept_at_least: int) -> None:
+    """A callback's run both ways on one clock: most steps after the first prediction kept and replayed, and the same
+    batch estimator, validation, predictions and actual block (PreNeT's own time aside)."""
+    assert not full.replayed and len(quiet.replayed) > kept_at_least
     for callback in (full, quiet):
-        assert callback.session.done_steps == 260
+        assert callback.session.done_steps == steps
     m_full, m_quiet = full.session.measurements, quiet.session.measurements
     assert (m_quiet.batch.recent, m_quiet.batch.count, m_quiet.batch.total) == \
         (m_full.batch.recent, m_full.batch.count, m_full.batch.total)
@@ -242,17 +248,7 @@ def hf_run(tmp_path, *, quiet: bool, break_clock: bool = False) -> "object":
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")
 def test_a_trainer_run_replays_its_quiet_steps_to_the_same_measurements(tmp_path):
-    full, quiet = hf_run(tmp_path, quiet=False), hf_run(tmp_path, quiet=True)
-    assert not full.replayed and len(quiet.replayed) > 150    # most steps after the first prediction were kept
-    for callback in (full, quiet):
-        assert callback.session.done_steps == 300
-    m_full, m_quiet = full.session.measurements, quiet.session.measurements
-    assert (m_quiet.batch.recent, m_quiet.batch.count, m_quiet.batch.total) == \
-        (m_full.batch.recent, m_full.batch.count, m_full.batch.total)
-    assert m_quiet.validation_run.recent == m_full.validation_run.recent
-    assert [p["at_step"] for p in quiet.report.predictions] == [p["at_step"] for p in full.report.predictions]
-    assert quiet.report.actual == {**full.report.actual, "own_time": quiet.report.actual["own_time"]}
-    assert not quiet.session.quiet.ends and not quiet.session.quiet.enabled
+    assert_replayed_alike(hf_run(tmp_path, quiet=False), hf_run(tmp_path, quiet=True), steps=300, kept_at_least=150)
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")
