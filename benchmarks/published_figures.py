@@ -2445,6 +2445,16 @@ QUOTES += [
       *(F(QUIET_L + "hf_eta_accuracy_quiet_steps.json", lambda d, i=i: d["runs"][i]["first_error"], Fmt(1, 100, sign=True))
         for i in (0, 1)),
       *(F(QUIET_L + "hf_eta_accuracy_quiet_steps.json", lambda d, i=i: d["runs"][i]["pace"], num(3)) for i in (0, 1))),
+    *(Q(OVERHEAD, text, F(QUIET_L + name, lambda d: _l22(d)["fit_ratio_median"], num(3)),
+        F(QUIET_L + name, lambda d: min(_l22(d)["fit_ratio_per_pair"]), num(3)),
+        F(QUIET_L + name, lambda d: max(_l22(d)["fit_ratio_per_pair"]), num(3)),
+        F(QUIET_L + name, lambda d: _l22(d)["own_time_share_median"], Fmt(2, 100)))
+      for name, text in (("hf_overhead_trainer_6pairs.json", "x{} over six pairs ({} to {}), own time {}%"),
+                         ("hf_overhead_loop_8pairs.json", "x{} over eight pairs ({} to {}), own time {}%"))),
+    Q(OVERHEAD, "the GPT-2 `Trainer` ({} s a run without PreNeT)",
+      F(QUIET_L + "hf_overhead_trainer_6pairs.json", lambda d: _l22(d)["fit_s_without_median"], INT)),
+    Q(OVERHEAD, "the loop\n({} s a run) x",
+      F(QUIET_L + "hf_overhead_loop_8pairs.json", lambda d: _l22(d)["fit_s_without_median"], INT)),
     Q(OVERHEAD, "rose from {} to {} ms, the next fell from {} to {})",
       *(F(QUIET_L + "quiet_steps_ab_hf.json", lambda d, i=i: d["runs"][i]["median_step_ms"], num(2))
         for i in (3, 5, 6, 8))),
