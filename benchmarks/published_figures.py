@@ -570,6 +570,8 @@ HELD_1204 = BAND_DIR + "eta_protocol_held_out_2026-12-04.json"
 DEV_1206 = BAND_DIR + "eta_protocol_development_2026-12-06.json"
 DEV_1206_R2 = BAND_DIR + "eta_protocol_development_2026-12-06_r2.json"   # with the DeepSpeed fits, at the new allowance
 DRIFT_CHOICE = BAND_DIR + "band_drift_choice.json"
+QUIET_HELD = RESULTS + "issue39_quiet/eta_protocol_held_out_quiet_steps.json"   # a regression check of the quiet steps
+MISSED = ("ho_hf_gru_lm_eval_steps", "ds_transformer_zero1")                   # its two fits outside their band
 BAND_PARTS = ("pace_drift", "train_rate", "validation", "checkpoints", "epoch_boundaries", "allocator")
 
 
@@ -702,6 +704,15 @@ QUOTES += [
     Q(ACCURACY, "| development, a fourth repeat with DeepSpeed, at the new allowance "
                 "(`issue39_band/eta_protocol_development_2026-12-06_r2.json`) | "
                 "{} x {} " + ROW + " {}% / {}% / {}% / {}% / {}% / {}% | {} |", *protocol_row("development", DEV_1206_R2)),
+    Q(ACCURACY, "| held-out, a regression check after the quiet steps (`issue39_quiet/eta_protocol_held_out_quiet_steps.json`) | "
+                "{} x {} " + ROW + " {}% / {}% / {}% / {}% / {}% / {}% | {} |", *protocol_row("held_out", QUIET_HELD)),
+    Q(ACCURACY, "the two during which the machine slowed by {}% and {}% (pace x{} for the HF\nGRU, x{} for the DeepSpeed "
+                "transformer, the latter on a path the change does not touch); at the run's pace their\nfirst predictions "
+                "were {}% and {}% off the wall time.",
+      *(F(QUIET_HELD, lambda d, w=w: next(r["pace"] for r in d["runs"] if r["workload"] == w) - 1, PCT0) for w in MISSED),
+      *(F(QUIET_HELD, lambda d, w=w: next(r["pace"] for r in d["runs"] if r["workload"] == w), num(3)) for w in MISSED),
+      *(F(QUIET_HELD, lambda d, w=w: abs(next(r["wall_error_at_pace"] for r in d["runs"] if r["workload"] == w)), PCT1)
+        for w in MISSED)),
     Q(ACCURACY, "(it left the choice unchanged: {} of its {} runs held)",
       F(DEV_1206_R2, "splits.development.wall_in_band", INT), F(DEV_1206_R2, "splits.development.runs", INT)),
     Q(ACCURACY, "That standard deviation, `_HOST_DRIFT`, had been {}%",
