@@ -42,6 +42,7 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
     torch.set_num_threads(int(os.environ.get("PRENET_BENCH_THREADS", "1")))
     import lightning.pytorch as pl
 
+    from benchmarks.eta_summary import save_figures
     from benchmarks.heldout_workloads import LIGHTNING as HELD_OUT
     from benchmarks.pace import total_at_pace
     from benchmarks.workloads import WORKLOADS, build_trainer
@@ -130,6 +131,7 @@ def run_one(name: str, out_dir: str) -> dict[str, Any]:
         # what the first prediction's validation estimate rested on, and what validation runs then cost:
         # `benchmarks/validation_rules.py` scores candidate rules on these
         "validation_inputs": inputs,
+        "saves": save_figures(report),
     }
 
 

@@ -16,6 +16,23 @@ from typing import Any
 BAND_PARTS = ("pace_drift", "train_rate", "validation", "checkpoints", "epoch_boundaries", "allocator")
 
 
+def save_figures(report: Any) -> dict[str, Any]:
+    """What the first prediction assumed a checkpoint file costs and what the run's files cost: its planned saves,
+    files measured (their mean), the model's state bytes (parameters and optimizer), the first prediction's
+    per-file figure and checkpoint seconds, and the run's (``benchmarks/save_cost_choice.py`` reads them)."""
+    first = report.first_prediction
+    files = report.measured.get("checkpoint") or {}
+    memory = report.measured.get("memory") or {}
+    state = sum(float(memory.get(key) or 0.0) for key in ("params_bytes", "optimizer_bytes"))
+    return {"framework_saves": report.plan.get("checkpoint_saves"),
+            "files_per_save": [c.get("files_per_save") for c in report.plan.get("checkpoints") or []],
+            "checkpoint_files": files.get("files"), "checkpoint_file_s": files.get("mean_s"),
+            "state_bytes": state or None,
+            "first_checkpoint_file_s": (first.get("rates") or {}).get("checkpoint_file_s"),
+            "first_checkpoints_s": first["breakdown"].get("checkpoints_s"),
+            "checkpoints_actual_s": (report.actual.get("breakdown") or {}).get("checkpoints_s")}
+
+
 def user_wall_figures(row: dict[str, Any]) -> dict[str, Any]:
     """The first prediction against the wall time the user sees, from the row a benchmark's builder wrote."""
     actual = row.get("actual_fit_s") or row["actual_s"]

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def eta_row(name: str, description: str, result: dict[str, Any]) -> dict[str, Any]:
     """PreNeT's first prediction and the progress bar's ETA at the same step, against the actual time."""
+    from benchmarks.eta_summary import save_figures
     from benchmarks.pace import total_at_pace
 
     report = result["report"]
@@ -64,6 +65,7 @@ def eta_row(name: str, description: str, result: dict[str, Any]) -> dict[str, An
         "last_refinement_error": round(report.predictions[-1]["predicted_total_s"] / actual - 1, 4),
         "predictions": len(report.predictions),
         "first_note": first.get("note"),  # what the first prediction warned of (a forecast slowdown, the allocator)
+        "saves": save_figures(report),
     }
 
 

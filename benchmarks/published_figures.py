@@ -572,6 +572,9 @@ DEV_1206_R2 = BAND_DIR + "eta_protocol_development_2026-12-06_r2.json"   # with 
 DRIFT_CHOICE = BAND_DIR + "band_drift_choice.json"
 QUIET_HELD = RESULTS + "issue39_quiet/eta_protocol_held_out_quiet_steps.json"   # a regression check of the quiet steps
 MISSED = ("ho_hf_gru_lm_eval_steps", "ds_transformer_zero1")                   # its two fits outside their band
+SAVES_DIR = RESULTS + "issue39_saves/"   # the checkpoint constant's choice (2026-12-06)
+SAVES_DEV, SAVES_HELD = SAVES_DIR + "eta_protocol_development_saves.json", SAVES_DIR + "eta_protocol_held_out_saves.json"
+SAVES_CHOICE = SAVES_DIR + "save_cost_choice.json"
 BAND_PARTS = ("pace_drift", "train_rate", "validation", "checkpoints", "epoch_boundaries", "allocator")
 
 
@@ -713,6 +716,49 @@ QUOTES += [
       *(F(QUIET_HELD, lambda d, w=w: next(r["pace"] for r in d["runs"] if r["workload"] == w), num(3)) for w in MISSED),
       *(F(QUIET_HELD, lambda d, w=w: abs(next(r["wall_error_at_pace"] for r in d["runs"] if r["workload"] == w)), PCT1)
         for w in MISSED)),
+    Q(ACCURACY, "| held-out, after the checkpoint constant's choice (`issue39_saves/eta_protocol_held_out_saves.json`) | "
+                "{} x {} " + ROW + " {}% / {}% / {}% / {}% / {}% / {}% | {} |", *protocol_row("held_out", SAVES_HELD)),
+    Q(ACCURACY, "`benchmarks/results/issue39_saves/eta_protocol_development_saves.json`, {} of {} in band, at the run's pace "
+                "{}%\nmedian and {}% worst)",
+      F(SAVES_DEV, "splits.development.wall_in_band", INT), F(SAVES_DEV, "splits.development.runs", INT),
+      F(SAVES_DEV, "splits.development.wall_error_at_pace.median_abs"),
+      F(SAVES_DEV, "splits.development.wall_error_at_pace.worst_abs")),
+    Q(ACCURACY, "over the {} fits that priced files\nwith the constants (`python benchmarks/save_cost_choice.py`, "
+                "`issue39_saves/save_cost_choice.json`): {} ms a file at\n{} MB/s. On those fits the part's worst error "
+                "falls from {}% of the run to {}% (median {}% -> {}%).",
+      F(SAVES_CHOICE, "figures.chosen.development.runs", INT),
+      F(SAVES_CHOICE, "chosen_overhead_s", Fmt(0, 1000)), F(SAVES_CHOICE, lambda d: d["chosen_rate"] / 1e6, INT),
+      *(F(SAVES_CHOICE, f"figures.{side}.development.{stat}", Fmt(2, 100))
+        for stat in ("worst_abs", "median_abs") for side in ("before", "chosen"))),
+    Q(ACCURACY, "at the run's pace {}% median and {}% worst, where the check before it had {}% and {}%; the GRU {}%.",
+      F(SAVES_HELD, "splits.held_out.wall_error_at_pace.median_abs"),
+      F(SAVES_HELD, "splits.held_out.wall_error_at_pace.worst_abs"),
+      F(QUIET_HELD, "splits.held_out.wall_error_at_pace.median_abs"),
+      F(QUIET_HELD, "splits.held_out.wall_error_at_pace.worst_abs"),
+      F(SAVES_HELD, lambda d: next(r["wall_error_at_pace"] for r in d["runs"]
+                                   if r["workload"] == "ho_bigru_sgd_checkpoints"), SPCT1)),
+    Q(ACCURACY, "Its {} fits that priced files: the part's worst error\n{}% of the run, against {}% at the old constant "
+                "(medians {}% and {}%).",
+      F(SAVES_CHOICE, "figures.chosen.held_out.runs", INT),
+      F(SAVES_CHOICE, "figures.chosen.held_out.worst_abs", Fmt(2, 100)),
+      F(SAVES_CHOICE, "figures.before.held_out.worst_abs", Fmt(2, 100)),
+      F(SAVES_CHOICE, "figures.chosen.held_out.median_abs", Fmt(2, 100)),
+      F(SAVES_CHOICE, "figures.before.held_out.median_abs", Fmt(2, 100))),
+    Q(ACCURACY, "the\nDeepSpeed MLP that the machine slowed by {}% (pace x{}; {}% off at the run's pace)",
+      F(SAVES_HELD, lambda d: next(r["pace"] for r in d["runs"] if r["workload"] == "ds_mlp_zero2_accumulate") - 1, PCT0),
+      F(SAVES_HELD, lambda d: next(r["pace"] for r in d["runs"] if r["workload"] == "ds_mlp_zero2_accumulate"), num(3)),
+      F(SAVES_HELD, lambda d: abs(next(r["wall_error_at_pace"] for r in d["runs"]
+                                       if r["workload"] == "ds_mlp_zero2_accumulate")), PCT1)),
+    Q(ACCURACY, "The development fits' files took {}\nms (a loop's {} MB of state) to {} ms (a Lightning MLP's {} MB), "
+                "and {}-{} ms for the `Trainer`'s {} MB",
+      F(SAVES_CHOICE, lambda d: min(r["file_s"] for r in d["development"]), Fmt(1, 1000)),
+      F(SAVES_CHOICE, lambda d: min(d["development"], key=lambda r: r["file_s"])["state_bytes"] / 1e6, num(1)),
+      F(SAVES_CHOICE, lambda d: max(r["file_s"] for r in d["development"]), Fmt(1, 1000)),
+      F(SAVES_CHOICE, lambda d: max(d["development"], key=lambda r: r["file_s"])["state_bytes"] / 1e6, INT),
+      *(F(SAVES_CHOICE, lambda d, pick=pick: pick(r["file_s"] for r in d["development"] if r["framework"] == "hf"),
+          Fmt(1, 1000)) for pick in (min, max)),
+      F(SAVES_CHOICE, lambda d: next(r["state_bytes"] for r in d["development"] if r["framework"] == "hf") / 1e6,
+        num(1))),
     Q(ACCURACY, "(it left the choice unchanged: {} of its {} runs held)",
       F(DEV_1206_R2, "splits.development.wall_in_band", INT), F(DEV_1206_R2, "splits.development.runs", INT)),
     Q(ACCURACY, "That standard deviation, `_HOST_DRIFT`, had been {}%",

@@ -24,9 +24,12 @@ from prenet_callbacks.forecast.plan import RunPlan
 
 from prenet_callbacks.forecast.eta_validation import UNCERTAINTY as _UNCERTAINTY, validation_estimate, validation_uncertainty
 
-# Before a save has been timed: bytes of state over a modest disk write speed, plus fixed cost.
+# Before a save has been timed, a checkpoint file costs the framework's fixed work around it plus the state's bytes
+# at a modest disk write speed. Both were chosen on the development split of the ETA protocol by the worst error
+# of the first prediction's checkpoint part (`benchmarks/save_cost_choice.py`, 15 fits of 2026-12-06 with saves,
+# `benchmarks/results/issue39_saves/`): 5 ms a file (it was 20 ms, 4x what the fits' small files took), 400 MB/s.
 _ASSUMED_WRITE_BYTES_PER_S = 400e6
-_ASSUMED_SAVE_OVERHEAD_S = 0.02
+_ASSUMED_SAVE_OVERHEAD_S = 0.005
 # Drift allowance of the remaining time, one standard deviation: the machine's pace over the rest of the
 # run against the few steps measured (thermal, other tenants, data cache warming). A GPU's device-timed
 # steps keep their pace; a host-timed run on a shared CPU does not. `_HOST_DRIFT` is the smallest allowance
