@@ -17,14 +17,15 @@ BAND_PARTS = ("pace_drift", "train_rate", "validation", "checkpoints", "epoch_bo
 
 
 def save_figures(report: Any) -> dict[str, Any]:
-    """What the first prediction assumed a checkpoint file costs and what the run's files cost: its planned saves,
-    files measured (their mean), the model's state bytes (parameters and optimizer), the first prediction's
-    per-file figure and checkpoint seconds, and the run's (``benchmarks/save_cost_choice.py`` reads them)."""
+    """What the first prediction assumed a checkpoint file costs and what the run's files cost: the files the plan
+    holds (and per save), files measured (their mean), the model's state bytes (parameters and optimizer), the first
+    prediction's per-file figure and checkpoint seconds, and the run's (``benchmarks/save_cost_choice.py`` reads
+    them)."""
     first = report.first_prediction
     files = report.measured.get("checkpoint") or {}
     memory = report.measured.get("memory") or {}
     state = sum(float(memory.get(key) or 0.0) for key in ("params_bytes", "optimizer_bytes"))
-    return {"framework_saves": report.plan.get("checkpoint_saves"),
+    return {"planned_files": report.plan.get("checkpoint_saves"),
             "files_per_save": [c.get("files_per_save") for c in report.plan.get("checkpoints") or []],
             "checkpoint_files": files.get("files"), "checkpoint_file_s": files.get("mean_s"),
             "state_bytes": state or None,
