@@ -147,11 +147,12 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"workloads": table, "rules": summary}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", nargs="*", help="eta_accuracy result files (default: validation and default sets)")
-    parser.add_argument("--json", help="write the table here (default: benchmarks/results/validation_rules.json)")
-    args = parser.parse_args()
+    parser.add_argument("--json", help="write the table here (default: benchmarks/results/validation_rules.json, "
+                                       "for the default result files only)")
+    args = parser.parse_args(argv)
     files = [Path(p) for p in args.results] or [p for p in DEFAULT_RESULTS if p.exists()]
     rows = [row for f in files for row in json.loads(f.read_text())["runs"]]
     result = score(rows)
@@ -163,9 +164,14 @@ def main() -> None:
         print(f"{e['workload'][:44]:44s} {e['eval_train_batch_ratio']:5.2f} {e['measured_per_run_s']:7.3f} {cells}")
     for key in ("median_abs_error_at_pace", "worst_abs_error_at_pace", "median_abs_error", "worst_abs_error"):
         print(f"{key:58s} " + " ".join(f"{result['rules'][n][key]:14.1%}" for n in names))
+    if args.results and not args.json:
+        # the committed table scores the default files: other files are only printed unless told where to write
+        print("(not written: other result files than the default ones; pass --json OUT to keep the table)")
+        return
     out = Path(args.json or ROOT / "benchmarks/results/validation_rules.json")
+    named = " ".join(str(f.relative_to(ROOT)) if f.is_relative_to(ROOT) else str(f) for f in files)
     out.write_text(json.dumps({"benchmark": "validation_rules", "command": "python benchmarks/validation_rules.py "
-                               + " ".join(str(f.relative_to(ROOT)) if f.is_relative_to(ROOT) else str(f) for f in files),
+                               + named + (f" --json {args.json}" if args.json else ""),
                                **result}, indent=1) + "\n")
 
 

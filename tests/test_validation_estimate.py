@@ -158,3 +158,22 @@ def test_without_a_sanity_check_the_replay_comes_before_the_training_forward():
     assert estimate.per_run_s == pytest.approx(8 * (0.008 * 0.5 + 0.002 + 0.001 * 0.5))
     # the training forward (autograd, train-mode layers) stays a candidate the band reaches
     assert estimate.high_s == pytest.approx(8 * (0.02 * 0.5 + 0.001 * 0.5))
+
+
+def test_scoring_other_result_files_leaves_the_committed_table_alone(tmp_path, capsys):
+    """`benchmarks/validation_rules.py` on other files than its defaults prints its table and writes nothing unless
+    told where (it once overwrote the committed `validation_rules.json` with another split's scores)."""
+    from pathlib import Path
+
+    from benchmarks.validation_rules import main
+
+    root = Path(__file__).resolve().parents[1]
+    committed = root / "benchmarks/results/validation_rules.json"
+    before = committed.read_text()
+    source = root / "benchmarks/results/issue39_saves/eta_protocol_development_saves.json"
+    main([str(source)])
+    assert committed.read_text() == before
+    assert "not written" in capsys.readouterr().out
+    out = tmp_path / "rules.json"
+    main([str(source), "--json", str(out)])
+    assert "cnn_dropout_eval_4x_metrics" in out.read_text()
