@@ -91,11 +91,18 @@ def run_folds(gpus, fold_of, line) -> list[dict]:
     return rows
 
 
+def fold_arguments(argv: list[str] | None, description: str, gpus: tuple[str, ...],
+                   default_json: Path) -> argparse.Namespace:
+    """A leave-one-GPU-out benchmark's command line: the held-out GPUs (``--gpus``, default ``gpus``) and the result
+    file."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--gpus", nargs="*", default=list(gpus))
+    parser.add_argument("--json", default=str(default_json))
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gpus", nargs="*", default=list(GPUS))
-    parser.add_argument("--json", default=str(ROOT / "benchmarks/results/network_folds.json"))
-    args = parser.parse_args(argv)
+    args = fold_arguments(argv, __doc__.splitlines()[0], GPUS, ROOT / "benchmarks/results/network_folds.json")
     rows = run_folds(args.gpus, fold, lambda r: (
         f"{r['gpu']:16s} {r['class']:5s} {r['mode']:5s} {r['source']:9s} n={r['network']['n']:6d} "
         f"network {r['network']['mape']:.3f} (tw {r['network']['time_weighted']:.3f}) "

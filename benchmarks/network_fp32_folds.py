@@ -18,7 +18,6 @@ source. Nothing is fitted to these figures.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.network_folds import _errors, run_folds  # noqa: E402
+from benchmarks.network_folds import _errors, fold_arguments, run_folds  # noqa: E402
 from benchmarks.result_file import write_result  # noqa: E402
 from predictor_models.predictor import Predictor  # noqa: E402
 from predictor_models.predictor.bound import bound_seconds, matrix  # noqa: E402
@@ -91,10 +90,8 @@ def pooled(rows: list[dict], key: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gpus", nargs="*", default=list(GPUS))
-    parser.add_argument("--json", default=str(ROOT / "benchmarks/results/issue38_network_fp32/network_fp32_folds.json"))
-    args = parser.parse_args(argv)
+    args = fold_arguments(argv, __doc__.splitlines()[0], GPUS,
+                          ROOT / "benchmarks/results/issue38_network_fp32/network_fp32_folds.json")
     rows = run_folds(args.gpus, fold, lambda r: (
         f"{r['gpu']:16s} {r['class']:5s} {r['source']:9s} n={r['network']['n']:6d} network "
         f"{r['network']['mape']:.3f} +lag {r['network+lag']['mape']:.3f} (ratio {r['network+lag']['median_ratio']:.2f}) "

@@ -2483,21 +2483,17 @@ def _pooled_pairs(data: Any) -> float:
                              + _over(load(QUIET_L + "overhead_run2.json"))["fit_ratio_per_pair"])
 
 
+def three_way(name: str) -> tuple[F, ...]:
+    """A three-way `quiet_steps_ab.py` file's own time a batch (quiet, full) and median intervals (quiet, full, none)."""
+    return (*(F(QUIET_L + name, f"summary.{mode}.own_per_batch_us", num(1)) for mode in ("quiet", "full")),
+            *(F(QUIET_L + name, f"summary.{mode}.median_step_ms", num(2)) for mode in ("quiet", "full", "none")))
+
+
 QUOTES += [
     Q(OVERHEAD, "PreNeT's own time {} µs a batch against {};\nthe median interval between batch ends {} ms quiet, {} ms full, "
-                "{} ms without PreNeT.",
-      F(QUIET_L + "quiet_steps_ab_lightning.json", "summary.quiet.own_per_batch_us", num(1)),
-      F(QUIET_L + "quiet_steps_ab_lightning.json", "summary.full.own_per_batch_us", num(1)),
-      F(QUIET_L + "quiet_steps_ab_lightning.json", "summary.quiet.median_step_ms", num(2)),
-      F(QUIET_L + "quiet_steps_ab_lightning.json", "summary.full.median_step_ms", num(2)),
-      F(QUIET_L + "quiet_steps_ab_lightning.json", "summary.none.median_step_ms", num(2))),
+                "{} ms without PreNeT.", *three_way("quiet_steps_ab_lightning.json")),
     Q(OVERHEAD, "PreNeT's own time {} µs a batch against {}; the median interval between step ends {} ms quiet, {} ms\n"
-                "full, {} ms without PreNeT",
-      F(QUIET_L + "quiet_steps_ab_hf.json", "summary.quiet.own_per_batch_us", num(1)),
-      F(QUIET_L + "quiet_steps_ab_hf.json", "summary.full.own_per_batch_us", num(1)),
-      F(QUIET_L + "quiet_steps_ab_hf.json", "summary.quiet.median_step_ms", num(2)),
-      F(QUIET_L + "quiet_steps_ab_hf.json", "summary.full.median_step_ms", num(2)),
-      F(QUIET_L + "quiet_steps_ab_hf.json", "summary.none.median_step_ms", num(2))),
+                "full, {} ms without PreNeT", *three_way("quiet_steps_ab_hf.json")),
     Q(OVERHEAD, "the first prediction {}% and {}% off at the\nrun's pace (raw {}% and {}%, pace x{} and x{})",
       *(F(QUIET_L + "hf_eta_accuracy_quiet_steps.json", lambda d, i=i: abs(d["runs"][i]["first_error_at_pace"]),
           Fmt(1, 100)) for i in (0, 1)),

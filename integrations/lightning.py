@@ -248,19 +248,19 @@ class PreNeTCallback(*compat.lightning_classes("callbacks", "Callback")):  # typ
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         quiet = self.session.quiet
-        if quiet.left:
-            # between the session's events: a batch that stepped once, with nothing for the loggers, keeps its time
-            # only (`prenet_callbacks.session.quiet_steps`); the session replays it before its next event
-            try:
-                step = trainer.global_step
-                if (step == self._last_global_step + 1 and not trainer.should_stop
-                        and not (self.session.config.metrics_every_n_steps is None and _trainer_logs(trainer, step))
-                        and quiet.take(step)):
-                    self._last_global_step = step
-                    return
-            except Exception:  # noqa: BLE001 - never the user's problem: the guarded full path takes the batch
-                quiet.stop()
+        # between the session's events: a batch that stepped once, with nothing for the loggers, keeps its time only
+        # (`prenet_callbacks.session.quiet_steps`); the session replays it before its next event
+        if quiet.left and quiet.keep(lambda: self._quiet_step(trainer)):
+            self._last_global_step += 1
+            return
         self._train_batch_end(trainer, pl_module)
+
+    def _quiet_step(self, trainer: Any) -> int | None:
+        """The global step of a batch that may keep its time only, else None."""
+        step = trainer.global_step
+        quiet = (step == self._last_global_step + 1 and not trainer.should_stop
+                 and not (self.session.config.metrics_every_n_steps is None and _trainer_logs(trainer, step)))
+        return step if quiet else None
 
     @guarded_hook
     def _train_batch_end(self, trainer: Any, pl_module: Any) -> None:

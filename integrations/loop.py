@@ -193,14 +193,10 @@ class Tracker:
     def step(self) -> None:
         """One optimizer step has finished (call it right after ``optimizer.step()``)."""
         quiet = self._quiet
-        if quiet.left:   # between the session's events: only the time is kept
-            try:
-                if quiet.take(self.run.steps + 1):
-                    self.run.steps += 1
-                    self._open = self._forward_done = False
-                    return
-            except Exception:  # noqa: BLE001 - never the user's problem: the guarded full path takes the step
-                quiet.stop()
+        if quiet.left and quiet.keep(lambda: self.run.steps + 1):   # between the session's events: only the time
+            self.run.steps += 1
+            self._open = self._forward_done = False
+            return
         self._full_step()
 
     @_counted

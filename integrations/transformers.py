@@ -319,20 +319,19 @@ class PreNeTTrainerCallback(TrainerCallback):
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         quiet = self.session.quiet
-        if quiet.left:
-            try:
-                step = state.global_step
-                # the step after the last one seen, and nothing for the session after it (a log with prenet/*
-                # metrics, an evaluation, a save, the end)
-                if (step == self._last_step + 1
-                        and not (control.should_evaluate or control.should_save or control.should_training_stop
-                                 or (control.should_log and self.session.config.metrics_every_n_steps is None))
-                        and quiet.take(step)):
-                    self._last_step = step
-                    return
-            except Exception:  # noqa: BLE001 - never the user's problem: the guarded full path takes the step
-                quiet.stop()
+        if quiet.left and quiet.keep(lambda: self._quiet_step(state, control)):
+            self._last_step += 1
+            return
         self._step_end(args, state, control, **kwargs)
+
+    def _quiet_step(self, state: Any, control: Any) -> int | None:
+        """The global step of a step that may keep its time only: the step after the last one seen, with nothing
+        for the session after it (a log with prenet/* metrics, an evaluation, a save, the end); else None."""
+        step = state.global_step
+        quiet = (step == self._last_step + 1
+                 and not (control.should_evaluate or control.should_save or control.should_training_stop
+                          or (control.should_log and self.session.config.metrics_every_n_steps is None)))
+        return step if quiet else None
 
     @_trainer_event
     def _step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

@@ -1,5 +1,5 @@
-"""A `Tracker`'s quiet steps (`prenet_callbacks.session.quiet_steps`): kept between the session's events and replayed,
-the session records exactly what it records step by step."""
+"""Quiet steps of the `Tracker`, `PreNeTCallback` and `PreNeTTrainerCallback` (`prenet_callbacks.session.quiet_steps`):
+kept between the session's events and replayed, the session records exactly what it records step by step."""
 from __future__ import annotations
 
 import contextlib

@@ -53,7 +53,7 @@ class Containment:
         self.disabled = False
         self.failure: str | None = None
         self.cleanups: list[Callable[[], None]] = []
-        self.quiet: QuietSteps | None = None   # a Tracker's kept quiet steps: replayed before any event
+        self.quiet: QuietSteps | None = None   # an integration's kept quiet steps: replayed before any event
 
     def call(self, event: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``event(*args, **kwargs)`` guarded: nothing once the session stepped aside; an error in it makes the

@@ -280,7 +280,7 @@ class PredictionSession:
             self.log_metrics(self.done_steps)
         self._watch_subnormals()
         self._sample_phases()
-        if self.quiet.enabled:
+        if self.quiet.enabled and at is None:   # a replayed step's stretch is decided by the event that replays it
             self.quiet.allow(*self._quiet_ahead())
 
     def _replay_batch_end(self, at: float, global_step: int) -> None:

@@ -5,8 +5,8 @@ machine its pairs scatter by several percent, more than the effect it looks for.
 its own account: every event method of the session (`session.guard.guarded`) adds its wall time to
 `OwnTime` when it is the outermost PreNeT call on the stack (a nested event is already inside its
 caller's time), and the session marks the larger pieces inside them (closing the profiling window,
-predicting and projecting, the end) as parts. Two clock reads a call (~0.1 us each). A `Tracker`'s quiet steps
-(`quiet_steps`) add the time between the two clock reads that keep each one.
+predicting and projecting, the end) as parts. Two clock reads a call (~0.1 us each). An integration's quiet
+steps (`quiet_steps`) add the time between the two clock reads that keep each one.
 
 Not in the account: the framework's own cost of calling a hook (and an adapter's one-attribute check before
 a phase event on the steps between phase samples, `phase_sampling`), and the slower steps of the profiling
@@ -54,7 +54,7 @@ class OwnTime:
         self.calls += 1
 
     def add(self, seconds: float, calls: int) -> None:
-        """Seconds spent in ``calls`` calls timed elsewhere (a `Tracker`'s quiet steps, `quiet_steps`)."""
+        """Seconds spent in ``calls`` calls timed elsewhere (an integration's quiet steps, `quiet_steps`)."""
         self.total_s += seconds
         self.calls += calls
 

@@ -1,13 +1,13 @@
-"""Batch ends that only need their time read: a `Tracker` step between the session's events, kept and replayed.
+"""Batch ends that only need their time read: an integration's steps between the session's events, kept and replayed.
 
 After the first prediction, most optimizer steps of a run ask nothing of the session but the time their batch
 ended: no phase is marked (`measure.phase_sampling`), no refinement, metrics or window is due. Yet a step's full
-path (`PredictionSession.batch_end`, its guard and own-time account, the `Tracker`'s checks) costs ~50 us right
+path (`PredictionSession.batch_end`, its guard and own-time account, the integration's checks) costs ~50 us right
 after a real forward and backward, when the CPU's caches are cold for PreNeT's code: ~0.5% of a 10-ms CPU step.
 Reading the clock and keeping the time costs ~5 us.
 
 So after each full batch end the session says how many of the coming steps can only be such steps
-(`quiet_steps_ahead`), and the integration keeps those steps' end times (`QuietSteps.take`). The session replays
+(`quiet_steps_ahead`), and the integration keeps those steps' end times (`QuietSteps.keep`). The session replays
 them through its own `batch_end`, each with its own time, before anything else reaches it (every session event
 passes through `Containment.call`, which calls `QuietSteps.replay` first): what the session records is what it
 would have recorded step by step, only later. Any other event (a validation, a checkpoint, an epoch's start, a
@@ -23,7 +23,7 @@ at once and the end keeps its time. A step in which torch.compile compiled takes
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Optional
 
 
 class QuietSteps:
@@ -70,6 +70,19 @@ class QuietSteps:
         self.own_s += self.clock() - start
         self.ends.append((start, global_step))   # last: a step is kept only once all of it went through
         return True
+
+    def keep(self, step_if_quiet: Callable[[], Optional[int]]) -> bool:
+        """An integration's quiet path for a step that ended now: ``step_if_quiet()`` is its global step, or None when
+        the step is not quiet (the integration's own conditions). True when its time is kept. Nothing raises out of
+        here: whatever fails ends the stretch and returns False, and the integration's guarded full path takes the
+        step (never the user's problem, never counted twice: `take` keeps a step last). The caller checked
+        ``left``."""
+        try:
+            step = step_if_quiet()
+            return step is not None and self.take(step)
+        except Exception:  # noqa: BLE001 - the full path takes the step
+            self.stop()
+            return False
 
     def replay(self) -> None:
         """Hand the kept steps to the session in order, and their own time to its account."""
