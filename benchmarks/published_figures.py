@@ -190,6 +190,16 @@ def rows(quotes: Iterable[Q] | None = None) -> list[tuple[str, str | None, str]]
 
 # -- helpers for the table ------------------------------------------------------------------------------------
 
+# `python benchmarks/overhead.py` (default arguments) since the quiet batches, every run kept, in order
+OVERHEAD_RUNS = ("issue39_quiet/overhead.json", "issue39_quiet/overhead_run2.json",
+                 "issue39_overhead/overhead_session63_a.json")
+
+
+def overhead_pairs() -> list[float]:
+    """The whole-fit ratios of every pair of `OVERHEAD_RUNS`."""
+    return [r for name in OVERHEAD_RUNS for r in load(RESULTS + name)["summary"]["fit_ratio_per_pair"]]
+
+
 def median(values: Iterable[float]) -> float:
     """The median of ``values``."""
     return statistics.median(list(values))
@@ -320,13 +330,11 @@ QUOTES += [
       F(LIGER, "summary.by_dtype.bfloat16.rows", INT), F(LIGER, "summary.by_dtype.bfloat16.median_ratio", num(2)),
       F(LIGER, "summary.by_dtype.float32.median_abs_error", Fmt(1, 100)),
       F(LIGER, "summary.by_dtype.float32.rows", INT), F(LIGER, "summary.by_dtype.float32.median_ratio", num(2))),
-    Q(README, "| overhead on a whole fit | x{} and x{}, two runs ({}; six pairs {}-{}, median {}) |",
-      F(RESULTS + "issue39_quiet/overhead.json", "summary.fit_ratio_median", num(3)),
-      F(RESULTS + "issue39_quiet/overhead_run2.json", "summary.fit_ratio_median", num(3)),
-      F(RESULTS + "issue39_quiet/overhead_run2.json", lambda d: d["date"][:10], DATE),
-      *(F(RESULTS + "issue39_quiet/overhead.json", lambda d, pick=pick: pick(
-          d["summary"]["fit_ratio_per_pair"] + load(RESULTS + "issue39_quiet/overhead_run2.json")["summary"][
-              "fit_ratio_per_pair"]), num(3)) for pick in (min, max, statistics.median))),
+    Q(README, "| overhead on a whole fit | x{}, x{} and x{}, three runs ({}; nine pairs {}-{}, median {}) |",
+      *(F(RESULTS + name, "summary.fit_ratio_median", num(3)) for name in OVERHEAD_RUNS),
+      F(RESULTS + OVERHEAD_RUNS[-1], lambda d: d["date"][:10], DATE),
+      *(F(RESULTS + OVERHEAD_RUNS[-1], lambda d, pick=pick: pick(overhead_pairs()), num(3))
+        for pick in (min, max, statistics.median))),
     Q(README, "| projection of a {}-layer model onto {} targets | {} ms |",
       F(SPEED, "layers", INT), F(SPEED, "targets", INT), F(SPEED, "median_ms", INT)),
 ]
@@ -2526,6 +2534,38 @@ QUOTES += [
       F(QUIET_L + "overhead_run2.json", lambda d: _over(d)["own_time_share_median"], Fmt(2, 100)),
       F(QUIET_L + "overhead_run2.json", lambda d: _over(d)["own_per_batch_us_median"], num(1)),
       F(QUIET_L + "overhead_run2.json", _pooled_pairs, num(3))),
+]
+
+
+SESSION63 = RESULTS + "issue39_overhead/"
+QUOTES += [
+    Q(OVERHEAD, "(`benchmarks/results/issue39_overhead/overhead_session63_a.json`, {} s a fit without\nPreNeT): x{} (pairs "
+                "{} / {} / {}), own time {}%, {} µs a batch, the steps after the window {}x.\nOver the nine pairs of the "
+                "three runs the median ratio is {}",
+      F(SESSION63 + "overhead_session63_a.json", lambda d: _over(d)["fit_s_without_median"], INT),
+      F(SESSION63 + "overhead_session63_a.json", lambda d: _over(d)["fit_ratio_median"], num(3)),
+      *(F(SESSION63 + "overhead_session63_a.json", lambda d, i=i: _over(d)["fit_ratio_per_pair"][i], num(3))
+        for i in range(3)),
+      F(SESSION63 + "overhead_session63_a.json", lambda d: _over(d)["own_time_share_median"], Fmt(2, 100)),
+      F(SESSION63 + "overhead_session63_a.json", lambda d: _over(d)["own_per_batch_us_median"], num(1)),
+      F(SESSION63 + "overhead_session63_a.json", lambda d: _over(d)["step_ratio_after_window_median"], num(3)),
+      F(SESSION63 + "overhead_session63_a.json", lambda d: statistics.median(overhead_pairs()), num(3))),
+    Q(OVERHEAD, "between\n{} and {} around an own time",
+      *(F(SESSION63 + "overhead_session63_a.json", lambda d, pick=pick: pick(overhead_pairs()), num(3))
+        for pick in (min, max))),
+    Q(OVERHEAD, "PreNeT adds {} µs a batch between the medians of the ways\n({} µs within rounds), of which its own "
+                "time is {} µs; {} µs is what Lightning spends on any callback",
+      F(SESSION63 + "lightning_batch_cost.json", "excess_us.prenet", num(1)),
+      F(SESSION63 + "lightning_batch_cost.json", "excess_us.prenet_within_rounds", num(1)),
+      F(SESSION63 + "lightning_batch_cost.json", "summary.prenet.own_per_batch_us", num(1)),
+      F(SESSION63 + "lightning_batch_cost.json", "excess_us.empty", num(1))),
+    Q(OVERHEAD, "the other {} µs is\nLightning carrying", F(SESSION63 + "lightning_batch_cost.json",
+                                                          "excess_us.prenet_beyond_a_callback_and_own_time", num(1))),
+    Q(OVERHEAD, "On `overhead.py`'s {}-ms LSTM batch the {} µs is {}%.",
+      F(SESSION63 + "overhead_session63_a.json", lambda d: d["runs"][0]["median_step_s"] * 1e3, INT),
+      F(SESSION63 + "lightning_batch_cost.json", "excess_us.prenet", INT),
+      F(SESSION63 + "lightning_batch_cost.json", lambda d: d["excess_us"]["prenet"] / 1e6
+        / load(SESSION63 + "overhead_session63_a.json")["runs"][0]["median_step_s"], Fmt(1, 100))),
 ]
 
 

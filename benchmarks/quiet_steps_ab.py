@@ -141,19 +141,23 @@ def trainer_fit(mode: str, out: Path, scale: float = HF_SCALE) -> dict:
             "own_per_batch_us": own.get("per_batch_us"), "fit_s": round(time.perf_counter() - start, 3)}
 
 
-def three_way(fit: Callable[[str, Path], dict], rounds: int, out: Path) -> dict:
-    """A discarded warm-up run without PreNeT (lazy imports, the allocator), then ``rounds`` x (quiet, full, none),
-    the order rotating round by round."""
-    fit("none", out)
-    orders = [("quiet", "full", "none"), ("none", "full", "quiet"), ("full", "quiet", "none")]
+def three_way(fit: Callable[[str, Path], dict], rounds: int, out: Path,
+              modes: tuple[str, str, str] = ("quiet", "full", "none")) -> dict:
+    """A discarded warm-up run of the last mode (without PreNeT: lazy imports, the allocator), then ``rounds`` x the
+    three ``modes``, the order rotating round by round (each mode first, middle and last in turn). Per mode, the
+    medians over its runs of every figure its runs all hold."""
+    fit(modes[2], out)
+    orders = [(0, 1, 2), (2, 1, 0), (1, 0, 2)]
     runs = []
     for k in range(rounds):
-        for mode in orders[k % len(orders)]:
-            runs.append(fit(mode, out))
+        for index in orders[k % len(orders)]:
+            runs.append(fit(modes[index], out))
             print(runs[-1], flush=True)
-    summary = {mode: {key: statistics.median(r[key] for r in runs if r["mode"] == mode)
-                      for key in ("median_step_ms", "fit_s") + (("own_per_batch_us",) if mode != "none" else ())}
-               for mode in ("quiet", "full", "none")}
+    summary = {}
+    for mode in modes:
+        mine = [r for r in runs if r["mode"] == mode]
+        summary[mode] = {key: statistics.median(r[key] for r in mine) for key in mine[0]
+                         if key != "mode" and all(isinstance(r.get(key), (int, float)) for r in mine)}
     return {"summary": summary, "runs": runs}
 
 
