@@ -10,12 +10,14 @@ All fits run in one process, alternating after one discarded warm-up fit, the or
 pair by pair (without, with; with, without; ...: `hf_overhead.pair_order`): separate processes differ by a few
 percent from one another (memory layout, CPU placement), which would hide a sub-percent effect. What the first fit
 of a process pays once for importing PreNeT's projection and loading the predictor is measured separately
-(``import_s``).
+(``import_s``). Each fit's time is also split where it went (``segments``: its first 60 batches, every validation run,
+after its last batch or validation, the rest), and ``excess_ms_median`` places the excess of each pair there.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -27,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.hf_overhead import pair_order  # noqa: E402
+from benchmarks.result_file import write_result  # noqa: E402
 
 # Batches ignored at the start of each run when comparing per-step cost: warm-up, the profiling
 # window and the clean timing window all end well before this.
@@ -49,6 +52,11 @@ def run_one(name: str, with_callback: bool, out_dir: str) -> dict[str, Any]:
             self.last: float | None = None
             self.intervals: list[float] = []
             self.first_in_epoch = True
+            self.batch_ends = 0
+            self.head_end = math.nan           # when the `_SKIP_BATCHES`-th batch ended
+            self.validation_began = math.nan
+            self.validation_s = 0.0             # every validation run, the sanity check included
+            self.validation_end = -math.inf
 
         def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
             self.first_in_epoch = True
@@ -58,9 +66,17 @@ def run_one(name: str, with_callback: bool, out_dir: str) -> dict[str, Any]:
             if self.last is not None and not self.first_in_epoch:
                 self.intervals.append(now - self.last)
             self.last, self.first_in_epoch = now, False
+            self.batch_ends += 1
+            if self.batch_ends == _SKIP_BATCHES:
+                self.head_end = now
+
+        def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
+            self.validation_began = time.perf_counter()
 
         def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
             self.first_in_epoch = True  # the next interval contains a validation run
+            self.validation_end = time.perf_counter()
+            self.validation_s += self.validation_end - self.validation_began
 
     pl.seed_everything(0, verbose=False)
     module, train, val, settings = WORKLOADS[name]()
@@ -76,11 +92,18 @@ def run_one(name: str, with_callback: bool, out_dir: str) -> dict[str, Any]:
 
     start, cpu = time.perf_counter(), cpu_seconds()
     trainer.fit(module, train, val)
-    fit_s, cpu_s = time.perf_counter() - start, cpu_seconds() - cpu
+    end = time.perf_counter()
+    fit_s, cpu_s = end - start, cpu_seconds() - cpu
     steady = clock.intervals[_SKIP_BATCHES:]
     own = (prenet.report.actual or {}).get("own_time") if prenet is not None else None
+    # where the fit's time went: the first batches (warm-up, the profiling window, the first prediction), every
+    # validation run, after the last batch or validation (the end), and the rest (the steady batches)
+    head_s = clock.head_end - start
+    close_s = end - max(clock.last or start, clock.validation_end)
+    segments = {"head_s": head_s, "validation_s": clock.validation_s, "close_s": close_s,
+                "steady_s": fit_s - head_s - clock.validation_s - close_s}
     return {"with_callback": with_callback, "fit_s": fit_s, "cpu_s": cpu_s, "median_step_s": statistics.median(steady),
-            "mean_step_s": statistics.fmean(steady), "steps": len(steady), "own_time": own}
+            "mean_step_s": statistics.fmean(steady), "steps": len(steady), "own_time": own, "segments": segments}
 
 
 def run_sequence(name: str, pairs: int, out_dir: str) -> dict[str, Any]:
@@ -147,12 +170,13 @@ def main() -> None:
         "own_time_share_per_pair": [r["own_time"]["share"] for r in with_cb],
         "own_per_batch_us_median": round(statistics.median(r["own_time"]["per_batch_us"] for r in with_cb), 1),
         "import_s": round(result["import_s"], 3),
+        # with less without, pair by pair: where the excess sits (its median over the pairs, ms)
+        "excess_ms_median": {key: round(statistics.median(
+            (w["segments"][key] - o["segments"][key]) * 1e3 for w, o in zip(with_cb, without)), 1)
+            for key in with_cb[0]["segments"]},
     }
     print(json.dumps(summary, indent=1))
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps({"benchmark": "overhead", "command": "python benchmarks/overhead.py",
-                                           "date": time.strftime("%Y-%m-%d %H:%M"), "summary": summary,
-                                           "runs": runs}, indent=1) + "\n")
+    write_result(args.json, "overhead", None, summary=summary, runs=runs)
 
 
 if __name__ == "__main__":

@@ -192,12 +192,19 @@ def rows(quotes: Iterable[Q] | None = None) -> list[tuple[str, str | None, str]]
 
 # `python benchmarks/overhead.py` (default arguments) since the quiet batches, every run kept, in order
 OVERHEAD_RUNS = ("issue39_quiet/overhead.json", "issue39_quiet/overhead_run2.json",
-                 "issue39_overhead/overhead_session63_a.json")
+                 "issue39_overhead/overhead_session63_a.json", "issue39_overhead/overhead_session63_b.json")
 
 
-def overhead_pairs() -> list[float]:
-    """The whole-fit ratios of every pair of `OVERHEAD_RUNS`."""
-    return [r for name in OVERHEAD_RUNS for r in load(RESULTS + name)["summary"]["fit_ratio_per_pair"]]
+def overhead_pairs(runs: int = len(OVERHEAD_RUNS)) -> list[float]:
+    """The whole-fit ratios of every pair of the first ``runs`` of `OVERHEAD_RUNS`."""
+    return [r for name in OVERHEAD_RUNS[:runs] for r in load(RESULTS + name)["summary"]["fit_ratio_per_pair"]]
+
+
+def segment_excess(data: Any, segment: str) -> list[float]:
+    """An `overhead.py` file's pair-by-pair excess (with less without, s) in one of its fits' segments."""
+    runs = data["runs"]
+    with_cb, without = [r for r in runs if r["with_callback"]], [r for r in runs if not r["with_callback"]]
+    return [w["segments"][segment] - o["segments"][segment] for w, o in zip(with_cb, without)]
 
 
 def median(values: Iterable[float]) -> float:
@@ -330,7 +337,7 @@ QUOTES += [
       F(LIGER, "summary.by_dtype.bfloat16.rows", INT), F(LIGER, "summary.by_dtype.bfloat16.median_ratio", num(2)),
       F(LIGER, "summary.by_dtype.float32.median_abs_error", Fmt(1, 100)),
       F(LIGER, "summary.by_dtype.float32.rows", INT), F(LIGER, "summary.by_dtype.float32.median_ratio", num(2))),
-    Q(README, "| overhead on a whole fit | x{}, x{} and x{}, three runs ({}; nine pairs {}-{}, median {}) |",
+    Q(README, "| overhead on a whole fit | x{}, x{}, x{} and x{}, four runs ({}; twelve pairs {}-{}, median {}) |",
       *(F(RESULTS + name, "summary.fit_ratio_median", num(3)) for name in OVERHEAD_RUNS),
       F(RESULTS + OVERHEAD_RUNS[-1], lambda d: d["date"][:10], DATE),
       *(F(RESULTS + OVERHEAD_RUNS[-1], lambda d, pick=pick: pick(overhead_pairs()), num(3))
@@ -2549,10 +2556,32 @@ QUOTES += [
       F(SESSION63 + "overhead_session63_a.json", lambda d: _over(d)["own_time_share_median"], Fmt(2, 100)),
       F(SESSION63 + "overhead_session63_a.json", lambda d: _over(d)["own_per_batch_us_median"], num(1)),
       F(SESSION63 + "overhead_session63_a.json", lambda d: _over(d)["step_ratio_after_window_median"], num(3)),
-      F(SESSION63 + "overhead_session63_a.json", lambda d: statistics.median(overhead_pairs()), num(3))),
+      F(SESSION63 + "overhead_session63_a.json", lambda d: statistics.median(overhead_pairs(3)), num(3))),
     Q(OVERHEAD, "between\n{} and {} around an own time",
-      *(F(SESSION63 + "overhead_session63_a.json", lambda d, pick=pick: pick(overhead_pairs()), num(3))
+      *(F(SESSION63 + "overhead_session63_a.json", lambda d, pick=pick: pick(overhead_pairs(3)), num(3))
         for pick in (min, max))),
+    Q(OVERHEAD, "x{} (pairs {} / {} / {}), own\ntime {}%, {} µs a batch; at the median over its pairs the fits with PreNeT "
+                "took {} ms longer over their first {}\nbatches",
+      F(SESSION63 + "overhead_session63_b.json", lambda d: _over(d)["fit_ratio_median"], num(3)),
+      *(F(SESSION63 + "overhead_session63_b.json", lambda d, i=i: _over(d)["fit_ratio_per_pair"][i], num(3))
+        for i in range(3)),
+      F(SESSION63 + "overhead_session63_b.json", lambda d: _over(d)["own_time_share_median"], Fmt(2, 100)),
+      F(SESSION63 + "overhead_session63_b.json", lambda d: _over(d)["own_per_batch_us_median"], num(1)),
+      F(SESSION63 + "overhead_session63_b.json", "summary.excess_ms_median.head_s", INT),
+      F(SESSION63 + "overhead_session63_b.json", lambda d: 60, INT)),
+    Q(OVERHEAD, "{} ms over their nine validation runs, {} ms after\nthe last one (the end) and {} ms over the steady "
+                "batches between, where the pairs differ by {}, {} and {} s",
+      F(SESSION63 + "overhead_session63_b.json", "summary.excess_ms_median.validation_s", num(1)),
+      F(SESSION63 + "overhead_session63_b.json", "summary.excess_ms_median.close_s", num(1)),
+      F(SESSION63 + "overhead_session63_b.json", "summary.excess_ms_median.steady_s", INT),
+      *(F(SESSION63 + "overhead_session63_b.json", lambda d, i=i: segment_excess(d, "steady_s")[i], Fmt(2, sign=True))
+        for i in range(3))),
+    Q(OVERHEAD, "against PreNeT's own {} µs a batch ({} s a fit). Over the twelve\npairs of the four runs the median ratio "
+                "is {}.",
+      F(SESSION63 + "overhead_session63_b.json", lambda d: _over(d)["own_per_batch_us_median"], INT),
+      F(SESSION63 + "overhead_session63_b.json", lambda d: _over(d)["own_per_batch_us_median"] * 1e-6
+        * d["runs"][0]["steps"], num(2)),
+      F(SESSION63 + "overhead_session63_b.json", lambda d: statistics.median(overhead_pairs()), num(3))),
     Q(OVERHEAD, "PreNeT adds {} µs a batch between the medians of the ways\n({} µs within rounds), of which its own "
                 "time is {} µs; {} µs is what Lightning spends on any callback",
       F(SESSION63 + "lightning_batch_cost.json", "excess_us.prenet", num(1)),
