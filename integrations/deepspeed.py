@@ -12,7 +12,8 @@
     prenet.report                           # the same `Report` as PreNeTCallback's
 
 DeepSpeed has no callback API, so `attach` wraps the engine's ``forward``, ``backward``, ``step``
-and ``save_checkpoint`` on that instance (see `integrations.deepspeed_hooks`) and feeds the shared
+and ``save_checkpoint`` on that instance (a `PipelineEngine`'s ``train_batch`` and ``eval_batch`` instead: one call a
+step, measured whole; see `integrations.deepspeed_hooks`) and feeds the shared
 `PredictionSession` through the same `LoopRun` as the plain-loop `Tracker`. ``predicted_total_s``
 is the wall time from `attach()` to the end of optimizer step ``total_steps`` (and of the
 evaluation and checkpoint save the schedule puts after it); then the report is finished and every
@@ -144,7 +145,7 @@ def attach(
         A `DeepSpeedHandle` with ``.report``, ``.validation()``, ``.checkpoint()``, ``.finish()`` and ``.detach()``.
 
     Raises:
-        TypeError: ``engine`` is not a `DeepSpeedEngine` (or is a pipeline engine).
+        TypeError: ``engine`` is not a training `DeepSpeedEngine`.
         ValueError: a bad argument, or the engine is already attached or past ``total_steps``.
     """
     _check_engine(engine)
@@ -166,16 +167,19 @@ def attach(
     session = run.session
     engine.__dict__[_HANDLE_ATTR] = handle
     session.add_cleanup(lambda: engine.__dict__.pop(_HANDLE_ATTR, None) if engine.__dict__.get(_HANDLE_ATTR) is handle else None)
+    pipeline = _is_pipeline(engine)
     try:
         device = torch.device(getattr(engine, "device", "cpu"))
+        # a pipeline's train_batch is a whole optimizer step, its micro-batches inside DeepSpeed's schedule, where
+        # a stage's forwards and backwards interleave: measured as steps, without a per-layer profile
         run.start(_current_run(engine), framework="deepspeed", device=device,
-                  accumulate=int(engine.gradient_accumulation_steps()), sinks=_monitor_sinks(engine),
-                  make_profiler=lambda: module_profiler(engine.module, clock=session.device_clock, device=device,
-                                                        precision=precision_of(engine)),
+                  accumulate=1 if pipeline else int(engine.gradient_accumulation_steps()), sinks=_monitor_sinks(engine),
+                  make_profiler=None if pipeline else lambda: module_profiler(
+                      engine.module, clock=session.device_clock, device=device, precision=precision_of(engine)),
                   unknown_reason="attach(total_steps=None): the run's length was not given, so only a rate can be given")
         if not session.guard.disabled:  # a session that already stepped aside must not leave wrappers behind
             handle.events = EngineEvents(engine, run)
-            handle.events.install()
+            handle.events.install(pipeline=pipeline)
     except Exception as error:  # noqa: BLE001 - past validation, PreNeT problems never stop the run
         session.fail(error, where="deepspeed.attach")
     return handle
@@ -184,13 +188,10 @@ def attach(
 # ------------------------------------------------------------------------------------------------
 def _check_engine(engine: Any) -> None:
     from deepspeed import DeepSpeedEngine
-    from deepspeed.runtime.pipe.engine import PipelineEngine
 
     if not isinstance(engine, DeepSpeedEngine):
         raise TypeError(f"attach() needs the DeepSpeedEngine returned by deepspeed.initialize(...), got "
                         f"{type(engine).__name__}; pass `engine` from `engine, optimizer, _, _ = deepspeed.initialize(...)`")
-    if isinstance(engine, PipelineEngine):
-        raise TypeError("attach() does not support pipeline-parallel engines (PipelineEngine.train_batch) yet")
     if getattr(engine, "optimizer", None) is None:
         raise TypeError("attach() needs a training engine: this DeepSpeedEngine has no optimizer "
                         "(pass `optimizer=` or an \"optimizer\" section to deepspeed.initialize)")
@@ -208,8 +209,29 @@ def _monitor_sinks(engine: Any) -> list[Callable[[dict[str, float], int], None]]
     return [sink]
 
 
+def _is_pipeline(engine: Any) -> bool:
+    from deepspeed.runtime.pipe.engine import PipelineEngine
+
+    return isinstance(engine, PipelineEngine)
+
+
+def pipeline_layout(engine: Any) -> dict[str, Any] | None:
+    """``current.model_parallel`` of a `PipelineEngine` split over more than one stage (or a tensor-parallel
+    ``mpu``): its stages, its tensor-parallel degree and its micro-batches a step, from its process grid."""
+    if not _is_pipeline(engine):
+        return None
+    grid = engine.grid
+    pp = int(grid.get_pipe_parallel_world_size())
+    tp = int(grid.get_tensor_model_parallel_world_size()) if hasattr(grid, "get_tensor_model_parallel_world_size") else 1
+    if pp <= 1 and tp <= 1:
+        return None
+    return {"tp": tp, "pp": pp, "micro_batches": int(engine.micro_batches),
+            "source": f"a DeepSpeed PipelineEngine of {pp} stages, {int(engine.micro_batches)} micro-batches a step"}
+
+
 def _current_run(engine: Any) -> dict[str, Any]:
-    """What runs where, with the DeepSpeed configuration."""
+    """What runs where, with the DeepSpeed configuration (and a pipeline's layout)."""
+    own = pipeline_layout(engine)
     return describe_run(getattr(engine, "device", "cpu"), devices=getattr(engine, "world_size", 1),
                         precision=precision_of(engine), strategy=type(engine).__name__, framework="deepspeed",
-                        deepspeed=describe_engine(engine))
+                        deepspeed=describe_engine(engine), **({"model_parallel": own} if own else {}))

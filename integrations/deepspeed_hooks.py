@@ -3,7 +3,9 @@
 DeepSpeed has no callback API, so ``forward``, ``backward``, ``step`` and ``save_checkpoint`` are
 wrapped on the engine *instance* (the class is never touched). A micro-batch is
 ``engine(x)`` -> ``engine.backward(loss)`` -> ``engine.step()``; the optimizer steps only when
-``step()`` runs at a gradient-accumulation boundary, and ``engine.global_steps`` counts those steps.
+``step()`` runs at a gradient-accumulation boundary, and ``engine.global_steps`` counts those steps. A
+`PipelineEngine` runs a whole step in ``train_batch`` (its micro-batches' forwards and backwards interleaved by
+DeepSpeed's schedule) and evaluates in ``eval_batch``: those two are wrapped instead, a step is one batch.
 
 Every wrapper calls straight through with the same arguments, returns what the original returned
 and lets its exceptions pass unchanged; an error in PreNeT's own code becomes one warning and the
@@ -39,16 +41,17 @@ class EngineEvents:
         self.due: dict[str, Any] | None = None  # after the last step: what is still due (see after_last_step)
 
     # -- installation ---------------------------------------------------------------------------
-    def install(self) -> None:
-        """Wrap the engine's methods; every wrap registers its undo with the session."""
+    def install(self, *, pipeline: bool = False) -> None:
+        """Wrap the engine's methods; every wrap registers its undo with the session. ``pipeline``: a
+        `PipelineEngine`, whose loop calls ``train_batch`` (one optimizer step over its micro-batches, forward,
+        backward and step inside DeepSpeed's schedule) and ``eval_batch`` instead."""
         self.active = True
         self.session.add_cleanup(self._deactivate)
-        for name, before, after in (
-            ("forward", self._on_forward, self._on_forward_end),
-            ("backward", self._on_backward_start, self._on_backward_end),
-            ("step", self._on_step_start, self._on_step_end),
-            ("save_checkpoint", self._on_save_start, self._on_save_end),
-        ):
+        steps = (("train_batch", self._on_training_call, self._on_step_end), ("eval_batch", self._on_eval, self._on_eval_end)) \
+            if pipeline else (("forward", self._on_forward, self._on_forward_end),
+                              ("backward", self._on_backward_start, self._on_backward_end),
+                              ("step", self._on_step_start, self._on_step_end))
+        for name, before, after in (*steps, ("save_checkpoint", self._on_save_start, self._on_save_end)):
             if callable(getattr(self.engine, name, None)):
                 self.session.add_cleanup(wrap_method(self.engine, name, self._wrapper(before, after)))
 
@@ -90,15 +93,30 @@ class EngineEvents:
             return  # inside `with prenet.validation()` / `checkpoint()`: timed as that block
         if not self.in_batch and not torch.is_grad_enabled():
             # evaluation between micro-batches: timed apart, like validation, so it never inflates a step
-            self.evaluating = True
-            self.session.validation_start()
+            self._on_eval()
             return
+        self._on_training_call()
+
+    def _on_training_call(self) -> None:
+        """A forward with grad, or a pipeline's ``train_batch``: it opens a batch, or ends the run when it comes
+        after the run's last step and its due events (training goes on past them)."""
         if self.due is not None:
-            self.run.end()  # training goes on past the run's last step and its due events: the run is over
+            self.run.end()
             return
         self._open_batch()
 
     def _on_forward_end(self) -> None:
+        if self.evaluating:
+            self._on_eval_end()
+
+    def _on_eval(self) -> None:
+        """An evaluation call (a pipeline's ``eval_batch``, a no-grad forward): timed apart, like validation."""
+        if self.run.in_block:
+            return  # inside `with prenet.validation()`: timed as that block
+        self.evaluating = True
+        self.session.validation_start()
+
+    def _on_eval_end(self) -> None:
         if self.evaluating:
             self.evaluating = False
             self.session.guard.call(self.session.steps.validation_end)

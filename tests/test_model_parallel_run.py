@@ -11,7 +11,9 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from prenet_callbacks.session.model_parallel_run import run_layout
+from prenet_callbacks.outputs.render import render_text
 from prenet_callbacks.projection import project_report
+from prenet_callbacks.report import Report
 from tests.projection_fixtures import ScaledBound, make_report
 
 
@@ -65,8 +67,14 @@ def test_a_tensor_parallel_run_is_labelled_and_not_projected_elsewhere():
     assert rows[0]["label"] == "4x A100-SXM4-80GB tp=2 dp=2"
     assert rows[0]["layout"] == {"tp": 2, "pp": 1, "dp": 2, "sp": False, "microbatches": None, "global_batch": None,
                                  "schedule": "1f1b", "virtual_stages": 1, "applied": True, "source": "run"}
-    assert any("the run splits its model itself (tp=2 dp=2" in note and "not projected" in note
-               for note in report.projection["notes"])
+    # without other rows, only why: nothing of pricing them (host time, anchoring) stays in the notes
+    assert len(report.projection["notes"]) == 1
+    assert "the run splits its model itself (tp=2 dp=2" in report.projection["notes"][0]
+    assert "not projected" in report.projection["notes"][0]
+    assert rows[0]["global_batch"] == rows[0]["batch_per_device"] * 2   # two replicas of the model, not four
+    # and the panel under the measured row says why it stands alone
+    text = " ".join(render_text(Report.from_dict(report.to_dict()), width=100).split())
+    assert "the run splits its model itself (tp=2 dp=2" in text.replace("│", "").replace("  ", " ")
 
 
 @pytest.mark.parametrize("own", [None, {}, {"tp": 1, "pp": 1}])

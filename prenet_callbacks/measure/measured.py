@@ -19,6 +19,9 @@ from prenet_callbacks.report import Report
 from prenet_callbacks.report_parts import Measured
 
 _STEP_PHASES = ("data_s", "forward_s", "backward_s", "optimizer_s", "other_s", "total_s")
+# Phases only the integration's marks time: a phase never marked (a DeepSpeed pipeline's train_batch is one call,
+# whose forwards, backwards and step DeepSpeed's schedule runs) is absent, not zero; its time is in other_s.
+_MARKED = ("forward_s", "backward_s", "optimizer_s")
 
 
 def close_window(report: Report, m: RunMeasurements, window: ProfilingWindow, *, device_phases: bool,
@@ -79,7 +82,8 @@ def update_measured(measured: dict[str, Any], m: RunMeasurements, window: Profil
     phases = window.phases
     found: dict[str, Any] = {"warmup_steps": warmup_steps, "profiled_steps": len(phases)}
     if phases:
-        found["step_phases"] = {k: round(sum(p[k] for p in phases) / len(phases), 6) for k in _STEP_PHASES}
+        found["step_phases"] = {k: round(sum(p[k] for p in phases) / len(phases), 6) for k in _STEP_PHASES
+                                if k not in _MARKED or any(p[k] for p in phases)}
     found["batch_s"] = m.batch.mean
     found["clean_batches"] = m.batch.count
     # the whole run's mean clean batch (``batch_s`` is the recent window's, what predictions use)

@@ -256,7 +256,11 @@ def _target_notes(report: Report, rows: list[TargetRow]) -> list[str]:
         notes.append(f"every row is the whole run of {work.get('steps') or '?':,} steps, of which "
                      f"{work['done_steps']:,} ran before this {'fit' if view.is_lightning(report) else 'attach'}")
     convention = (report.projection or {}).get("batch_convention")
-    if convention and any((t.devices or 1) > 1 for t in rows):
+    if not any(not t.current for t in rows):
+        # the measured row alone: the projection's notes say why nothing else is there (a run that splits its
+        # model, no per-layer profile)
+        notes += (report.projection or {}).get("notes") or []
+    elif convention and any((t.devices or 1) > 1 for t in rows):
         notes.append("multi-GPU rows: each GPU keeps the measured per-device batch" if convention == "per_device"
                      else "multi-GPU rows: the global batch stays, split over each target's GPUs")
     instances = sorted({f"{t.price_provider} {t.price_instance}" for t in rows if t.price_provider and t.price_instance})

@@ -134,13 +134,15 @@ def _target_rows(report, workload: Workload, whatif: dict[str, Any], chosen: lis
     if not workload.reprojected_from and not whatif:   # re-projected, the measured GPU is a target of its own
         chosen = [t for t in chosen if (t.count, t.accelerator.name) != current_key or t.nodes > 1]
     own = run_model_parallel(report)
+    # without rows, what the notes say about pricing them (host time, anchoring, FP8 targets) says nothing: only why
     if own is not None:
-        notes.append(f"the run splits its model itself ({own['text']}, {own['source']}): its recorded ops are one "
-                     "rank's shards, whose unsharded shapes the per-layer table does not hold, so other hardware "
-                     "and layouts are not projected from it; estimate() on the unsplit model projects them")
+        notes[:] = [f"the run splits its model itself ({own['text']}, {own['source']}): its recorded ops are one "
+                    "rank's shards, whose unsharded shapes the per-layer table does not hold, so other hardware "
+                    "and layouts are not projected from it; estimate() on the unsplit model projects them"]
         return []
     if not workload.units or not any(u.ops for u in workload.units):
-        notes.append("no per-layer profile in this report (profile_layers=False?): other hardware not projected")
+        notes[:] = ["no per-layer profile in this report (profile_layers=False, or a DeepSpeed PipelineEngine, whose "
+                    "train_batch is measured as whole steps): other hardware not projected"]
         return []
     total = current.total_s if current else None
     return project_targets(workload, chosen, predictor, shape, current_total_s=total,
@@ -221,8 +223,9 @@ def _current_row(report, workload: Workload, shape: RunShape, convention: str,
                       if anchor is not None and anchor.memory_gb else None),
         batch_per_device=workload.batch_size, accumulate=workload.accumulate, batch_convention=convention,
         phases_s={"forward": phases.get("forward_s"), "backward": phases.get("backward_s"),
-                  "optimizer": phases.get("optimizer_s"),
-                  "host": (phases.get("data_s") or 0.0) + (phases.get("other_s") or 0.0) if phases else None},
+                  "optimizer": phases.get("optimizer_s"),   # absent where the run's phases were never marked
+                  "host": (phases.get("data_s") or 0.0) + (phases.get("other_s") or 0.0)
+                  if phases.get("forward_s") is not None else None},
         host_bound=bool(device_s is not None and step and step - workload.data_s > 1.2 * device_s),
         precision=workload.reprojected_from or workload.precision.name,   # the run as measured
         assumed={"attention": None, "optimizer": f"{workload.optimizer} ({workload.optimizer_ran or 'as measured'})",
@@ -241,6 +244,7 @@ def run_model_parallel(report) -> dict[str, Any] | None:
     if tp <= 1 and pp <= 1:
         return None
     devices = int((report.current or {}).get("devices") or tp * pp)
-    layout = ModelLayout(tp, pp, max(1, devices // (tp * pp)))
+    micro_batches = int(own.get("micro_batches") or 0) or None   # a DeepSpeed pipeline's, when it says
+    layout = ModelLayout(tp, pp, max(1, devices // (tp * pp)), microbatches=micro_batches)
     return {"text": layout.text(), "source": own.get("source") or "the run",
             "layout": {**layout.to_dict(), "applied": True, "source": "run"}}

@@ -94,8 +94,11 @@ def workload_from_report(report, *, options: ExecutionOptions | None = None,
         changed = reproject_units(units, layers, run_precision, target, fused=fused, channels_last=channels_last)
         precision, measured_units, units = target, units, changed.units
     accumulate = int(deepspeed.get("gradient_accumulation_steps") or plan.get("accumulate") or 1)
-    step_s = _measured_step(report, accumulate)
-    data_s = _data_per_step(measured, accumulate)
+    # the session's batches per optimizer step: the micro-batches, except a DeepSpeed pipeline's, whose train_batch
+    # is one batch holding them all (its plan says 1)
+    batches = int(plan.get("accumulate") or accumulate)
+    step_s = _measured_step(report, batches)
+    data_s = _data_per_step(measured, batches)
     world = int(memory.get("world") or current.get("devices") or 1)
     zero = ZeroConfig.from_dict(deepspeed) if deepspeed else ZeroConfig.from_sharding(memory.get("sharding"))
     batch = current.get("batch_size") or deepspeed.get("micro_batch_per_gpu")

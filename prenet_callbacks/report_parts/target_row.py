@@ -104,7 +104,9 @@ class TargetRow(KeyedPart):
             **_prices(cost, usd_per_hour_digits=None, total_usd_digits=2),
             fits_memory=True, memory_gib=memory_gib, memory_capacity_gib=capacity_gib, max_batch=None,
             batch_per_device=batch_per_device,
-            global_batch=batch_per_device * devices * accumulate if batch_per_device else None,
+            # a run that splits its model (its layout) has devices / (tp x pp) replicas, each taking a batch
+            global_batch=(batch_per_device * (int(layout["dp"]) if layout else devices) * accumulate
+                          if batch_per_device else None),
             batch_convention=batch_convention, method="measured", phases_s=phases_s,
             comm_s=None, comm_exposed_s=None, communication=None, host_bound=host_bound,
             unmodelled_share=0.0, precision=precision, precision_note=None, assumed=assumed, layout=layout,

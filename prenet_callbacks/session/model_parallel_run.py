@@ -8,8 +8,8 @@ that) is tensor parallelism of that dimension's size. Only public DTensor attrib
 
 The run is measured as it runs and its row says so (``layout.source == "run"``); its recorded ops are one
 rank's shards, so the projection does not carry them to other hardware (`projection/__init__.py` says why in
-the report's notes). Pipeline-parallel runs (a DeepSpeed ``PipelineEngine``) are not measured: ``attach``
-refuses them.
+the report's notes). A DeepSpeed ``PipelineEngine`` records its layout from its process grid instead
+(`integrations.deepspeed.pipeline_layout`).
 """
 from __future__ import annotations
 
