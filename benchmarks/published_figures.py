@@ -2322,6 +2322,19 @@ QUOTES += [
       F(S57 + "paired_aa.json", "ratio_median", num(3)), F(S57 + "paired_aa.json", "ratio_quartiles.0", num(3)),
       F(S57 + "paired_aa.json", "ratio_quartiles.2", num(3))),
 ]
+S63 = LAYOUT_SPEED + "session63/"
+QUOTES += [
+    Q(MODEL_PARALLEL, "Four rounds of five processes on {} with no change to the projection (`session63/`): {}, {}, {} "
+                      "and\n{} ms with ten layouts (every process median {}-{} ms, under the budget), {}, {}, {} and {} ms "
+                      "for\nforty plain targets.",
+      F(S63 + "layouts10_round1.json", lambda d: d["date"][:10], DATE),
+      *(F(S63 + f"layouts10_round{i}.json", "median_ms", num(1)) for i in (1, 2, 3, 4)),
+      F(S63 + "layouts10_round1.json", lambda d: min(min(load(S63 + f"layouts10_round{i}.json")["process_medians_ms"])
+                                                     for i in (1, 2, 3, 4)), num(1)),
+      F(S63 + "layouts10_round1.json", lambda d: max(max(load(S63 + f"layouts10_round{i}.json")["process_medians_ms"])
+                                                     for i in (1, 2, 3, 4)), num(1)),
+      *(F(S63 + f"plain40_round{i}.json", "median_ms", num(1)) for i in (1, 2, 3, 4))),
+]
 DRAM = RESULTS + "issue38_dram_ceiling/"
 
 
