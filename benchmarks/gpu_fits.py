@@ -155,6 +155,8 @@ def run_fit(spec: FitSpec, *, with_callback: bool, epochs: int, out: Path, smoke
             "first_prediction_at_step": first.get("at_step"),
             "first_prediction_s": first.get("predicted_total_s"),
             "first_prediction_error": actual.get("first_prediction_error"),
+            # PreNeT's own time (share, per batch): on a GPU its quiet batches keep a device mark only
+            "own_time": actual.get("own_time"),
             "band": [first.get("low_s"), first.get("high_s")],
             "coverage": measured.get("coverage"),
             "timing": measured.get("timing"),

@@ -101,7 +101,7 @@ def test_steps_ahead_stop_before_a_marked_step_a_refinement_and_the_metrics():
 
 def test_a_stretch_ends_at_its_time_limit_and_at_a_compilation():
     clock, compiled, replayed, own = [0.0], [0.0], [], []
-    quiet = QuietSteps(lambda: clock[0], lambda: compiled[0], lambda at, step: replayed.append((at, step)),
+    quiet = QuietSteps(lambda: clock[0], lambda: compiled[0], lambda at, step, mark: replayed.append((at, step)),
                        lambda seconds, calls: own.append(calls))
     quiet.allow(5, until=3.0)
     clock[0] = 1.0
@@ -115,6 +115,86 @@ def test_a_stretch_ends_at_its_time_limit_and_at_a_compilation():
     quiet.replay()
     assert replayed == [(1.0, 1), (3.0, 2)] and own == [2] and not quiet.ends
     assert quiet.until == math.inf
+
+
+class DeviceOnClock:
+    """A GPU's clock for the test: a mark is the session clock's time when it is taken, and reached at once. A mark
+    taken at a replay rather than at its batch's end would carry the replay's time."""
+
+    kind, device = "cuda", "cuda:0"
+
+    def __init__(self, clock: StepClock) -> None:
+        self.clock = clock
+
+    def mark(self) -> float:
+        return self.clock()
+
+    def elapsed_s(self, start: float, end: float) -> float:
+        return end - start
+
+    def wait(self, mark: float) -> None:
+        pass
+
+    def reset_peak_memory(self) -> None:
+        pass
+
+    def peak_memory_bytes(self) -> int:
+        return 0
+
+
+def device_timed_run(*, quiet: bool, steps: int = 300):
+    """A session timing its steps on a device's marks, driven as an integration drives it (a kept step's events
+    skipped), its steps of uneven length and a validation every 100 steps, on one clock."""
+    from prenet_callbacks.session.config import SessionConfig
+    from prenet_callbacks.session.machine import PredictionSession
+    from tests.test_session import FakeProfiler, plan
+
+    clock = StepClock()
+    session = PredictionSession(SessionConfig(warmup_steps=1, profile_steps=2, timing_steps=3,
+                                              refine_every_n_steps=40, metrics_every_n_steps=None), clock=clock)
+    session.use_clock(DeviceOnClock(clock))
+    session.fit_start({"device": "cuda"})
+    session.set_plan(plan(total_batches=steps, batches_per_epoch=steps, max_epochs=1, val_check_batch=100,
+                          checkpoints=[]))
+    session.attach_profiler(FakeProfiler())
+    session.quiet.enabled = quiet
+    replayed = []
+    replay_one = session.quiet.replay_one
+    session.quiet.replay_one = lambda at, step, mark: (replayed.append(mark), replay_one(at, step, mark))
+    session.train_epoch_start()
+    for step in range(1, steps + 1):
+        marked = session.phase_marks
+        if not session.quiet.left:
+            session.batch_start()
+        clock.now += 0.004 + 0.001 * (step % 5)
+        if marked and not session.quiet.left:
+            session.before_backward()
+            clock.now += 0.006
+            session.after_backward()
+            session.before_optimizer_step()
+        else:
+            clock.now += 0.006
+        if not (session.quiet.left and session.quiet.keep(lambda: step)):
+            session.batch_end(stepped=True, global_step=step)
+        if step % 100 == 0:
+            session.validation_start(sanity=False)
+            clock.now += 0.05
+            session.steps.validation_end(sanity=False)
+    session.fit_end()
+    return session, replayed
+
+
+def test_on_a_device_timeline_kept_steps_hand_their_batch_end_marks_to_the_step_timer():
+    full, none_replayed = device_timed_run(quiet=False)
+    quiet, replayed = device_timed_run(quiet=True)
+    assert not none_replayed and len(replayed) > 150
+    assert all(isinstance(mark, float) for mark in replayed)          # taken at the batch's end, handed on
+    assert quiet.steps.device_timed and quiet.measurements.batch.count > 150
+    assert (quiet.measurements.batch.recent, quiet.measurements.batch.count, quiet.measurements.batch.total) == \
+        (full.measurements.batch.recent, full.measurements.batch.count, full.measurements.batch.total)
+    assert [p["at_step"] for p in quiet.report.predictions] == [p["at_step"] for p in full.report.predictions]
+    assert [p["predicted_total_s"] for p in quiet.report.predictions] == \
+        [p["predicted_total_s"] for p in full.report.predictions]
 
 
 @pytest.mark.parametrize("with_model", [True, False])
@@ -153,7 +233,8 @@ def lightning_run(tmp_path, *, quiet: bool) -> "object":
             super().on_train_start(trainer, pl_module)
             self.session.quiet.enabled = quiet
             replay_one, self.replayed = self.session.quiet.replay_one, []
-            self.session.quiet.replay_one = lambda at, step: (self.replayed.append(step), replay_one(at, step))
+            self.session.quiet.replay_one = lambda at, step, mark: (self.replayed.append(step),
+                                                                    replay_one(at, step, mark))
 
     torch.manual_seed(0)
     callback = OnClock(report_path=tmp_path / f"l{int(quiet)}.json", **{k: v for k, v in FAST.items()
@@ -232,7 +313,8 @@ def hf_run(tmp_path, *, quiet: bool, break_clock: bool = False) -> "object":
             self.session.fit_start_time = clock.now
             self.session.quiet.enabled = self.session.quiet.enabled and quiet
             replay_one, self.replayed = self.session.quiet.replay_one, []
-            self.session.quiet.replay_one = lambda at, step: (self.replayed.append(step), replay_one(at, step))
+            self.session.quiet.replay_one = lambda at, step, mark: (self.replayed.append(step),
+                                                                    replay_one(at, step, mark))
 
         def on_step_end(self, args, state, control, **kwargs):
             if break_clock and self.session.quiet.left:

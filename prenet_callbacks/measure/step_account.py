@@ -12,7 +12,7 @@ One account lives for one fit call; every time comes from the session's clock (`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from prenet_callbacks.measure.clocks import DeviceClock
 from prenet_callbacks.measure.compile_clock import CompileClock
@@ -154,15 +154,16 @@ class StepAccount:
     def optimizer_start(self) -> None:
         self.step_clock.before_optimizer = self.now()
 
-    def batch_end(self, now: float, *, timing: bool) -> None:
-        """A training batch ended at ``now``: close its optimizer phase and classify the interval."""
+    def batch_end(self, now: float, *, timing: bool, mark: Any = None) -> None:
+        """A training batch ended at ``now`` (``mark``: its device mark when taken then, a kept quiet step's): close
+        its optimizer phase and classify the interval."""
         clock = self.step_clock
         if clock.before_optimizer is not None:
             clock.phases["optimizer_s"] += now - clock.before_optimizer
         clock.batches += 1
-        self._record_interval(now, timing)
+        self._record_interval(now, timing, mark)
 
-    def _record_interval(self, now: float, timing: bool) -> None:
+    def _record_interval(self, now: float, timing: bool, mark: Any = None) -> None:
         """Classify the time since the previous batch ended: a clean step, or an event's cost."""
         previous, self.last_batch_end = self.last_batch_end, now
         accounted, self.accounted_s = self.accounted_s, 0.0
@@ -172,7 +173,7 @@ class StepAccount:
         compiled, self.compile_at_batch_end = compile_now - self.compile_at_batch_end, compile_now
         m = self.measurements
         if previous is None:
-            self._time_device_step(clean=False)
+            self._time_device_step(clean=False, mark=mark)
             return
         raw = now - previous
         # the clipped mean sorts its window: only compute it for the rare intervals that need it
@@ -195,14 +196,15 @@ class StepAccount:
             pass  # a step that (re)compiled: one-off time (in the elapsed time), not a step's rate
         elif timing and not self.device_timed:
             m.batch.add(raw)
-        self._time_device_step(clean=not (first_in_epoch or validation or accounted or compiled > 0) and timing)
+        self._time_device_step(clean=not (first_in_epoch or validation or accounted or compiled > 0) and timing,
+                               mark=mark)
 
-    def _time_device_step(self, *, clean: bool) -> None:
+    def _time_device_step(self, *, clean: bool, mark: Any = None) -> None:
         """On a GPU, clean steps are intervals between batch-end marks on the device's timeline."""
         timer = self.step_timer
         if timer is None:
             return
-        timer.batch_end(clean=clean)
+        timer.batch_end(clean=clean, mark=mark)
         for seconds in timer.ready():
             self.measurements.batch.add(seconds)
         if self.forward_timer is not None:

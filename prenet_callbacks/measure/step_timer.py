@@ -48,7 +48,7 @@ class StepTimer:
         self._open: Any = None                 # the opening mark of an `open`/`close` interval
         self._pending: deque[tuple[Any, Any, bool, Any]] = deque()
 
-    def batch_end(self, *, clean: bool = True, tag: Any = None) -> None:
+    def batch_end(self, *, clean: bool = True, tag: Any = None, mark: Any = None) -> None:
         """Mark the end of a training batch.
 
         Args:
@@ -56,8 +56,9 @@ class StepTimer:
                 (False when validation, a checkpoint or an epoch boundary fell in between: the
                 mark still starts the next interval).
             tag: anything to hand back with the interval (e.g. the global step).
+            mark: the batch end's mark when it was taken then (a quiet step's, handed on later); default now.
         """
-        mark = self.clock.mark()
+        mark = self.clock.mark() if mark is None else mark
         if self._last is not None:
             self._add(self._last, mark, clean, tag)
         self._last = mark

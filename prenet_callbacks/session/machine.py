@@ -96,7 +96,7 @@ class PredictionSession:
         self.compile_clock = CompileClock()   # torch.compile's compilations: one-off time, never a rate
         # an integration's steps between events: their end times kept, replayed before any other event (`quiet_steps`)
         self.guard.quiet = self.quiet = QuietSteps(lambda: self.now(), self.compile_clock.seconds,
-                                                   self._replay_batch_end, self.own_time.add)
+                                                   self._replay_batch_end, self.own_time.add, self._device_mark)
         self.predictions = Predictions(config, self.outputs)
         self.facts = RunFacts(lambda: self.report, self.measurements, self.window)
         self.subnormal_watch: SubnormalWatch | None = None
@@ -241,15 +241,16 @@ class PredictionSession:
         self.window.begin_phase("optimizer", self.steps.in_window)
 
     @guarded
-    def batch_end(self, *, stepped: bool, global_step: int | None = None, at: float | None = None) -> None:
-        """One training batch finished (``at``: when, for a kept quiet step; default now); ``stepped`` if it ended
-        with an optimizer step."""
+    def batch_end(self, *, stepped: bool, global_step: int | None = None, at: float | None = None,
+                  mark: Any = None) -> None:
+        """One training batch finished (``at``: when, for a kept quiet step; default now; ``mark``: its device mark,
+        taken then); ``stepped`` if it ended with an optimizer step."""
         now = self.now() if at is None else at
         timing = self.schedule.times(self.steps_seen)
         window = self.window
         if not window.done:
             window.mark("end", self.steps.in_window)
-        self.steps.batch_end(now, timing=timing)
+        self.steps.batch_end(now, timing=timing, mark=mark)
         heap = self.heap_watch
         if heap is not None:
             # the page-fault count: every batch until the first prediction, then within its reads' budget
@@ -283,15 +284,18 @@ class PredictionSession:
         if self.quiet.enabled and at is None:   # a replayed step's stretch is decided by the event that replays it
             self.quiet.allow(*self._quiet_ahead())
 
-    def _replay_batch_end(self, at: float, global_step: int) -> None:
-        self.batch_end(stepped=True, global_step=global_step, at=at)
+    def _replay_batch_end(self, at: float, global_step: int, mark: Any = None) -> None:
+        self.batch_end(stepped=True, global_step=global_step, at=at, mark=mark)
+
+    def _device_mark(self) -> Any:
+        """A batch-end mark on the device's timeline where steps are timed there (a GPU), else None."""
+        timer = self.steps.step_timer
+        return None if timer is None else timer.clock.mark()
 
     def _quiet_ahead(self) -> tuple[int, float]:
         """How many of the coming steps' batch ends can be kept for later (`quiet_steps`), and until when: none
-        while phases are marked on every step, or a window, a device timer or the subnormal watch may need a batch
-        end; once a refinement is due by its step count, only until its cost allows it."""
+        while phases are marked on every step, or a window or the subnormal watch may need a batch end; once a refinement is due by its step count, only until its cost allows it."""
         if (self.phase_marks or not self.phase_sampler.sampling or not self.window.done or self.ended
-                or self.steps.step_timer is not None
                 or (self.subnormal_watch is not None and not self.subnormal_watch.done)):
             return 0, math.inf
         refine_from = self.predictions.last_step + self.config.refine_every_n_steps

@@ -16,14 +16,16 @@ the page-fault count, where one is due inside a stretch, is read at the replay i
 of the same faults, read a few steps later).
 
 A `Tracker` with a model and no ``accelerator``, `PreNeTCallback`, and `PreNeTTrainerCallback` without gradient
-accumulation use it (`enabled`), on a host-timed device (a GPU run records events on the device at every batch end).
+accumulation use it (`enabled`). On a GPU, where clean steps are timed between marks on the device's timeline, a
+quiet step also takes its batch-end mark (a CUDA event on the current stream, as the full path would at that moment)
+and the replay hands it to the step timer: the device intervals are the same.
 The `Trainer` calls three events a step (its start, its optimizer step, its end): on a quiet step the first two return
 at once and the end keeps its time. A step in which torch.compile compiled takes the full path.
 """
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 
 class QuietSteps:
@@ -33,24 +35,28 @@ class QuietSteps:
         clock: the session's clock (the times the full path would have read).
         compiled: torch.compile's seconds so far (`CompileClock.seconds`): a step that compiled takes the full
             path, which takes its compile time off its interval.
-        replay_one: the session's full batch end for one kept step, ``(time, global_step)``.
+        replay_one: the session's full batch end for one kept step, ``(time, global_step, device mark)``.
         add_own: adds seconds to PreNeT's own time (`OwnTime.add`).
+        device_mark: a mark on the device's timeline where its steps are timed there (a GPU's CUDA event, taken at
+            the batch end like the full path's), else None.
     """
 
-    __slots__ = ("clock", "compiled", "replay_one", "add_own", "enabled", "left", "until", "compiled_s", "ends",
-                 "own_s")
+    __slots__ = ("clock", "compiled", "replay_one", "add_own", "device_mark", "enabled", "left", "until",
+                 "compiled_s", "ends", "own_s")
 
     def __init__(self, clock: Callable[[], float], compiled: Callable[[], float],
-                 replay_one: Callable[[float, int], None], add_own: Callable[[float, int], None]) -> None:
+                 replay_one: Callable[[float, int, Any], None], add_own: Callable[[float, int], None],
+                 device_mark: Callable[[], Any] = lambda: None) -> None:
         self.clock = clock
         self.compiled = compiled
         self.replay_one = replay_one
         self.add_own = add_own
+        self.device_mark = device_mark
         self.enabled = False                    # set by the integration that calls `take`; the guard's clean-up clears it
         self.left = 0                           # quiet steps still allowed before the next full one
         self.until = math.inf                   # and the time they must end before (a refinement's)
         self.compiled_s = 0.0                   # compile seconds when the stretch began
-        self.ends: list[tuple[float, int]] = []  # (end time, global step) of the kept steps, in order
+        self.ends: list[tuple[float, int, Any]] = []  # (end time, global step, device mark) of the kept steps
         self.own_s = 0.0
 
     def allow(self, steps: int, until: float = math.inf) -> None:
@@ -67,8 +73,9 @@ class QuietSteps:
             self.left = 0
             return False
         self.left -= 1
+        mark = self.device_mark()
         self.own_s += self.clock() - start
-        self.ends.append((start, global_step))   # last: a step is kept only once all of it went through
+        self.ends.append((start, global_step, mark))   # last: a step is kept only once all of it went through
         return True
 
     def keep(self, step_if_quiet: Callable[[], Optional[int]]) -> bool:
@@ -89,8 +96,8 @@ class QuietSteps:
         ends, self.ends = self.ends, []
         own, self.own_s = self.own_s, 0.0
         self.add_own(own, len(ends))
-        for at, step in ends:
-            self.replay_one(at, step)
+        for at, step, mark in ends:
+            self.replay_one(at, step, mark)
 
     def stop(self) -> None:
         """No more quiet steps until the session allows them again (the next full batch end)."""
