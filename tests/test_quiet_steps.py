@@ -26,14 +26,15 @@ class StepClock:
         return self.now
 
 
-def run(tmp_path, *, quiet: bool, steps: int = 263, blocks: bool = False) -> tuple[Tracker, list[int]]:
+def run(tmp_path, *, quiet: bool, steps: int = 263, blocks: bool = False,
+        profile_layers: bool = True) -> tuple[Tracker, list[int]]:
     """A loop with evaluations and a save, its steps of uneven length (a pattern, no randomness); ``blocks``: each
     step inside ``with tracker.train_step():``, which calls ``step()`` at its end."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     tracker = Tracker(steps, model=model, optimizer=optimizer, eval_every=90, checkpoint_every=150,
-                      report_path=tmp_path / f"r{int(quiet)}.json", **FAST)
+                      report_path=tmp_path / f"r{int(quiet)}.json", profile_layers=profile_layers, **FAST)
     clock = StepClock()
     session = tracker.run.session
     session.now = clock
@@ -69,10 +70,11 @@ def state(tracker: Tracker) -> dict:
             "phase_marks": session.phase_marks}
 
 
-@pytest.mark.parametrize("blocks", [False, True])
-def test_kept_steps_replay_to_the_same_measurements(tmp_path, blocks):
-    full, kept_full = run(tmp_path, quiet=False, blocks=blocks)
-    quiet, kept = run(tmp_path, quiet=True, blocks=blocks)
+@pytest.mark.parametrize("blocks,profile_layers", [(False, True), (True, True), (False, False)])
+def test_kept_steps_replay_to_the_same_measurements(tmp_path, blocks, profile_layers):
+    # profile_layers=False: no profiler, yet the window ends after its steps and the quiet steps begin
+    full, kept_full = run(tmp_path, quiet=False, blocks=blocks, profile_layers=profile_layers)
+    quiet, kept = run(tmp_path, quiet=True, blocks=blocks, profile_layers=profile_layers)
     assert sum(kept_full) == 0
     assert sum(kept) > 150                  # most steps after the first prediction were kept, not all
     assert quiet._quiet.ends                # the last steps are kept, not yet seen by the session

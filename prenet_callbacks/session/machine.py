@@ -268,8 +268,13 @@ class PredictionSession:
         phases = self.steps.close_step(now)
         if not window.done:
             window.end_step(phases)
-            if window.active and not self.schedule.profiles(self.steps_seen):
-                self._finish_profile_window()
+            if not self.schedule.profiles(self.steps_seen):
+                if window.active:
+                    self._finish_profile_window()
+                elif window.profiler is None:
+                    # no profiler (profile_layers=False, a DeepSpeed pipeline): nothing to stop, but the window is
+                    # over all the same, and the quiet steps may begin
+                    window.done = True
         if not self.predictions.first_made:
             if self.schedule.first_prediction_due(self.steps_seen, device_timed=self.steps.device_timed,
                                                   clean_steps=self.measurements.batch.count):
