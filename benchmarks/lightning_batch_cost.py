@@ -19,7 +19,6 @@ import argparse
 import json
 import statistics
 import sys
-import warnings
 from pathlib import Path
 
 import torch
@@ -27,7 +26,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.quiet_steps_ab import three_way  # noqa: E402
+from benchmarks.quiet_steps_ab import quiet_process, three_way  # noqa: E402
 from benchmarks.result_file import write_result  # noqa: E402
 
 STEADY_FROM = 300
@@ -97,10 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="/tmp/prenet-lightning-batch-cost")
     parser.add_argument("--json", default=str(ROOT / "benchmarks/results/issue39_overhead/lightning_batch_cost.json"))
     args = parser.parse_args(argv)
-    warnings.simplefilter("ignore")
-    torch.set_num_threads(1)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = quiet_process(args.out)
     measured = three_way(tiny_fit, args.rounds, out, modes=("prenet", "empty", "none"))
     summary = measured["summary"]
     step_us = {mode: summary[mode]["median_step_us"] for mode in summary}

@@ -141,6 +141,15 @@ def trainer_fit(mode: str, out: Path, scale: float = HF_SCALE) -> dict:
             "own_per_batch_us": own.get("per_batch_us"), "fit_s": round(time.perf_counter() - start, 3)}
 
 
+def quiet_process(out: str) -> Path:
+    """This process as these A/B benchmarks run: warnings off, one torch thread; their runs' folder, made."""
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(1)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def three_way(fit: Callable[[str, Path], dict], rounds: int, out: Path,
               modes: tuple[str, str, str] = ("quiet", "full", "none")) -> dict:
     """A discarded warm-up run of the last mode (without PreNeT: lazy imports, the allocator), then ``rounds`` x the
@@ -170,10 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hf", action="store_true", help="a Hugging Face Trainer workload instead (needs the extra)")
     parser.add_argument("--json", default=str(ROOT / "benchmarks/results/quiet_steps_ab.json"))
     args = parser.parse_args(argv)
-    warnings.simplefilter("ignore")
-    torch.set_num_threads(1)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = quiet_process(args.out)
     if args.lightning or args.hf:
         workload = "lstm_val_every_epoch (2 epochs)" if args.lightning else \
             f"causal_lm_eval_steps_checkpoints (scale {HF_SCALE})"
