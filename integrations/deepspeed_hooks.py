@@ -47,10 +47,13 @@ class EngineEvents:
         backward and step inside DeepSpeed's schedule) and ``eval_batch`` instead."""
         self.active = True
         self.session.add_cleanup(self._deactivate)
-        steps = (("train_batch", self._on_training_call, self._on_step_end), ("eval_batch", self._on_eval, self._on_eval_end)) \
-            if pipeline else (("forward", self._on_forward, self._on_forward_end),
-                              ("backward", self._on_backward_start, self._on_backward_end),
-                              ("step", self._on_step_start, self._on_step_end))
+        if pipeline:
+            steps = (("train_batch", self._on_training_call, self._on_step_end),
+                     ("eval_batch", self._on_eval, self._on_eval_end))
+        else:
+            steps = (("forward", self._on_forward, self._on_forward_end),
+                     ("backward", self._on_backward_start, self._on_backward_end),
+                     ("step", self._on_step_start, self._on_step_end))
         for name, before, after in (*steps, ("save_checkpoint", self._on_save_start, self._on_save_end)):
             if callable(getattr(self.engine, name, None)):
                 self.session.add_cleanup(wrap_method(self.engine, name, self._wrapper(before, after)))

@@ -122,7 +122,7 @@ def workload_from_report(report, *, options: ExecutionOptions | None = None,
         options=options or ExecutionOptions(), ran_compiled=compiled, measured_units=measured_units,
         reprojected_from=run_precision.name if changed is not None else None)
     if on_cpu:
-        _cpu_host_share(workload, measured, step_s, data_s, op_seconds, accumulate)
+        _cpu_host_share(workload, measured, step_s, data_s, op_seconds, batches)
         workload.input_bytes = _input_bytes(layers)
     _add_notes(workload, current, run_precision, target, changed)
     return workload
