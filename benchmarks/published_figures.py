@@ -2558,7 +2558,17 @@ QUOTES += [
 
 
 SESSION63 = RESULTS + "issue39_overhead/"
+DS_QUIET = SESSION63 + "quiet_steps_ab_deepspeed.json"
 QUOTES += [
+    Q(OVERHEAD, "PreNeT's own time on the engine {} µs a batch\nquiet against {} full; its steps' median interval {} ms "
+                "quiet, {} ms full and {} ms without PreNeT, from runs\nthat scatter between {} and {} ms.",
+      *(F(DS_QUIET, f"summary.{mode}.own_per_batch_us", num(1)) for mode in ("quiet", "full")),
+      *(F(DS_QUIET, f"summary.{mode}.median_step_ms", num(2)) for mode in ("quiet", "full", "none")),
+      F(DS_QUIET, lambda d: min(r["median_step_ms"] for r in d["runs"]), num(2)),
+      F(DS_QUIET, lambda d: max(r["median_step_ms"] for r in d["runs"]), num(2))),
+    Q("docs/deepspeed.md", "Measured on an LSTM loop: {} µs a batch quiet against {} µs full",
+      *(F(DS_QUIET, f"summary.{mode}.own_per_batch_us", num(1)) for mode in ("quiet", "full"))),
+
     Q(OVERHEAD, "(`benchmarks/results/issue39_overhead/overhead_session63_a.json`, {} s a fit without\nPreNeT): x{} (pairs "
                 "{} / {} / {}), own time {}%, {} µs a batch, the steps after the window {}x.\nOver the nine pairs of the "
                 "three runs the median ratio is {}",

@@ -4,6 +4,7 @@ taking the full path: the same loop alternating in one process.
     python benchmarks/quiet_steps_ab.py [--rounds 4] [--steps 1500] [--json benchmarks/results/quiet_steps_ab.json]
     python benchmarks/quiet_steps_ab.py --lightning [--rounds 3] [--json ...]
     python benchmarks/quiet_steps_ab.py --hf [--rounds 3] [--json ...]
+    python benchmarks/quiet_steps_ab.py --deepspeed [--rounds 3] [--json ...]
 
 The loop trains the examples' transformer-encoder regressor (batch 16, ~10 ms a step on one thread, html off),
 `tracker.step()` after each optimizer step; each run times every `step()` call. Reported per run: the mean
@@ -13,8 +14,9 @@ each round. ``--lightning``: `overhead.py`'s workload (`lstm_val_every_epoch`, t
 `PreNeTCallback` kept quiet, with every batch end full, and without PreNeT, in turn: the median interval between
 two batch ends after the first 60 (an independent callback's clock, as `overhead.py` reads it), PreNeT's own time
 per batch, the fit's wall time. ``--hf``: the same three ways on a `Trainer` (`hf_workloads`' GPT-2 causal LM without
-accumulation, 600 steps), the interval between two step ends read by a callback called before PreNeT's. Nothing is
-asserted: it measures.
+accumulation, 600 steps), the interval between two step ends read by a callback called before PreNeT's.
+``--deepspeed``: the same three ways on a raw DeepSpeed loop with `attach()` (an LSTM, ZeRO 0, no accumulation,
+1,500 steps). Nothing is asserted: it measures.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ from benchmarks.result_file import write_result  # noqa: E402
 
 STEADY_FROM = 300
 HF_SCALE = 0.4   # the Trainer workload's length: 600 steps, evaluation every 120, a checkpoint every 200
+DS_SCALE = 2.5   # the DeepSpeed workload's length: 1,500 steps
 
 
 def one_run(quiet: bool, steps: int, out: Path) -> dict:
@@ -141,6 +144,42 @@ def trainer_fit(mode: str, out: Path, scale: float = HF_SCALE) -> dict:
             "own_per_batch_us": own.get("per_batch_us"), "fit_s": round(time.perf_counter() - start, 3)}
 
 
+def deepspeed_fit(mode: str, out: Path, scale: float = DS_SCALE) -> dict:
+    """One raw DeepSpeed loop with `attach()` (`deepspeed_workloads`' LSTM, ZeRO 0, no accumulation) at ``scale``:
+    ``mode`` as `lightning_fit`'s. The interval between two optimizer steps' ends is read right after
+    ``engine.step()`` returns, PreNeT's wrapper included."""
+    from benchmarks.deepspeed_workloads import WORKLOADS, _config
+    from integrations.deepspeed_cpu import init_single_process_cpu
+
+    init_single_process_cpu()
+    import deepspeed
+
+    from integrations.deepspeed import attach
+
+    torch.manual_seed(0)
+    spec = WORKLOADS["ds_lstm_zero0"](scale)
+    train = torch.Generator().manual_seed(1)
+    model = spec["model"]
+    engine, *_ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
+                                      config=_config(spec, spec["make_batch"](train)[0].shape[0]))
+    start = time.perf_counter()
+    prenet = None if mode == "none" else attach(engine, total_steps=spec["steps"], report_path=out / f"ds-{mode}.json",
+                                                 print_report=False)
+    if prenet is not None:
+        prenet.session.quiet.enabled = prenet.session.quiet.enabled and mode == "quiet"
+    ends = []
+    while engine.global_steps < spec["steps"]:
+        x, y = spec["make_batch"](train)
+        engine.backward(spec["loss"](engine(x), y))
+        engine.step()
+        ends.append(time.perf_counter())
+    report = prenet.finish() if prenet is not None else None
+    own = report.actual["own_time"] if report is not None else {}
+    intervals = [b - a for a, b in zip(ends, ends[1:])]
+    return {"mode": mode, "median_step_ms": round(statistics.median(intervals[60:]) * 1e3, 3),
+            "own_per_batch_us": own.get("per_batch_us"), "fit_s": round(time.perf_counter() - start, 3)}
+
+
 def quiet_process(out: str) -> Path:
     """This process as these A/B benchmarks run: warnings off, one torch thread; their runs' folder, made."""
     warnings.simplefilter("ignore")
@@ -177,14 +216,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="/tmp/prenet-quiet-steps")
     parser.add_argument("--lightning", action="store_true", help="overhead.py's Lightning workload instead")
     parser.add_argument("--hf", action="store_true", help="a Hugging Face Trainer workload instead (needs the extra)")
+    parser.add_argument("--deepspeed", action="store_true", help="a raw DeepSpeed loop with attach() instead")
     parser.add_argument("--json", default=str(ROOT / "benchmarks/results/quiet_steps_ab.json"))
     args = parser.parse_args(argv)
     out = quiet_process(args.out)
-    if args.lightning or args.hf:
-        workload = "lstm_val_every_epoch (2 epochs)" if args.lightning else \
-            f"causal_lm_eval_steps_checkpoints (scale {HF_SCALE})"
-        result = write_result(args.json, "quiet_steps_ab", argv, workload=workload,
-                              **three_way(lightning_fit if args.lightning else trainer_fit, args.rounds, out))
+    if args.lightning or args.hf or args.deepspeed:
+        workload, fit = (("lstm_val_every_epoch (2 epochs)", lightning_fit) if args.lightning else
+                         (f"causal_lm_eval_steps_checkpoints (scale {HF_SCALE})", trainer_fit) if args.hf else
+                         (f"ds_lstm_zero0 (scale {DS_SCALE})", deepspeed_fit))
+        result = write_result(args.json, "quiet_steps_ab", argv, workload=workload, **three_way(fit, args.rounds, out))
         print(json.dumps(result["summary"], indent=1))
         return 0
     runs = []

@@ -180,6 +180,8 @@ def attach(
         if not session.guard.disabled:  # a session that already stepped aside must not leave wrappers behind
             handle.events = EngineEvents(engine, run)
             handle.events.install(pipeline=pipeline)
+            # quiet steps (`quiet_steps`) where a step is one batch: without accumulation, or a pipeline's train_batch
+            session.quiet.enabled = pipeline or int(engine.gradient_accumulation_steps()) == 1
     except Exception as error:  # noqa: BLE001 - past validation, PreNeT problems never stop the run
         session.fail(error, where="deepspeed.attach")
     return handle

@@ -48,7 +48,7 @@ class EngineEvents:
         self.active = True
         self.session.add_cleanup(self._deactivate)
         if pipeline:
-            steps = (("train_batch", self._on_training_call, self._on_step_end),
+            steps = (("train_batch", self._on_train_batch, self._on_step_end),
                      ("eval_batch", self._on_eval, self._on_eval_end))
         else:
             steps = (("forward", self._on_forward, self._on_forward_end),
@@ -91,7 +91,16 @@ class EngineEvents:
             self.session.fail(error, where=f"deepspeed {getattr(event, '__name__', 'event')}")
 
     # -- events -----------------------------------------------------------------------------------
+    # Between the session's events (`prenet_callbacks.session.quiet_steps`) a training step asks nothing of the session
+    # but the time it ended: its forward, backward and optimizer step (a pipeline's train_batch) return at once, and
+    # its end keeps its time, which the session replays before its next event. An evaluation forward (no grad), a
+    # `validation()`/`checkpoint()` block, a save and the end are events: they take the full path and end the stretch.
+    def _quiet(self) -> bool:
+        return bool(self.session.quiet.left) and self.due is None
+
     def _on_forward(self) -> None:
+        if self._quiet() and torch.is_grad_enabled() and not self.run.in_block:
+            return
         if self.run.in_block:
             return  # inside `with prenet.validation()` / `checkpoint()`: timed as that block
         if not self.in_batch and not torch.is_grad_enabled():
@@ -99,6 +108,10 @@ class EngineEvents:
             self._on_eval()
             return
         self._on_training_call()
+
+    def _on_train_batch(self) -> None:
+        if not self._quiet():
+            self._on_training_call()
 
     def _on_training_call(self) -> None:
         """A forward with grad, or a pipeline's ``train_batch``: it opens a batch, or ends the run when it comes
@@ -132,18 +145,29 @@ class EngineEvents:
             self.session.batch_start()
 
     def _on_backward_start(self) -> None:
+        if self._quiet():
+            return
         self._open_batch()  # a loss computed outside engine.forward still opens the micro-batch
         self.session.before_backward()
 
     def _on_backward_end(self) -> None:
-        self.session.after_backward()
+        if not self._quiet():
+            self.session.after_backward()
 
     def _on_step_start(self) -> None:
+        if self._quiet():
+            return
         self.boundary = bool(self.engine.is_gradient_accumulation_boundary())
         if self.boundary:
             self.session.before_optimizer_step()
 
     def _on_step_end(self) -> None:
+        quiet = self.session.quiet
+        if self._quiet() and quiet.keep(self._quiet_step):
+            # kept: what the full path below counts for the loop, without the session
+            self.last_global_steps = self.run.steps = int(self.engine.global_steps)
+            self.in_batch = False
+            return
         global_steps = int(self.engine.global_steps)
         # global_steps also advances on an fp16 overflow step: DeepSpeed counts it as a step
         stepped = global_steps != self.last_global_steps
@@ -165,6 +189,14 @@ class EngineEvents:
                 self.due = {"eval": eval_due, "ckpt": ckpt_due}
             else:
                 self.run.end()  # records the actual time, writes the report, unwraps
+
+    def _quiet_step(self) -> int | None:
+        """The optimizer step that just ended, when it may only keep its time: the one after the last seen, and not
+        the run's last (which ends the run); else None."""
+        step = int(self.engine.global_steps)
+        total = self.run.schedule.total_steps
+        quiet = step == self.last_global_steps + 1 and (total is None or step < total)
+        return step if quiet else None
 
     def _on_save_start(self) -> None:
         self.session.guard.call(self.session.steps.checkpoint_start)

@@ -455,3 +455,70 @@ def test_ctrl_c_inside_the_profiling_window_detaches(tmp_report):
     assert torch._C._len_torch_dispatch_stack() == 0
     assert not handle.attached and handle.report.run["ended"]["reason"] == "interrupted"
     assert_unwrapped(engine)
+
+
+def quiet_run(tmp_path, *, quiet: bool, accumulate: int = 1, steps: int = 200):
+    """A raw DeepSpeed loop on one clock (the session reads only it): steps of uneven length, an evaluation of two
+    no-grad forwards every 60 steps; ``quiet``: whether steps between the session's events may keep their time."""
+    from types import SimpleNamespace
+
+    from tests.test_quiet_steps import StepClock
+
+    engine = make_engine(0, "fp32", accumulate)
+    handle = attach(engine, total_steps=steps, eval_every=60, eval_batches=2, report_path=tmp_path / f"q{quiet}.json",
+                    print_report=False, warmup_steps=1, profile_steps=1, timing_steps=3)
+    enabled = handle.session.quiet.enabled
+    clock = StepClock()
+    session = handle.session
+    session.now = clock
+    session.fit_start_time = clock.now
+    session.quiet.enabled = quiet and enabled
+    replayed = []
+    replay_one = session.quiet.replay_one
+    session.quiet.replay_one = lambda at, step, mark: (replayed.append(step), replay_one(at, step, mark))
+    # an evaluation forward takes 10 ms on the clock, inside the engine's forward (between its wrapper's events)
+    engine.module.register_forward_pre_hook(
+        lambda module, inputs: setattr(clock, "now", clock.now + 0.01) if not torch.is_grad_enabled() else None)
+    generator = torch.Generator().manual_seed(1)
+    for step in range(1, steps + 1):
+        for _ in range(accumulate):
+            loss = engine(torch.randn(4, 16, generator=generator)).pow(2).mean()
+            engine.backward(loss)
+            engine.step()
+            clock.now += 0.010 + 0.001 * (step % 7)
+        if step % 60 == 0:
+            with torch.no_grad():
+                for _ in range(2):
+                    engine(torch.randn(4, 16, generator=generator))
+    ended_at_its_last_step = not handle.attached
+    handle.finish()
+    return SimpleNamespace(session=session, report=handle.report, replayed=replayed, enabled=enabled,
+                           ended_at_its_last_step=ended_at_its_last_step)
+
+
+def test_quiet_steps_replay_to_the_same_measurements(tmp_path):
+    from tests.test_quiet_steps import assert_replayed_alike
+
+    full, quiet = quiet_run(tmp_path, quiet=False, steps=205), quiet_run(tmp_path, quiet=True, steps=205)
+    assert quiet.enabled
+    assert full.ended_at_its_last_step and quiet.ended_at_its_last_step   # the last step is never kept
+    assert_replayed_alike(full, quiet, steps=205, kept_at_least=100)
+    assert quiet.report.measured["validation"]["runs"] == full.report.measured["validation"]["runs"] > 0
+
+
+def test_with_accumulation_every_micro_batch_takes_the_full_path(tmp_path):
+    run = quiet_run(tmp_path, quiet=True, accumulate=2, steps=40)
+    assert not run.enabled and not run.replayed and run.session.done_steps == 40
+
+
+def test_a_quiet_step_is_the_next_one_and_never_the_runs_last(tmp_report):
+    engine = make_engine(0, "fp32", 1)
+    handle = attach(engine, total_steps=10, report_path=tmp_report, print_report=False, **_FAST)
+    events = handle.events
+    events.last_global_steps, engine.global_steps = 8, 9
+    assert events._quiet_step() == 9
+    events.last_global_steps, engine.global_steps = 9, 10
+    assert events._quiet_step() is None          # the last step ends the run: the full path
+    events.last_global_steps, engine.global_steps = 6, 8
+    assert events._quiet_step() is None          # a step not seen in between: the full path counts both
+    handle.detach()

@@ -15,8 +15,8 @@ failure, the end) ends the quiet stretch: the next step takes the full path. A h
 the page-fault count, where one is due inside a stretch, is read at the replay instead of at that batch end (a count
 of the same faults, read a few steps later).
 
-A `Tracker` with a model and no ``accelerator``, `PreNeTCallback`, and `PreNeTTrainerCallback` without gradient
-accumulation use it (`enabled`). On a GPU, where clean steps are timed between marks on the device's timeline, a
+A `Tracker` with a model and no ``accelerator``, `PreNeTCallback`, and `PreNeTTrainerCallback` and `attach()` without
+gradient accumulation (or on a DeepSpeed pipeline engine) use it (`enabled`). On a GPU, where clean steps are timed between marks on the device's timeline, a
 quiet step also takes its batch-end mark (a CUDA event on the current stream, as the full path would at that moment)
 and the replay hands it to the step timer: the device intervals are the same.
 The `Trainer` calls three events a step (its start, its optimizer step, its end): on a quiet step the first two return
