@@ -147,25 +147,33 @@ def _config(spec: dict[str, Any], micro_batch: int) -> dict[str, Any]:
             "zero_optimization": {"stage": spec["zero"]}, "steps_per_print": 10**9}
 
 
-def run_engine(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0,
-               record_bar: bool = False) -> dict[str, Any]:
-    """Run one workload's DeepSpeed loop; return its wall time (attach to finish), the report and a tqdm bar's ETAs."""
-    from tqdm import tqdm
-
+def build_engine(name: str, scale: float = 1.0) -> tuple[Any, dict[str, Any], torch.Generator]:
+    """One workload's engine on a single-process gloo group (seeded), its spec and its training batches' generator
+    (one batch already drawn, to read the micro-batch)."""
     from integrations.deepspeed_cpu import init_single_process_cpu
 
     init_single_process_cpu()
     import deepspeed
 
-    from integrations.deepspeed import attach
-
     torch.manual_seed(0)
     spec = WORKLOADS[name](scale)
-    out = Path(out_dir) / f"{name}-{int(with_prenet)}"
-    train, evaluation = torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)
+    train = torch.Generator().manual_seed(1)
     micro = spec["make_batch"](train)[0].shape[0]
     model = spec["model"]
     engine, *_ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=_config(spec, micro))
+    return engine, spec, train
+
+
+def run_engine(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0,
+               record_bar: bool = False) -> dict[str, Any]:
+    """Run one workload's DeepSpeed loop; return its wall time (attach to finish), the report and a tqdm bar's ETAs."""
+    from tqdm import tqdm
+
+    engine, spec, train = build_engine(name, scale)
+    from integrations.deepspeed import attach
+
+    out = Path(out_dir) / f"{name}-{int(with_prenet)}"
+    evaluation = torch.Generator().manual_seed(2)
     steps, eval_every, ckpt_every = spec["steps"], spec["eval_every"], spec["checkpoint_every"]
     points: dict[int, tuple[float, float | None]] = {}
     start = time.perf_counter()

@@ -148,20 +148,11 @@ def deepspeed_fit(mode: str, out: Path, scale: float = DS_SCALE) -> dict:
     """One raw DeepSpeed loop with `attach()` (`deepspeed_workloads`' LSTM, ZeRO 0, no accumulation) at ``scale``:
     ``mode`` as `lightning_fit`'s. The interval between two optimizer steps' ends is read right after
     ``engine.step()`` returns, PreNeT's wrapper included."""
-    from benchmarks.deepspeed_workloads import WORKLOADS, _config
-    from integrations.deepspeed_cpu import init_single_process_cpu
+    from benchmarks.deepspeed_workloads import build_engine
 
-    init_single_process_cpu()
-    import deepspeed
-
+    engine, spec, train = build_engine("ds_lstm_zero0", scale)
     from integrations.deepspeed import attach
 
-    torch.manual_seed(0)
-    spec = WORKLOADS["ds_lstm_zero0"](scale)
-    train = torch.Generator().manual_seed(1)
-    model = spec["model"]
-    engine, *_ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
-                                      config=_config(spec, spec["make_batch"](train)[0].shape[0]))
     start = time.perf_counter()
     prenet = None if mode == "none" else attach(engine, total_steps=spec["steps"], report_path=out / f"ds-{mode}.json",
                                                  print_report=False)

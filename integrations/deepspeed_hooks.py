@@ -164,8 +164,9 @@ class EngineEvents:
     def _on_step_end(self) -> None:
         quiet = self.session.quiet
         if self._quiet() and quiet.keep(self._quiet_step):
-            # kept: what the full path below counts for the loop, without the session
-            self.last_global_steps = self.run.steps = int(self.engine.global_steps)
+            # kept (`_quiet_step`: the step after the last one seen): what the full path below counts for the loop
+            self.last_global_steps += 1
+            self.run.steps = self.last_global_steps
             self.in_batch = False
             return
         global_steps = int(self.engine.global_steps)

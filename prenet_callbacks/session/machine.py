@@ -96,7 +96,7 @@ class PredictionSession:
         self.compile_clock = CompileClock()   # torch.compile's compilations: one-off time, never a rate
         # an integration's steps between events: their end times kept, replayed before any other event (`quiet_steps`)
         self.guard.quiet = self.quiet = QuietSteps(lambda: self.now(), self.compile_clock.seconds,
-                                                   self._replay_batch_end, self.own_time.add, self._device_mark)
+                                                   self._replay_batch_end, self.own_time.add)
         self.predictions = Predictions(config, self.outputs)
         self.facts = RunFacts(lambda: self.report, self.measurements, self.window)
         self.subnormal_watch: SubnormalWatch | None = None
@@ -112,6 +112,7 @@ class PredictionSession:
         self.epoch_start_batch: int | None = None  # done_batches when this fit's current epoch began
         self.limits = RunLimits()      # what may end the run (`fit_start`)
         self.steps = StepAccount(lambda: self.now(), self.measurements, self.compile_clock)
+        self.quiet.device_mark = None   # a host-timed fit's kept steps need no device mark (`fit_start`)
         self.phase_sampler = PhaseSampler()
         # the step about to run has its phases timed (`measure.phase_sampling`): integrations read it every batch
         self.phase_marks = True
@@ -154,6 +155,7 @@ class PredictionSession:
             # device time: phases of the profiled window and clean steps, read without blocking
             self.window.time_on_device(self.device_clock)
             self.steps.time_on_device(self.device_clock)
+            self.quiet.device_mark = self.device_clock.mark   # a kept step's batch-end mark, as the full path's
         elif self.count_faults is not None and self.heap_trim is not None:
             # counting faults changes nothing; trimming the heap changes the process: only when asked
             self.heap_watch = HeapWatch(self.count_faults, self.fault_cost,
@@ -292,14 +294,10 @@ class PredictionSession:
     def _replay_batch_end(self, at: float, global_step: int, mark: Any = None) -> None:
         self.batch_end(stepped=True, global_step=global_step, at=at, mark=mark)
 
-    def _device_mark(self) -> Any:
-        """A batch-end mark on the device's timeline where steps are timed there (a GPU), else None."""
-        timer = self.steps.step_timer
-        return None if timer is None else timer.clock.mark()
-
     def _quiet_ahead(self) -> tuple[int, float]:
         """How many of the coming steps' batch ends can be kept for later (`quiet_steps`), and until when: none
-        while phases are marked on every step, or a window or the subnormal watch may need a batch end; once a refinement is due by its step count, only until its cost allows it."""
+        while phases are marked on every step, or a window or the subnormal watch may need a batch end; once a
+        refinement is due by its step count, only until its cost allows it."""
         if (self.phase_marks or not self.phase_sampler.sampling or not self.window.done or self.ended
                 or (self.subnormal_watch is not None and not self.subnormal_watch.done)):
             return 0, math.inf

@@ -15,10 +15,10 @@ failure, the end) ends the quiet stretch: the next step takes the full path. A h
 the page-fault count, where one is due inside a stretch, is read at the replay instead of at that batch end (a count
 of the same faults, read a few steps later).
 
-A `Tracker` with a model and no ``accelerator``, `PreNeTCallback`, and `PreNeTTrainerCallback` and `attach()` without
-gradient accumulation (or on a DeepSpeed pipeline engine) use it (`enabled`). On a GPU, where clean steps are timed between marks on the device's timeline, a
-quiet step also takes its batch-end mark (a CUDA event on the current stream, as the full path would at that moment)
-and the replay hands it to the step timer: the device intervals are the same.
+A `Tracker` with a model and no ``accelerator``, `PreNeTCallback`, and `PreNeTTrainerCallback` and `attach()`
+without gradient accumulation (or on a DeepSpeed pipeline engine) use it (`enabled`). On a GPU, where clean steps are
+timed between marks on the device's timeline, a quiet step also takes its batch-end mark (a CUDA event on the current
+stream, as the full path would at that moment) and the replay hands it to the step timer: the same device intervals.
 The `Trainer` calls three events a step (its start, its optimizer step, its end): on a quiet step the first two return
 at once and the end keeps its time. A step in which torch.compile compiled takes the full path.
 """
@@ -37,21 +37,21 @@ class QuietSteps:
             path, which takes its compile time off its interval.
         replay_one: the session's full batch end for one kept step, ``(time, global_step, device mark)``.
         add_own: adds seconds to PreNeT's own time (`OwnTime.add`).
-        device_mark: a mark on the device's timeline where its steps are timed there (a GPU's CUDA event, taken at
-            the batch end like the full path's), else None.
+    Attributes:
+        device_mark: where a fit's steps are timed on the device's timeline (a GPU), its clock's ``mark`` (a CUDA
+            event, taken at the batch end as the full path would); None on a host-timed fit (the session sets it).
     """
 
     __slots__ = ("clock", "compiled", "replay_one", "add_own", "device_mark", "enabled", "left", "until",
                  "compiled_s", "ends", "own_s")
 
     def __init__(self, clock: Callable[[], float], compiled: Callable[[], float],
-                 replay_one: Callable[[float, int, Any], None], add_own: Callable[[float, int], None],
-                 device_mark: Callable[[], Any] = lambda: None) -> None:
+                 replay_one: Callable[[float, int, Any], None], add_own: Callable[[float, int], None]) -> None:
         self.clock = clock
         self.compiled = compiled
         self.replay_one = replay_one
         self.add_own = add_own
-        self.device_mark = device_mark
+        self.device_mark: Optional[Callable[[], Any]] = None
         self.enabled = False                    # set by the integration that calls `take`; the guard's clean-up clears it
         self.left = 0                           # quiet steps still allowed before the next full one
         self.until = math.inf                   # and the time they must end before (a refinement's)
@@ -73,7 +73,7 @@ class QuietSteps:
             self.left = 0
             return False
         self.left -= 1
-        mark = self.device_mark()
+        mark = None if self.device_mark is None else self.device_mark()
         self.own_s += self.clock() - start
         self.ends.append((start, global_step, mark))   # last: a step is kept only once all of it went through
         return True
