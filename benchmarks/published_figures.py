@@ -192,7 +192,8 @@ def rows(quotes: Iterable[Q] | None = None) -> list[tuple[str, str | None, str]]
 
 # `python benchmarks/overhead.py` (default arguments) since the quiet batches, every run kept, in order
 OVERHEAD_RUNS = ("issue39_quiet/overhead.json", "issue39_quiet/overhead_run2.json",
-                 "issue39_overhead/overhead_session63_a.json", "issue39_overhead/overhead_session63_b.json")
+                 "issue39_overhead/overhead_session63_a.json", "issue39_overhead/overhead_session63_b.json",
+                 "issue39_overhead/overhead_session64.json")
 
 
 def overhead_pairs(runs: int = len(OVERHEAD_RUNS)) -> list[float]:
@@ -337,7 +338,7 @@ QUOTES += [
       F(LIGER, "summary.by_dtype.bfloat16.rows", INT), F(LIGER, "summary.by_dtype.bfloat16.median_ratio", num(2)),
       F(LIGER, "summary.by_dtype.float32.median_abs_error", Fmt(1, 100)),
       F(LIGER, "summary.by_dtype.float32.rows", INT), F(LIGER, "summary.by_dtype.float32.median_ratio", num(2))),
-    Q(README, "| overhead on a whole fit | x{}, x{}, x{} and x{}, four runs ({}; twelve pairs {}-{}, median {}) |",
+    Q(README, "| overhead on a whole fit | x{}, x{}, x{}, x{} and x{}, five runs ({}; seventeen pairs {}-{}, median {}) |",
       *(F(RESULTS + name, "summary.fit_ratio_median", num(3)) for name in OVERHEAD_RUNS),
       F(RESULTS + OVERHEAD_RUNS[-1], lambda d: d["date"][:10], DATE),
       *(F(RESULTS + OVERHEAD_RUNS[-1], lambda d, pick=pick: pick(overhead_pairs()), num(3))
@@ -2438,7 +2439,25 @@ QUOTES += [
       F(TRAINER_10, "workloads.0.own_time_share_median", Fmt(2, 100))),
 ]
 NET32 = RESULTS + "issue38_network_fp32/"
+WAVE = RESULTS + "issue38_wave_trial/wave_gemm_folds.json"
+
+
+def wave_fold(gpu: str, key: str) -> Callable[[Any], float]:
+    """One held-out GPU's figure in wave_gemm_folds.json."""
+    return lambda d: next(f[key] for f in d["folds"] if f["gpu"] == gpu)
+
+
 QUOTES += [
+    Q(CARD, "Held out one GPU at a time on every GEMM row: {}%\n  pooled MAPE against the class model's {}%; better on "
+            "the A100 PCIe cards ({}% and {}% against {}% and {}%),\n  worse on {} of eleven GPUs (V100 {}%, P4 {}%), "
+            "and the L4, whose bandwidth per SM is below every other GPU's,\n  priced {}x too slow.",
+      F(WAVE, "pooled.mape"), F(WAVE, "pooled.shipped_mape"),
+      *(F(WAVE, wave_fold(gpu, "mape")) for gpu in ("A100-PCIe-40GB", "A100-PCIe-80GB")),
+      *(F(WAVE, wave_fold(gpu, "shipped_mape")) for gpu in ("A100-PCIe-40GB", "A100-PCIe-80GB")),
+      F(WAVE, lambda d: ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven"][
+          sum(f["mape"] > f["shipped_mape"] for f in d["folds"])], Fmt(pattern=r"[a-z]+")),
+      *(F(WAVE, wave_fold(gpu, "mape")) for gpu in ("V100-PCIe-32GB", "P4")),
+      F(WAVE, wave_fold("L4", "median_ratio"), num(1))),
     Q(CARD, "FP32 rows, pooled over 11 folds: GEMMs {}% MAPE by the network (with the other GPUs' median NeuSight lag added)\n"
             "  against {}% by the class model, convolutions {}% against {}%.",
       F(NET32 + "network_fp32_folds.json", "summary.gemm.network+lag"),
@@ -2558,6 +2577,19 @@ QUOTES += [
 
 
 SESSION63 = RESULTS + "issue39_overhead/"
+S64 = SESSION63 + "overhead_session64.json"
+S64_HF3, S64_HF5 = SESSION63 + "hf_overhead_session64.json", SESSION63 + "hf_overhead_session64_5pairs.json"
+PERIOD_AB, LOOP_PERIOD = SESSION63 + "phase_period_ab.json", SESSION63 + "hf_overhead_loop_period.json"
+
+
+def hf_workload(data: Any, workload: str) -> dict:
+    """One workload's entry in an hf_overhead.py result."""
+    return next(w for w in data["workloads"] if w["workload"] == workload)
+
+
+def hf_workload_pairs(workload: str, pick: Callable) -> Callable[[Any], float]:
+    """``pick`` over one workload's pairs in an hf_overhead.py result."""
+    return lambda d: pick(hf_workload(d, workload)["fit_ratio_per_pair"])
 DS_QUIET = SESSION63 + "quiet_steps_ab_deepspeed.json"
 QUOTES += [
     Q(OVERHEAD, "PreNeT's own time on the engine {} µs a batch\nquiet against {} full; its steps' median interval {} ms "
@@ -2604,7 +2636,7 @@ QUOTES += [
       F(SESSION63 + "overhead_session63_b.json", lambda d: _over(d)["own_per_batch_us_median"], INT),
       F(SESSION63 + "overhead_session63_b.json", lambda d: _over(d)["own_per_batch_us_median"] * 1e-6
         * d["runs"][0]["steps"], num(2)),
-      F(SESSION63 + "overhead_session63_b.json", lambda d: statistics.median(overhead_pairs()), num(3))),
+      F(SESSION63 + "overhead_session63_b.json", lambda d: statistics.median(overhead_pairs(4)), num(3))),
     Q(OVERHEAD, "PreNeT adds {} µs a batch between the medians of the ways\n({} µs within rounds), of which its own "
                 "time is {} µs; {} µs is what Lightning spends on any callback",
       F(SESSION63 + "lightning_batch_cost.json", "excess_us.prenet", num(1)),
@@ -2613,6 +2645,49 @@ QUOTES += [
       F(SESSION63 + "lightning_batch_cost.json", "excess_us.empty", num(1))),
     Q(OVERHEAD, "the other {} µs is\nLightning carrying", F(SESSION63 + "lightning_batch_cost.json",
                                                           "excess_us.prenet_beyond_a_callback_and_own_time", num(1))),
+    Q(OVERHEAD, "`benchmarks/results/issue39_overhead/overhead_session64.json`, {} s a fit without PreNeT): x{} (pairs {} / {} /\n"
+                "{} / {} / {}), own time {}%, {} µs a batch. At the median over its pairs the fits with PreNeT took {} ms\n"
+                "longer over their first {} batches, {} ms over their validation runs, {} ms at the end and {} ms over the\n"
+                "steady batches: {} ms, {}% of a fit, about what the parts above account for ({} µs a batch over its {} steady\n"
+                "batches is {} s). Over the seventeen pairs of the five runs the median ratio is {}.",
+      F(S64, lambda d: _over(d)["fit_s_without_median"], INT),
+      F(S64, lambda d: _over(d)["fit_ratio_median"], num(3)),
+      *(F(S64, lambda d, i=i: _over(d)["fit_ratio_per_pair"][i], num(3)) for i in range(5)),
+      F(S64, lambda d: _over(d)["own_time_share_median"], Fmt(2, 100)),
+      F(S64, lambda d: _over(d)["own_per_batch_us_median"], num(1)),
+      F(S64, "summary.excess_ms_median.head_s", INT), F(S64, lambda d: 60, INT),
+      F(S64, "summary.excess_ms_median.validation_s", num(1)), F(S64, "summary.excess_ms_median.close_s", num(1)),
+      F(S64, "summary.excess_ms_median.steady_s", INT),
+      F(S64, lambda d: sum(_over(d)["excess_ms_median"].values()), INT),
+      F(S64, lambda d: sum(_over(d)["excess_ms_median"].values()) / 1e3 / _over(d)["fit_s_without_median"],
+        Fmt(2, 100)),
+      F(SESSION63 + "lightning_batch_cost.json", "excess_us.prenet", INT),
+      F(S64, lambda d: d["runs"][0]["steps"], Fmt(0, commas=True)),
+      F(S64, lambda d: load(SESSION63 + "lightning_batch_cost.json")["excess_us"]["prenet"] * 1e-6
+        * d["runs"][0]["steps"], num(2)),
+      F(S64, lambda d: statistics.median(overhead_pairs()), num(3))),
+    Q(OVERHEAD, "pairs (`hf_overhead_session64.json`) x{} and x{}; with five (`hf_overhead_session64_5pairs.json`) the "
+                "`Trainer`\nx{} (pairs {} to {}, own time {}%) and the loop x{} (pairs {} to {}, own time {}%), its three\n"
+                "pairs that ran without PreNeT first at {} to {}, its two that ran with PreNeT first at {} and {}.",
+      F(S64_HF3, hf_overhead("causal_lm_eval_steps_checkpoints"), num(3)),
+      F(S64_HF3, hf_overhead("loop_encoder_eval_checkpoints"), num(3)),
+      *(F(S64_HF5, fn, fmt) for name in ("causal_lm_eval_steps_checkpoints", "loop_encoder_eval_checkpoints")
+        for fn, fmt in ((hf_overhead(name), num(3)), (hf_workload_pairs(name, min), num(3)),
+                        (hf_workload_pairs(name, max), num(3)),
+                        (lambda d, name=name: hf_workload(d, name)["own_time_share_median"], Fmt(2, 100)))),
+      *(F(S64_HF5, lambda d, pick=pick, order=order: pick(hf_workload(d, "loop_encoder_eval_checkpoints")
+                                                         ["fit_ratio_per_pair"][order::2]), num(3))
+        for order, pick in ((0, min), (0, max), (1, min), (1, max)))),
+    Q(OVERHEAD, "own time {} µs a batch against {}, {}% of the run against {}%; the runs'\nmedians {} s, {} s and {} s, "
+                "within their scatter. The loop's five pairs again after the change\n(`hf_overhead_loop_period.json`): "
+                "x{} (pairs {} to {}), own time {}%.",
+      *(F(PERIOD_AB, f"summary.{mode}.own_per_batch_us", num(1)) for mode in ("period", "every")),
+      *(F(PERIOD_AB, f"summary.{mode}.own_share", Fmt(2, 100)) for mode in ("period", "every")),
+      *(F(PERIOD_AB, f"summary.{mode}.fit_s", num(2)) for mode in ("period", "every", "none")),
+      F(LOOP_PERIOD, hf_overhead("loop_encoder_eval_checkpoints"), num(3)),
+      F(LOOP_PERIOD, hf_workload_pairs("loop_encoder_eval_checkpoints", min), num(3)),
+      F(LOOP_PERIOD, hf_workload_pairs("loop_encoder_eval_checkpoints", max), num(3)),
+      F(LOOP_PERIOD, lambda d: hf_workload(d, "loop_encoder_eval_checkpoints")["own_time_share_median"], Fmt(2, 100))),
     Q(OVERHEAD, "On `overhead.py`'s {}-ms LSTM batch the {} µs is {}%.",
       F(SESSION63 + "overhead_session63_a.json", lambda d: d["runs"][0]["median_step_s"] * 1e3, INT),
       F(SESSION63 + "lightning_batch_cost.json", "excess_us.prenet", INT),

@@ -22,7 +22,7 @@ The run is timed from the tracker's creation to `close()` (also the end of a ``w
 block). Given the ``model``, forward hooks mark where each step's compute begins (what comes
 before is data loading) and a short window is profiled per module; given the ``optimizer``, its
 step hooks mark the optimizer phase. After the first prediction these hooks are registered for one
-step in eight only (`prenet_callbacks.measure.phase_sampling`); ``step()`` times every step, and between the
+step in eight only, or fewer on short steps (`prenet_callbacks.measure.phase_sampling`); ``step()`` times every step, and between the
 session's events (a marked step, a refinement, metrics, a validation or save) it only keeps the time, which the
 session replays at its next event (`prenet_callbacks.session.quiet_steps`). With an
 ``accelerator``, world size, device, mixed precision and the main process come from it, ``step()`` calls that do not end an accumulation cycle

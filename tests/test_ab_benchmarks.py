@@ -45,3 +45,20 @@ def test_lightning_batch_cost_places_the_excess_beside_the_own_time(tmp_path, mo
     assert excess["prenet"] == pytest.approx(1060.0 - 1000.0) and excess["empty"] == pytest.approx(1015.0 - 1000.0)
     assert excess["prenet_beyond_a_callback_and_own_time"] == pytest.approx(1060.0 - 1015.0 - 30.0)
     assert excess["prenet_within_rounds"] == pytest.approx(60.0) and excess["empty_within_rounds"] == pytest.approx(15.0)
+
+
+def test_phase_period_ab_builds_samplers_without_the_period_only_inside_its_every_way():
+    from benchmarks.phase_period_ab import sampler_without_period
+    from prenet_callbacks.measure.phase_sampling import EVERY, PERIOD_S, PhaseSampler
+
+    with sampler_without_period(True):
+        sampler = PhaseSampler()
+        sampler.start_when(True, step_s=PERIOD_S / 100)
+        assert (sampler.every, sampler.period_s) == (EVERY, None)
+    with sampler_without_period(False):
+        assert PhaseSampler().period_s == PERIOD_S
+    with pytest.raises(RuntimeError), sampler_without_period(True):
+        raise RuntimeError("a failing run")
+    sampler = PhaseSampler()                      # restored after a failure too
+    sampler.start_when(True, step_s=PERIOD_S / 100)
+    assert sampler.every > EVERY

@@ -12,7 +12,7 @@ from torch import nn
 from integrations.loop import Tracker
 from prenet_callbacks import report as report_module
 from prenet_callbacks.measure.heap_faults import READ_SHARE, HeapWatch
-from prenet_callbacks.measure.phase_sampling import EVERY, MIN_SAMPLES, PhaseSampler
+from prenet_callbacks.measure.phase_sampling import EVERY, MAX_EVERY, MIN_SAMPLES, PERIOD_S, PhaseSampler
 from prenet_callbacks.forecast.plan import RunPlan
 from prenet_callbacks.report import Report
 from prenet_callbacks.session.machine import PredictionSession, SessionConfig
@@ -64,6 +64,22 @@ def test_the_sampler_marks_every_step_then_one_in_every():
     assert not sampler.marks(5)
     with pytest.raises(ValueError, match="every=0"):
         PhaseSampler(every=0)
+
+
+@pytest.mark.parametrize("step_s, every", [(0.1, 4), (PERIOD_S / 4, 4), (PERIOD_S / 20, 20), (PERIOD_S / 19.5, 20),
+                                           (1e-5, MAX_EVERY), (None, 4), (0.0, 4)])
+def test_on_short_steps_marked_steps_come_at_most_once_per_period(step_s, every):
+    sampler = PhaseSampler(every=4)
+    sampler.start_when(False, step_s=1e-5)   # not started: nothing set yet
+    assert sampler.every == 4
+    sampler.start_when(True, step_s=step_s)
+    assert sampler.every == every
+    assert [step for step in range(3 * every) if sampler.marks(step)] == [0, every, 2 * every]
+    sampler.start_when(True, step_s=1e-5)    # set once, when sampling starts
+    assert sampler.every == every
+    always = PhaseSampler(every=1, period_s=None)
+    always.start_when(True, step_s=1e-5)
+    assert all(always.marks(step) for step in range(10))
 
 
 @pytest.mark.parametrize("follow_marks", [True, False])
@@ -241,7 +257,9 @@ def test_a_tracker_takes_its_hooks_off_between_samples_and_notes_the_first_evalu
                 model(torch.randn(6, 8))
             assert not model._forward_pre_hooks   # on for the evaluation's batch size, off again
     tracker.close()
-    assert session.phase_sampler.sampling and 0.1 < sum(hooks_on[50:]) / 150 < 0.2
+    # steps of well under a millisecond: one marked step per PERIOD_S would be one in hundreds, so one in MAX_EVERY
+    assert session.phase_sampler.sampling and session.phase_sampler.every == MAX_EVERY
+    assert 1 <= sum(hooks_on[50:]) <= 150 // MAX_EVERY + 1
     assert session.measurements.val_batch_size == 6
     assert not model._forward_pre_hooks and not model._forward_hooks and not optimizer._optimizer_step_pre_hooks
     assert session.measurements.forward_per_batch.count < 100 and session.measurements.batch.count > 150

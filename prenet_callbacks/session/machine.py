@@ -310,11 +310,13 @@ class PredictionSession:
 
     def _sample_phases(self) -> None:
         """Whether the next step's phases are timed: every step until the first prediction is made and the
-        phase estimators are fed, then one in `phase_sampling.EVERY`."""
+        phase estimators are fed, then one in `phase_sampling.EVERY`, or fewer on short steps (`PhaseSampler`)."""
         sampler = self.phase_sampler
         if not sampler.sampling and self.predictions.first_made:
             m = self.measurements
-            sampler.start_when(estimators_fed(m.data_per_batch.count, m.forward_per_batch.count))
+            latest = self.predictions.latest
+            sampler.start_when(estimators_fed(m.data_per_batch.count, m.forward_per_batch.count),
+                               step_s=latest.step_s if latest is not None else None)
         self.phase_marks = sampler.marks(self.steps_seen)
 
     def _watch_subnormals(self) -> None:
