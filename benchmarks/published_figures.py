@@ -2580,6 +2580,7 @@ SESSION63 = RESULTS + "issue39_overhead/"
 S64 = SESSION63 + "overhead_session64.json"
 S64_HF3, S64_HF5 = SESSION63 + "hf_overhead_session64.json", SESSION63 + "hf_overhead_session64_5pairs.json"
 PERIOD_AB, LOOP_PERIOD = SESSION63 + "phase_period_ab.json", SESSION63 + "hf_overhead_loop_period.json"
+LOOP_PERIOD6 = SESSION63 + "hf_overhead_loop_period_6pairs.json"
 
 
 def hf_workload(data: Any, workload: str) -> dict:
@@ -2680,7 +2681,7 @@ QUOTES += [
         for order, pick in ((0, min), (0, max), (1, min), (1, max)))),
     Q(OVERHEAD, "own time {} µs a batch against {}, {}% of the run against {}%; the runs'\nmedians {} s, {} s and {} s, "
                 "within their scatter. The loop's five pairs again after the change\n(`hf_overhead_loop_period.json`): "
-                "x{} (pairs {} to {}), own time {}%.",
+                "x{} (pairs {} to {}), own time {}%;",
       *(F(PERIOD_AB, f"summary.{mode}.own_per_batch_us", num(1)) for mode in ("period", "every")),
       *(F(PERIOD_AB, f"summary.{mode}.own_share", Fmt(2, 100)) for mode in ("period", "every")),
       *(F(PERIOD_AB, f"summary.{mode}.fit_s", num(2)) for mode in ("period", "every", "none")),
@@ -2688,6 +2689,12 @@ QUOTES += [
       F(LOOP_PERIOD, hf_workload_pairs("loop_encoder_eval_checkpoints", min), num(3)),
       F(LOOP_PERIOD, hf_workload_pairs("loop_encoder_eval_checkpoints", max), num(3)),
       F(LOOP_PERIOD, lambda d: hf_workload(d, "loop_encoder_eval_checkpoints")["own_time_share_median"], Fmt(2, 100))),
+    Q(OVERHEAD, "(`hf_overhead_loop_period_6pairs.json`): x{} (pairs {} to {}), own time {}%.",
+      F(LOOP_PERIOD6, hf_overhead("loop_encoder_eval_checkpoints"), num(3)),
+      F(LOOP_PERIOD6, hf_workload_pairs("loop_encoder_eval_checkpoints", min), num(3)),
+      F(LOOP_PERIOD6, hf_workload_pairs("loop_encoder_eval_checkpoints", max), num(3)),
+      F(LOOP_PERIOD6, lambda d: hf_workload(d, "loop_encoder_eval_checkpoints")["own_time_share_median"],
+        Fmt(2, 100))),
     Q(OVERHEAD, "On `overhead.py`'s {}-ms LSTM batch the {} µs is {}%.",
       F(SESSION63 + "overhead_session63_a.json", lambda d: d["runs"][0]["median_step_s"] * 1e3, INT),
       F(SESSION63 + "lightning_batch_cost.json", "excess_us.prenet", INT),
