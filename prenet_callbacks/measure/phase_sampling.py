@@ -26,9 +26,9 @@ import math
 # One optimizer step in this many is marked once sampling starts (the estimators keep 64 samples)...
 EVERY = 8
 # ... or in more, so that marked steps come at most once per this many seconds of training: a marked step costs
-# about 0.2 ms more than a quiet one on the benchmarks' 11-ms encoder loop (PreNeT's own time 35.6 us a batch at
-# one step in 8 against 23.0 at one in 19: 0.17 ms a marked step; `benchmarks/phase_period_ab.py`, docs/overhead.md),
-# 0.1% of 0.2 s ...
+# about 0.2 ms more than a quiet one on the benchmarks' 11-12-ms encoder loop (PreNeT's own time 35.6 us a batch at
+# one step in 8 against 23.0 at one in 17-19, as this rule sets it there; `benchmarks/phase_period_ab.py`,
+# docs/overhead.md), 0.1% of 0.2 s ...
 PERIOD_S = 0.2
 # ... and at least one in this many steps, so the 64 samples span at most 4,096 steps.
 MAX_EVERY = 64
