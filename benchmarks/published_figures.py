@@ -1281,9 +1281,19 @@ QUOTES += [
 
 # -- docs/overhead.md -----------------------------------------------------------------------------------------
 
+def hf_workload(data: Any, workload: str) -> dict:
+    """One workload's entry in an hf_overhead.py result."""
+    return next(w for w in data["workloads"] if w["workload"] == workload)
+
+
 def hf_overhead(workload: str) -> Callable[[Any], float]:
     """One workload's median whole-fit ratio in hf_overhead.json."""
-    return lambda d: next(w["fit_ratio_median"] for w in d["workloads"] if w["workload"] == workload)
+    return lambda d: hf_workload(d, workload)["fit_ratio_median"]
+
+
+def hf_workload_pairs(workload: str, pick: Callable) -> Callable[[Any], float]:
+    """``pick`` over one workload's pairs in an hf_overhead.py result."""
+    return lambda d: pick(hf_workload(d, workload)["fit_ratio_per_pair"])
 
 
 def hf_pairs(pick: Callable) -> Callable[[Any], float]:
@@ -2582,15 +2592,6 @@ S64_HF3, S64_HF5 = SESSION63 + "hf_overhead_session64.json", SESSION63 + "hf_ove
 PERIOD_AB, LOOP_PERIOD = SESSION63 + "phase_period_ab.json", SESSION63 + "hf_overhead_loop_period.json"
 LOOP_PERIOD6 = SESSION63 + "hf_overhead_loop_period_6pairs.json"
 
-
-def hf_workload(data: Any, workload: str) -> dict:
-    """One workload's entry in an hf_overhead.py result."""
-    return next(w for w in data["workloads"] if w["workload"] == workload)
-
-
-def hf_workload_pairs(workload: str, pick: Callable) -> Callable[[Any], float]:
-    """``pick`` over one workload's pairs in an hf_overhead.py result."""
-    return lambda d: pick(hf_workload(d, workload)["fit_ratio_per_pair"])
 DS_QUIET = SESSION63 + "quiet_steps_ab_deepspeed.json"
 QUOTES += [
     Q(OVERHEAD, "PreNeT's own time on the engine {} µs a batch\nquiet against {} full; its steps' median interval {} ms "

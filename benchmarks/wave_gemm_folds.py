@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -57,8 +58,6 @@ def wave_inputs(ts, tile: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def fit_fold(x, waves, quantised, seconds, lag_group, groups: int, *, steps: int, seed: int):
     """The utilisation network and the per-group harness lags (log seconds), by mean absolute log error."""
-    import torch
-
     torch.manual_seed(seed)
     net = torch.nn.Sequential(torch.nn.Linear(x.shape[1], 32), torch.nn.ReLU(), torch.nn.Linear(32, 16),
                               torch.nn.ReLU(), torch.nn.Linear(16, 2))
@@ -81,8 +80,6 @@ def fit_fold(x, waves, quantised, seconds, lag_group, groups: int, *, steps: int
 
 def utilisation(net, x, waves):
     """NeuSight's form, gamma x (1 - alpha / waves), floored at 2% so no row is priced 50x its roofline."""
-    import torch
-
     out = net(x)
     gamma, alpha = torch.sigmoid(out[:, 0]), torch.sigmoid(out[:, 1])
     return torch.clamp(gamma * (1.0 - alpha / waves), min=0.02)
@@ -95,8 +92,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20250101)
     parser.add_argument("--json", default=str(ROOT / "benchmarks/results/issue38_wave_trial/wave_gemm_folds.json"))
     args = parser.parse_args(argv)
-    import torch
-
     from predictor_models.predictor.training import HOST_LAG_SOURCES, NETWORK_ONLY_SOURCES
     from predictor_models.train import load_training_set
 
