@@ -11,7 +11,7 @@ import contextlib
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Generator, Iterator
 
 import torch
 from torch import nn
@@ -96,6 +96,18 @@ WORKLOADS: dict[str, Callable[[float], dict[str, Any]]] = {
 
 def run_loop(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0, record_bar: bool = False) -> dict[str, Any]:
     """Run one workload's loop; return its wall time, the report and the bar's ETAs per step."""
+    steps = loop_steps(name, with_prenet=with_prenet, out_dir=out_dir, scale=scale, record_bar=record_bar)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def loop_steps(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0,
+               record_bar: bool = False) -> Generator[int, None, dict[str, Any]]:
+    """`run_loop` one optimizer step at a time: yields the step count after each step (its evaluation and save
+    included); returns `run_loop`'s result. Lets a benchmark interleave two loops (`interleaved_overhead.py`)."""
     from tqdm import tqdm
 
     from prenet_callbacks import Tracker
@@ -148,6 +160,8 @@ def run_loop(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0, 
         if checkpoint_every and step % checkpoint_every == 0:
             with tracker.checkpoint() if tracker else contextlib.nullcontext():
                 torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, out / "checkpoint.pt")
+        if step < steps:
+            yield step
     report = tracker.close() if tracker is not None else None
     fit_s = time.perf_counter() - start
     if bar is not None:

@@ -2718,6 +2718,58 @@ QUOTES += [
 ]
 
 
+S65_LOOP5, S65_LOOP10 = SESSION63 + "hf_overhead_loop_session65_5pairs.json", SESSION63 + "hf_overhead_loop_session65_10pairs.json"
+LOOP_SINCE_PERIOD = (LOOP_PERIOD, LOOP_PERIOD6, S65_LOOP5, S65_LOOP10)
+INTERLEAVED = {name: SESSION63 + f"interleaved_{name}.json"
+               for name in ("aa_chunk5", "aa_chunk25", "loop_chunk5", "loop_chunk25")}
+
+
+def loop_pairs_since_period() -> list[float]:
+    """The `Tracker` loop's pair ratios over every hf_overhead.py run since phase marks got their period."""
+    return [r for path in LOOP_SINCE_PERIOD
+            for r in hf_workload(load(path), "loop_encoder_eval_checkpoints")["fit_ratio_per_pair"]]
+
+
+def interleaved_repeats(*names: str) -> list[float]:
+    """The repeat ratios of the named `interleaved_overhead.py` files (`INTERLEAVED`), pooled."""
+    return [r for name in names for r in load(INTERLEAVED[name])["summary"]["ratio_per_repeat"]]
+
+
+def first_repeat_extra_own_ms(data: Any) -> float:
+    """How much more PreNeT's own time a process's first interleaved repeat took than its later ones' median."""
+    runs = data["runs"]
+    return (runs[0]["own_time_s"] - statistics.median(r["own_time_s"] for r in runs[1:])) * 1e3
+
+
+QUOTES += [
+    Q(OVERHEAD, "x{} over five pairs ({} to\n{}) and x{} over ten ({} to {}). Over the {} pairs of the four runs since "
+                "the period the median ratio is\n{}.",
+      *(F(path, fn, num(3)) for path in (S65_LOOP5, S65_LOOP10)
+        for fn in (hf_overhead("loop_encoder_eval_checkpoints"),
+                   hf_workload_pairs("loop_encoder_eval_checkpoints", min),
+                   hf_workload_pairs("loop_encoder_eval_checkpoints", max))),
+      F(S65_LOOP10, lambda d: len(loop_pairs_since_period()), INT),
+      F(S65_LOOP10, lambda d: statistics.median(loop_pairs_since_period()), num(3))),
+    Q(OVERHEAD, "(its own time {}% of a run here against {}% alone)",
+      F(INTERLEAVED["loop_chunk5"], "summary.own_time_share_median", Fmt(2, 100)),
+      F(S65_LOOP10, lambda d: hf_workload(d, "loop_encoder_eval_checkpoints")["own_time_share_median"],
+        Fmt(2, 100))),
+    *(Q(OVERHEAD, f"(`interleaved_{name}.json`) | {{}} | x{{}} | {{}} to {{}} |",
+        F(INTERLEAVED[name], "summary.repeats", INT), F(INTERLEAVED[name], "summary.ratio_median", num(3)),
+        F(INTERLEAVED[name], lambda d: min(d["summary"]["ratio_per_repeat"]), num(3)),
+        F(INTERLEAVED[name], lambda d: max(d["summary"]["ratio_per_repeat"]), num(3)))
+      for name in INTERLEAVED),
+    Q(OVERHEAD, "Over\nthe ten repeats with PreNeT the median ratio is {}, against {} over the eight A/A repeats. The "
+                "highest repeat\n(x{})",
+      F(INTERLEAVED["loop_chunk5"], lambda d: statistics.median(interleaved_repeats("loop_chunk5", "loop_chunk25")),
+        num(3)),
+      F(INTERLEAVED["aa_chunk5"], lambda d: statistics.median(interleaved_repeats("aa_chunk5", "aa_chunk25")), num(3)),
+      F(INTERLEAVED["loop_chunk5"], lambda d: max(interleaved_repeats("loop_chunk5", "loop_chunk25")), num(3))),
+    Q(OVERHEAD, "its own time was {} and\n{} ms more",
+      F(INTERLEAVED["loop_chunk25"], first_repeat_extra_own_ms, INT),
+      F(INTERLEAVED["loop_chunk5"], first_repeat_extra_own_ms, INT)),
+]
+
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -62,3 +62,38 @@ def test_phase_period_ab_builds_samplers_without_the_period_only_inside_its_ever
     sampler = PhaseSampler()                      # restored after a failure too
     sampler.start_when(True, step_s=PERIOD_S / 100)
     assert sampler.every > EVERY
+
+
+def test_interleave_runs_each_loop_in_chunks_flipping_the_order_and_times_each_side_alone(monkeypatch):
+    from benchmarks import interleaved_overhead
+
+    clock = {"t": 0.0}
+    monkeypatch.setattr(interleaved_overhead.time, "perf_counter", lambda: clock["t"])
+    order = []
+
+    def loop(label: str, steps: int, step_s: float):
+        for step in range(1, steps + 1):
+            clock["t"] += step_s
+            order.append(label)
+            if step < steps:
+                yield step
+        clock["t"] += 5 * step_s   # the close after the last step
+        return {"label": label, "steps": steps}
+
+    state = interleaved_overhead.interleave([loop("a", 5, 1.0), loop("b", 5, 2.0)], chunk=2)
+    # rounds of two steps: a b, then b a, then a b (the last step and the close in one chunk each)
+    assert "".join(order) == "aabbbbaaab"
+    assert [s["result"]["label"] for s in state] == ["a", "b"]
+    assert [s["s"] for s in state] == [5 * 1.0 + 5 * 1.0, 5 * 2.0 + 5 * 2.0]   # own steps and close, not the other's
+
+
+def test_interleaved_overhead_summary_reads_the_ratio_of_each_repeat():
+    from benchmarks.interleaved_overhead import summarise
+
+    runs = [{"a_s": 10.1, "b_s": 10.0, "ratio": 1.01, "steps": 100, "own_time_s": 0.05},
+            {"a_s": 9.9, "b_s": 10.0, "ratio": 0.99, "steps": 100, "own_time_s": 0.05},
+            {"a_s": 10.05, "b_s": 10.0, "ratio": 1.005, "steps": 100, "own_time_s": None}]
+    summary = summarise("loop", runs, aa=False)
+    assert summary["ratio_median"] == 1.005 and summary["ratio_spread"] == 0.02
+    assert summary["within_target"] is True and summary["own_time_share_median"] == round(0.05 / 10.0, 5)
+    assert summarise("loop", runs, aa=True)["within_target"] is None
