@@ -1,7 +1,8 @@
-"""A `Tracker` loop's overhead, with and without PreNeT interleaved in one process a few steps at a time.
+"""A run's overhead, with and without PreNeT interleaved in one process a few steps at a time.
 
     python benchmarks/interleaved_overhead.py [--workload loop_encoder_eval_checkpoints] [--repeats 4]
         [--chunk 5] [--aa] [--json benchmarks/results/interleaved_overhead.json]
+    python benchmarks/interleaved_overhead.py --lightning [--workload lstm_val_every_epoch] ...
 
 `hf_overhead.py` compares whole runs tens of seconds apart; this shared machine's speed moves by several percent
 between them, so its pairs scatter by up to 9% and the median of ten of them moved from 0.968 to 1.018 between two A/A
@@ -13,8 +14,11 @@ over 0.011 with five steps and 0.022 with 25 (`benchmarks/results/issue39_overhe
 is the sum of its own chunks, from building its model and `Tracker` to the return of ``close()``; what slows the
 machine for seconds or minutes slows both alike. The ratio is one side's time over the other's (with PreNeT /
 without), one per repeat, with its median; ``--aa`` runs both sides without PreNeT: the instrument's own scatter.
+``--lightning`` does the same with `overhead.py`'s fits (`overhead.run_one`, the callback's defaults): each side's
+``fit()`` runs in a thread of its own, and a callback after the others (PreNeT's included) hands the turn over every
+``--chunk`` training batches (`Relay`); the waiting thread sleeps, so one fit runs at a time.
 
-What it changes, and which way: the `Tracker`'s clock also runs while the other side trains, so it sees each step
+What it changes, and which way: PreNeT's clock also runs while the other side trains, so it sees each step
 take about twice as long as it does. Its rules that are set in time rather than steps (refinements within 0.1% of
 the time since the last, phase marks at most once per 0.2 s on short steps, the report written at most every 30 s)
 then allow up to twice what they allow in a run of its own: if anything the ratio is high by that. Both sides share
@@ -28,6 +32,7 @@ import argparse
 import json
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Generator
@@ -60,6 +65,112 @@ def interleave(sides: list[Generator[int, None, dict[str, Any]]], chunk: int) ->
                 _advance(side, chunk)
         round_ += 1
     return state
+
+
+class Relay:
+    """Threads that take turns: the one whose turn it is runs, the others wait; each one's own seconds are summed.
+
+    A side calls `begin` before its run, `hand_over` every few steps (the next side in ``order`` still running
+    gets the turn, and the caller waits for its own) and `finish` at its end."""
+
+    def __init__(self, order: list[str]) -> None:
+        self.order = order
+        self.turn = order[0]
+        self.done: set[str] = set()
+        self.seconds = dict.fromkeys(order, 0.0)
+        self.since = 0.0
+        self.condition = threading.Condition()
+
+    def begin(self, me: str) -> None:
+        with self.condition:
+            self.condition.wait_for(lambda: self.turn == me)
+            self.since = time.perf_counter()
+
+    def hand_over(self, me: str) -> None:
+        with self.condition:
+            following = self._next(me)
+            if following == me:
+                return   # everyone else has finished: keep going
+            self.seconds[me] += time.perf_counter() - self.since
+            self.turn = following
+            self.condition.notify_all()
+            self.condition.wait_for(lambda: self.turn == me)
+            self.since = time.perf_counter()
+
+    def finish(self, me: str) -> None:
+        with self.condition:
+            self.seconds[me] += time.perf_counter() - self.since
+            self.done.add(me)
+            self.turn = self._next(me)
+            self.condition.notify_all()
+
+    def _next(self, me: str) -> str:
+        at = self.order.index(me)
+        for label in self.order[at + 1:] + self.order[:at]:
+            if label not in self.done:
+                return label
+        return me
+
+
+def lightning_pair(workload: str, chunk: int, out_dir: str, order: list[str], prenet: dict[str, bool]) -> dict:
+    """One `overhead.py` fit per side, each in its own thread, handing over every ``chunk`` training batches
+    (a callback after the others, PreNeT's included); returns each side's seconds and result."""
+    import lightning.pytorch as pl
+
+    from benchmarks.overhead import run_one
+
+    relay = Relay(order)
+
+    class HandOver(pl.Callback):
+        def __init__(self, me: str) -> None:
+            self.me, self.batches = me, 0
+
+        def on_train_batch_end(self, *args: Any) -> None:
+            self.batches += 1
+            if self.batches % chunk == 0:
+                relay.hand_over(self.me)
+
+    results: dict[str, Any] = {}
+
+    def side(me: str) -> None:
+        relay.begin(me)
+        try:
+            results[me] = run_one(workload, prenet[me], f"{out_dir}/{me}", extra_callbacks=(HandOver(me),))
+        except BaseException as error:  # noqa: BLE001 - raised again in the caller's thread
+            results[me] = error
+        finally:
+            relay.finish(me)
+
+    threads = [threading.Thread(target=side, args=(me,), name=f"side-{me}") for me in order]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for me in order:
+        if isinstance(results[me], BaseException):
+            raise results[me]
+    return {me: {"s": relay.seconds[me], "result": results[me]} for me in order}
+
+
+def measure_lightning(workload: str, repeats: int, chunk: int, out_dir: str, aa: bool) -> list[dict[str, Any]]:
+    """`measure` for an `overhead.py` Lightning workload: a discarded warm-up fit, then ``repeats`` pairs of fits
+    in two threads taking turns (`lightning_pair`)."""
+    import prenet_callbacks.projection  # noqa: F401 - what a first fit pays once, outside the pairs as in overhead.py
+    from benchmarks.overhead import run_one
+    from predictor_models.predictor import load_predictor
+
+    load_predictor()
+    run_one(workload, False, f"{out_dir}/warm-up")
+    runs = []
+    for repeat in range(repeats):
+        order = ["A", "B"] if repeat % 2 == 0 else ["B", "A"]
+        state = lightning_pair(workload, chunk, out_dir, order, {"A": not aa, "B": False})
+        own = state["A"]["result"]["own_time"]
+        runs.append({"a_s": state["A"]["s"], "b_s": state["B"]["s"], "ratio": state["A"]["s"] / state["B"]["s"],
+                     "steps": state["A"]["result"]["steps"], "own_time_s": (own or {}).get("total_s")})
+        print(f"repeat {repeat}: A {state['A']['s']:.3f} s, B {state['B']['s']:.3f} s, "
+              f"ratio {runs[-1]['ratio']:.4f}", file=sys.stderr, flush=True)
+    return runs
 
 
 def measure(workload: str, repeats: int, chunk: int, scale: float, out_dir: str, aa: bool) -> list[dict[str, Any]]:
@@ -96,7 +207,10 @@ def summarise(workload: str, runs: list[dict[str, Any]], aa: bool) -> dict[str, 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workload", default="loop_encoder_eval_checkpoints")
+    parser.add_argument("--workload", help="a `loop_workloads.py` loop (default loop_encoder_eval_checkpoints), or "
+                                            "with --lightning a `workloads.py` fit (default lstm_val_every_epoch)")
+    parser.add_argument("--lightning", action="store_true",
+                        help="Lightning fits in two threads taking turns every --chunk batches, as overhead.py runs them")
     parser.add_argument("--repeats", type=int, default=4)
     parser.add_argument("--chunk", type=int, default=5, help="optimizer steps of one side before the other's")
     parser.add_argument("--scale", type=float, default=1.0, help="run length factor (0.05: a smoke test)")
@@ -106,8 +220,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.chunk < 1:
         parser.error("--repeats and --chunk must be at least 1")
-    runs = measure(args.workload, args.repeats, args.chunk, args.scale, args.out, args.aa)
-    summary = summarise(args.workload, runs, args.aa)
+    if args.lightning:
+        workload = args.workload or "lstm_val_every_epoch"
+        runs = measure_lightning(workload, args.repeats, args.chunk, args.out, args.aa)
+    else:
+        workload = args.workload or "loop_encoder_eval_checkpoints"
+        runs = measure(workload, args.repeats, args.chunk, args.scale, args.out, args.aa)
+    summary = summarise(workload, runs, args.aa)
     print(json.dumps(summary, indent=1))
     command = "python benchmarks/interleaved_overhead.py " + " ".join(argv if argv is not None else sys.argv[1:])
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)

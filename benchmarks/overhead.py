@@ -36,7 +36,8 @@ from benchmarks.result_file import write_result  # noqa: E402
 _SKIP_BATCHES = 60
 
 
-def run_one(name: str, with_callback: bool, out_dir: str) -> dict[str, Any]:
+def run_one(name: str, with_callback: bool, out_dir: str, extra_callbacks: tuple = ()) -> dict[str, Any]:
+    """One fit of workload ``name`` (``extra_callbacks`` after the others: `interleaved_overhead.py`'s relay)."""
     import os
 
     import torch
@@ -87,6 +88,7 @@ def run_one(name: str, with_callback: bool, out_dir: str) -> dict[str, Any]:
         # the callback's defaults (default targets, the HTML page): what a user pays
         prenet = PreNeTCallback(report_path=f"{out_dir}/{name}/prenet_report.json", print_report=False)
         callbacks.append(prenet)
+    callbacks += extra_callbacks
     trainer = build_trainer(f"{out_dir}/{name}-{int(with_callback)}", callbacks, settings)
     from benchmarks.hf_overhead import cpu_seconds
 

@@ -2721,7 +2721,7 @@ QUOTES += [
 S65_LOOP5, S65_LOOP10 = SESSION63 + "hf_overhead_loop_session65_5pairs.json", SESSION63 + "hf_overhead_loop_session65_10pairs.json"
 LOOP_SINCE_PERIOD = (LOOP_PERIOD, LOOP_PERIOD6, S65_LOOP5, S65_LOOP10)
 INTERLEAVED = {name: SESSION63 + f"interleaved_{name}.json"
-               for name in ("aa_chunk5", "aa_chunk25", "loop_chunk5", "loop_chunk25")}
+               for name in ("aa_chunk5", "aa_chunk25", "loop_chunk5", "loop_chunk25", "lightning_aa", "lightning")}
 
 
 def loop_pairs_since_period() -> list[float]:
@@ -2768,6 +2768,21 @@ QUOTES += [
     Q(OVERHEAD, "its own time was {} and\n{} ms more",
       F(INTERLEAVED["loop_chunk25"], first_repeat_extra_own_ms, INT),
       F(INTERLEAVED["loop_chunk5"], first_repeat_extra_own_ms, INT)),
+    Q(README, "| overhead, fits interleaved in one process | Lightning x{} (A/A x{}); `Tracker` loop x{} over ten repeats "
+              "(A/A x{}) |",
+      F(INTERLEAVED["lightning"], "summary.ratio_median", num(3)),
+      F(INTERLEAVED["lightning_aa"], "summary.ratio_median", num(3)),
+      F(INTERLEAVED["loop_chunk5"], lambda d: statistics.median(interleaved_repeats("loop_chunk5", "loop_chunk25")),
+        num(3)),
+      F(INTERLEAVED["aa_chunk5"], lambda d: statistics.median(interleaved_repeats("aa_chunk5", "aa_chunk25")), num(3))),
+    Q(OVERHEAD, "--lightning`, {} s a fit): each\nside's", F(INTERLEAVED["lightning"], "summary.seconds_without_median", INT)),
+    Q(OVERHEAD, "With PreNeT x{} over four repeats, against x{} for the A/A; its\nown time {}% of a fit. Its first repeat "
+                "is again the highest, x{}, with an own time only {} ms above the later\nrepeats' median",
+      F(INTERLEAVED["lightning"], "summary.ratio_median", num(3)),
+      F(INTERLEAVED["lightning_aa"], "summary.ratio_median", num(3)),
+      F(INTERLEAVED["lightning"], "summary.own_time_share_median", Fmt(2, 100)),
+      F(INTERLEAVED["lightning"], "runs.0.ratio", num(3)),
+      F(INTERLEAVED["lightning"], first_repeat_extra_own_ms, INT)),
 ]
 
 def main(argv: list[str] | None = None) -> int:

@@ -97,3 +97,33 @@ def test_interleaved_overhead_summary_reads_the_ratio_of_each_repeat():
     assert summary["ratio_median"] == 1.005 and summary["ratio_spread"] == 0.02
     assert summary["within_target"] is True and summary["own_time_share_median"] == round(0.05 / 10.0, 5)
     assert summarise("loop", runs, aa=True)["within_target"] is None
+
+
+def test_relay_runs_one_thread_at_a_time_in_turns_and_counts_only_each_ones_own_seconds(monkeypatch):
+    import threading
+
+    from benchmarks import interleaved_overhead
+
+    clock = {"t": 0.0}
+    monkeypatch.setattr(interleaved_overhead.time, "perf_counter", lambda: clock["t"])
+    relay = interleaved_overhead.Relay(["A", "B"])
+    log = []
+
+    def side(me: str, steps: int, step_s: float) -> None:
+        relay.begin(me)
+        for step in range(1, steps + 1):
+            clock["t"] += step_s     # only the side whose turn it is ever runs, so this is its own time
+            log.append(me)
+            if step % 2 == 0:
+                relay.hand_over(me)
+        relay.finish(me)
+
+    threads = [threading.Thread(target=side, args=("B", 3, 2.0)), threading.Thread(target=side, args=("A", 5, 1.0))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert not any(thread.is_alive() for thread in threads)
+    # A starts (first in the order) whichever thread starts first; B's last step ends it, A runs on alone
+    assert "".join(log) == "AABBAABA"
+    assert relay.seconds == {"A": 5.0, "B": 6.0}
