@@ -102,8 +102,9 @@ def bar_remaining_s(bar: Any) -> float | None:
 
 
 def run_trainer(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.0,
-                record_bar: bool = False) -> dict[str, Any]:
-    """Train one workload; return the wall time of ``trainer.train()``, the report and the bar's ETAs."""
+                record_bar: bool = False, extra_callbacks: tuple = ()) -> dict[str, Any]:
+    """Train one workload; return the wall time of ``trainer.train()``, the report and the bar's ETAs.
+    ``extra_callbacks`` come after PreNeT's (`interleaved_overhead.py`'s hand-over)."""
     from transformers import Trainer, TrainerCallback, TrainingArguments
     from transformers.trainer_callback import ProgressCallback
 
@@ -133,7 +134,7 @@ def run_trainer(name: str, *, with_prenet: bool, out_dir: str, scale: float = 1.
                              disable_tqdm=not record_bar, dataloader_num_workers=0, **settings)
     clock = BarClock()
     prenet = PreNeTTrainerCallback(report_path=out / "prenet_report.json", print_report=False)
-    callbacks: list[Any] = ([clock] if record_bar else []) + ([prenet] if with_prenet else [])
+    callbacks: list[Any] = ([clock] if record_bar else []) + ([prenet] if with_prenet else []) + list(extra_callbacks)
     trainer = Trainer(model=model, args=args, train_dataset=train, eval_dataset=evaluation, callbacks=callbacks)
     clock.bar = next((cb for cb in trainer.callback_handler.callbacks if isinstance(cb, ProgressCallback)), None)
     start = time.perf_counter()

@@ -3,6 +3,7 @@
     python benchmarks/interleaved_overhead.py [--workload loop_encoder_eval_checkpoints] [--repeats 4]
         [--chunk 5] [--aa] [--json benchmarks/results/interleaved_overhead.json]
     python benchmarks/interleaved_overhead.py --lightning [--workload lstm_val_every_epoch] ...
+    python benchmarks/interleaved_overhead.py --trainer [--workload causal_lm_eval_steps_checkpoints] ...
 
 `hf_overhead.py` compares whole runs tens of seconds apart; this shared machine's speed moves by several percent
 between them, so its pairs scatter by up to 9% and the median of ten of them moved from 0.968 to 1.018 between two A/A
@@ -16,7 +17,9 @@ machine for seconds or minutes slows both alike. The ratio is one side's time ov
 without), one per repeat, with its median; ``--aa`` runs both sides without PreNeT: the instrument's own scatter.
 ``--lightning`` does the same with `overhead.py`'s fits (`overhead.run_one`, the callback's defaults): each side's
 ``fit()`` runs in a thread of its own, and a callback after the others (PreNeT's included) hands the turn over every
-``--chunk`` training batches (`Relay`); the waiting thread sleeps, so one fit runs at a time.
+``--chunk`` training batches (`Relay`); the waiting thread sleeps, so one fit runs at a time. ``--trainer`` does
+the same with `hf_overhead.py`'s `Trainer` runs (`hf_workloads.run_trainer`), handing over every ``--chunk``
+optimizer steps.
 
 What it changes, and which way: PreNeT's clock also runs while the other side trains, so it sees each step
 take about twice as long as it does. Its rules that are set in time rather than steps (refinements within 0.1% of
@@ -35,7 +38,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Generator
+from typing import Any, Callable, Generator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -112,30 +115,16 @@ class Relay:
         return me
 
 
-def lightning_pair(workload: str, chunk: int, out_dir: str, order: list[str], prenet: dict[str, bool]) -> dict:
-    """One `overhead.py` fit per side, each in its own thread, handing over every ``chunk`` training batches
-    (a callback after the others, PreNeT's included); returns each side's seconds and result."""
-    import lightning.pytorch as pl
-
-    from benchmarks.overhead import run_one
-
+def threaded_pair(run: Callable[[str, Callable[[], None]], Any], order: list[str]) -> dict[str, Any]:
+    """Run ``run(side, hand_over)`` for each side of ``order`` in a thread of its own, one at a time (`Relay`):
+    a side calls ``hand_over()`` to give the turn to the next; returns each side's seconds and result."""
     relay = Relay(order)
-
-    class HandOver(pl.Callback):
-        def __init__(self, me: str) -> None:
-            self.me, self.batches = me, 0
-
-        def on_train_batch_end(self, *args: Any) -> None:
-            self.batches += 1
-            if self.batches % chunk == 0:
-                relay.hand_over(self.me)
-
     results: dict[str, Any] = {}
 
     def side(me: str) -> None:
         relay.begin(me)
         try:
-            results[me] = run_one(workload, prenet[me], f"{out_dir}/{me}", extra_callbacks=(HandOver(me),))
+            results[me] = run(me, lambda: relay.hand_over(me))
         except BaseException as error:  # noqa: BLE001 - raised again in the caller's thread
             results[me] = error
         finally:
@@ -152,19 +141,71 @@ def lightning_pair(workload: str, chunk: int, out_dir: str, order: list[str], pr
     return {me: {"s": relay.seconds[me], "result": results[me]} for me in order}
 
 
-def measure_lightning(workload: str, repeats: int, chunk: int, out_dir: str, aa: bool) -> list[dict[str, Any]]:
-    """`measure` for an `overhead.py` Lightning workload: a discarded warm-up fit, then ``repeats`` pairs of fits
-    in two threads taking turns (`lightning_pair`)."""
-    import prenet_callbacks.projection  # noqa: F401 - what a first fit pays once, outside the pairs as in overhead.py
-    from benchmarks.overhead import run_one
-    from predictor_models.predictor import load_predictor
+def lightning_side(workload: str, chunk: int, out_dir: str, prenet: dict[str, bool], scale: float = 1.0) -> Callable:
+    """`threaded_pair`'s ``run`` for an `overhead.py` fit: a callback after the others (PreNeT's included) hands
+    the turn over every ``chunk`` training batches. Its workloads have one length (``scale`` must be 1)."""
+    import lightning.pytorch as pl
 
-    load_predictor()
-    run_one(workload, False, f"{out_dir}/warm-up")
+    from benchmarks.overhead import run_one
+
+    if scale != 1.0:
+        raise ValueError(f"--scale {scale}: overhead.py's Lightning workloads have one length; leave --scale at 1")
+
+    class HandOver(pl.Callback):
+        def __init__(self, hand_over: Callable[[], None]) -> None:
+            self.hand_over, self.batches = hand_over, 0
+
+        def on_train_batch_end(self, *args: Any) -> None:
+            self.batches += 1
+            if self.batches % chunk == 0:
+                self.hand_over()
+
+    def run(me: str, hand_over: Callable[[], None]) -> dict[str, Any]:
+        result = run_one(workload, prenet[me], f"{out_dir}/{me}", extra_callbacks=(HandOver(hand_over),))
+        return {"steps": result["steps"], "own_time": result["own_time"]}
+
+    return run
+
+
+def trainer_side(workload: str, chunk: int, out_dir: str, prenet: dict[str, bool], scale: float = 1.0) -> Callable:
+    """`threaded_pair`'s ``run`` for an `hf_workloads.py` `Trainer`: a callback after PreNeT's hands the turn over
+    every ``chunk`` optimizer steps."""
+    from transformers import TrainerCallback
+
+    from benchmarks.hf_workloads import run_trainer
+
+    class HandOver(TrainerCallback):
+        def __init__(self, hand_over: Callable[[], None]) -> None:
+            self.hand_over = hand_over
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step % chunk == 0:
+                self.hand_over()
+
+    def run(me: str, hand_over: Callable[[], None]) -> dict[str, Any]:
+        result = run_trainer(workload, with_prenet=prenet[me], out_dir=f"{out_dir}/{me}", scale=scale,
+                             extra_callbacks=(HandOver(hand_over),))
+        report = result["report"]
+        return {"steps": result["steps"], "own_time": (report.actual or {}).get("own_time") if report else None}
+
+    return run
+
+
+SIDES = {"lightning": lightning_side, "trainer": trainer_side}
+
+
+def measure_threaded(kind: str, workload: str, repeats: int, chunk: int, out_dir: str, aa: bool,
+                     scale: float = 1.0) -> list[dict[str, Any]]:
+    """`measure` for runs that own their loop (``kind``: a Lightning fit or a `Trainer`, `SIDES`): the process
+    prepared as `hf_overhead.py` prepares it, a discarded warm-up run, then ``repeats`` pairs in two threads
+    taking turns (`threaded_pair`)."""
+    prepare_process()
+    run = SIDES[kind](workload, chunk, out_dir, {"A": not aa, "B": False}, scale)
+    run("B", lambda: None)   # warm-up, alone and without PreNeT: caches, allocator, lazy imports
     runs = []
     for repeat in range(repeats):
         order = ["A", "B"] if repeat % 2 == 0 else ["B", "A"]
-        state = lightning_pair(workload, chunk, out_dir, order, {"A": not aa, "B": False})
+        state = threaded_pair(run, order)
         own = state["A"]["result"]["own_time"]
         runs.append({"a_s": state["A"]["s"], "b_s": state["B"]["s"], "ratio": state["A"]["s"] / state["B"]["s"],
                      "steps": state["A"]["result"]["steps"], "own_time_s": (own or {}).get("total_s")})
@@ -209,8 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workload", help="a `loop_workloads.py` loop (default loop_encoder_eval_checkpoints), or "
                                             "with --lightning a `workloads.py` fit (default lstm_val_every_epoch)")
-    parser.add_argument("--lightning", action="store_true",
+    framework = parser.add_mutually_exclusive_group()
+    framework.add_argument("--lightning", action="store_true",
                         help="Lightning fits in two threads taking turns every --chunk batches, as overhead.py runs them")
+    framework.add_argument("--trainer", action="store_true",
+                        help="Hugging Face Trainer runs (hf_workloads.py) in two threads taking turns every --chunk steps")
     parser.add_argument("--repeats", type=int, default=4)
     parser.add_argument("--chunk", type=int, default=5, help="optimizer steps of one side before the other's")
     parser.add_argument("--scale", type=float, default=1.0, help="run length factor (0.05: a smoke test)")
@@ -220,9 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.chunk < 1:
         parser.error("--repeats and --chunk must be at least 1")
-    if args.lightning:
-        workload = args.workload or "lstm_val_every_epoch"
-        runs = measure_lightning(workload, args.repeats, args.chunk, args.out, args.aa)
+    if args.lightning or args.trainer:
+        kind = "lightning" if args.lightning else "trainer"
+        workload = args.workload or {"lightning": "lstm_val_every_epoch", "trainer": "causal_lm_eval_steps_checkpoints"}[kind]
+        runs = measure_threaded(kind, workload, args.repeats, args.chunk, args.out, args.aa, args.scale)
     else:
         workload = args.workload or "loop_encoder_eval_checkpoints"
         runs = measure(workload, args.repeats, args.chunk, args.scale, args.out, args.aa)

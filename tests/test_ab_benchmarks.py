@@ -127,3 +127,31 @@ def test_relay_runs_one_thread_at_a_time_in_turns_and_counts_only_each_ones_own_
     # A starts (first in the order) whichever thread starts first; B's last step ends it, A runs on alone
     assert "".join(log) == "AABBAABA"
     assert relay.seconds == {"A": 5.0, "B": 6.0}
+
+
+def test_threaded_pair_takes_turns_and_raises_a_sides_error_in_the_caller(monkeypatch):
+    from benchmarks import interleaved_overhead
+
+    clock = {"t": 0.0}
+    monkeypatch.setattr(interleaved_overhead.time, "perf_counter", lambda: clock["t"])
+    log = []
+
+    def run(me: str, hand_over) -> dict:
+        for step in range(1, 5):
+            clock["t"] += {"A": 1.0, "B": 3.0}[me]
+            log.append(me)
+            hand_over()
+        return {"steps": 4, "side": me}
+
+    state = interleaved_overhead.threaded_pair(run, ["B", "A"])
+    assert "".join(log) == "BABABABA"
+    assert state["A"] == {"s": 4.0, "result": {"steps": 4, "side": "A"}} and state["B"]["s"] == 12.0
+
+    def broken(me: str, hand_over) -> dict:
+        hand_over()
+        if me == "A":
+            raise RuntimeError("side A failed")
+        return {}
+
+    with pytest.raises(RuntimeError, match="side A failed"):
+        interleaved_overhead.threaded_pair(broken, ["A", "B"])
