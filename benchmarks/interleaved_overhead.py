@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import threading
@@ -194,12 +195,25 @@ def trainer_side(workload: str, chunk: int, out_dir: str, prenet: dict[str, bool
 SIDES = {"lightning": lightning_side, "trainer": trainer_side}
 
 
+def pin_to_one_core() -> int | None:
+    """Keep this thread and those it starts on one core (the lowest it may use); returns it, or None where the
+    platform cannot pin. Two threads that the scheduler places on different cores run at those cores' speeds, which
+    differ on a shared machine by several percent (`twin_overhead.py`): the `Trainer`'s A/A check scattered from
+    0.968 to 1.034 unpinned (`benchmarks/results/issue39_overhead/interleaved_trainer_aa_unpinned.json`)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    core = min(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {core})
+    return core
+
+
 def measure_threaded(kind: str, workload: str, repeats: int, chunk: int, out_dir: str, aa: bool,
                      scale: float = 1.0) -> list[dict[str, Any]]:
     """`measure` for runs that own their loop (``kind``: a Lightning fit or a `Trainer`, `SIDES`): the process
     prepared as `hf_overhead.py` prepares it, a discarded warm-up run, then ``repeats`` pairs in two threads
     taking turns (`threaded_pair`)."""
     prepare_process()
+    pin_to_one_core()
     run = SIDES[kind](workload, chunk, out_dir, {"A": not aa, "B": False}, scale)
     run("B", lambda: None)   # warm-up, alone and without PreNeT: caches, allocator, lazy imports
     runs = []
