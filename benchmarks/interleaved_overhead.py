@@ -19,7 +19,9 @@ without), one per repeat, with its median; ``--aa`` runs both sides without PreN
 ``fit()`` runs in a thread of its own, and a callback after the others (PreNeT's included) hands the turn over every
 ``--chunk`` training batches (`Relay`); the waiting thread sleeps, so one fit runs at a time. ``--trainer`` does
 the same with `hf_overhead.py`'s `Trainer` runs (`hf_workloads.run_trainer`), handing over every ``--chunk``
-optimizer steps.
+optimizer steps; it is not yet a tighter instrument: its A/A checks scattered from 0.968 to 1.048, with the threads
+free to move between cores and with both pinned to one (a trial, not kept), where the loop's and Lightning's stayed
+within 0.988 to 1.010 (`benchmarks/results/issue39_overhead/interleaved_trainer_aa_*.json`).
 
 What it changes, and which way: PreNeT's clock also runs while the other side trains, so it sees each step
 take about twice as long as it does. Its rules that are set in time rather than steps (refinements within 0.1% of
@@ -33,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import threading
@@ -195,25 +196,12 @@ def trainer_side(workload: str, chunk: int, out_dir: str, prenet: dict[str, bool
 SIDES = {"lightning": lightning_side, "trainer": trainer_side}
 
 
-def pin_to_one_core() -> int | None:
-    """Keep this thread and those it starts on one core (the lowest it may use); returns it, or None where the
-    platform cannot pin. Two threads that the scheduler places on different cores run at those cores' speeds, which
-    differ on a shared machine by several percent (`twin_overhead.py`): the `Trainer`'s A/A check scattered from
-    0.968 to 1.034 unpinned (`benchmarks/results/issue39_overhead/interleaved_trainer_aa_unpinned.json`)."""
-    if not hasattr(os, "sched_setaffinity"):
-        return None
-    core = min(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, {core})
-    return core
-
-
 def measure_threaded(kind: str, workload: str, repeats: int, chunk: int, out_dir: str, aa: bool,
                      scale: float = 1.0) -> list[dict[str, Any]]:
     """`measure` for runs that own their loop (``kind``: a Lightning fit or a `Trainer`, `SIDES`): the process
     prepared as `hf_overhead.py` prepares it, a discarded warm-up run, then ``repeats`` pairs in two threads
     taking turns (`threaded_pair`)."""
     prepare_process()
-    pin_to_one_core()
     run = SIDES[kind](workload, chunk, out_dir, {"A": not aa, "B": False}, scale)
     run("B", lambda: None)   # warm-up, alone and without PreNeT: caches, allocator, lazy imports
     runs = []

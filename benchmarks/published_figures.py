@@ -2775,6 +2775,16 @@ QUOTES += [
       F(INTERLEAVED["loop_chunk5"], lambda d: statistics.median(interleaved_repeats("loop_chunk5", "loop_chunk25")),
         num(3)),
       F(INTERLEAVED["aa_chunk5"], lambda d: statistics.median(interleaved_repeats("aa_chunk5", "aa_chunk25")), num(3))),
+    Q(OVERHEAD, "its A/A\nchecks scattered from {} to {} with its threads free to move between cores "
+                "(`interleaved_trainer_aa_unpinned.json`)\nand from {} to {} with both pinned to one core "
+                "(`interleaved_trainer_aa_pinned.json`, a trial not kept), against\n{} to {} for the loop and Lightning.",
+      *(F(SESSION63 + f"interleaved_trainer_aa_{how}.json", lambda d, pick=pick: pick(d["summary"]["ratio_per_repeat"]),
+          num(3)) for how in ("unpinned", "pinned") for pick in (min, max)),
+      *(F(INTERLEAVED["aa_chunk5"], lambda d, pick=pick: pick(interleaved_repeats("aa_chunk5", "aa_chunk25",
+                                                                                   "lightning_aa")), num(3))
+        for pick in (min, max))),
+    Q(OVERHEAD, "likely cause, not tested. Its figure stays the five pairs' x{} above.",
+      F(S64_HF5, hf_overhead("causal_lm_eval_steps_checkpoints"), num(3))),
     Q(OVERHEAD, "--lightning`, {} s a fit): each\nside's", F(INTERLEAVED["lightning"], "summary.seconds_without_median", INT)),
     Q(OVERHEAD, "With PreNeT x{} over four repeats, against x{} for the A/A; its\nown time {}% of a fit. Its first repeat "
                 "is again the highest, x{}, with an own time only {} ms above the later\nrepeats' median",
