@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.hf_overhead import TARGET, prepare_process  # noqa: E402
+from benchmarks.result_file import write_result  # noqa: E402
 
 
 def _advance(side: dict[str, Any], chunk: int) -> None:
@@ -196,6 +197,17 @@ def trainer_side(workload: str, chunk: int, out_dir: str, prenet: dict[str, bool
 SIDES = {"lightning": lightning_side, "trainer": trainer_side}
 
 
+def side_order(repeat: int) -> list[str]:
+    """Which side goes first: A in even repeats, B in odd ones (as the order inside a round flips)."""
+    return ["A", "B"] if repeat % 2 == 0 else ["B", "A"]
+
+
+def repeat_record(repeat: int, a_s: float, b_s: float, steps: int, own_time: dict | None) -> dict[str, Any]:
+    """One repeat's row (side A's seconds over side B's, A's steps and own time), printed as it comes."""
+    print(f"repeat {repeat}: A {a_s:.3f} s, B {b_s:.3f} s, ratio {a_s / b_s:.4f}", file=sys.stderr, flush=True)
+    return {"a_s": a_s, "b_s": b_s, "ratio": a_s / b_s, "steps": steps, "own_time_s": (own_time or {}).get("total_s")}
+
+
 def measure_threaded(kind: str, workload: str, repeats: int, chunk: int, out_dir: str, aa: bool,
                      scale: float = 1.0) -> list[dict[str, Any]]:
     """`measure` for runs that own their loop (``kind``: a Lightning fit or a `Trainer`, `SIDES`): the process
@@ -206,13 +218,9 @@ def measure_threaded(kind: str, workload: str, repeats: int, chunk: int, out_dir
     run("B", lambda: None)   # warm-up, alone and without PreNeT: caches, allocator, lazy imports
     runs = []
     for repeat in range(repeats):
-        order = ["A", "B"] if repeat % 2 == 0 else ["B", "A"]
-        state = threaded_pair(run, order)
-        own = state["A"]["result"]["own_time"]
-        runs.append({"a_s": state["A"]["s"], "b_s": state["B"]["s"], "ratio": state["A"]["s"] / state["B"]["s"],
-                     "steps": state["A"]["result"]["steps"], "own_time_s": (own or {}).get("total_s")})
-        print(f"repeat {repeat}: A {state['A']['s']:.3f} s, B {state['B']['s']:.3f} s, "
-              f"ratio {runs[-1]['ratio']:.4f}", file=sys.stderr, flush=True)
+        state = threaded_pair(run, side_order(repeat))
+        a = state["A"]["result"]
+        runs.append(repeat_record(repeat, state["A"]["s"], state["B"]["s"], a["steps"], a["own_time"]))
     return runs
 
 
@@ -222,20 +230,16 @@ def measure(workload: str, repeats: int, chunk: int, scale: float, out_dir: str,
 
     prepare_process()
     run_loop(workload, with_prenet=False, out_dir=f"{out_dir}/warm-up", scale=scale)
-    repeats_out = []
+    runs = []
     for repeat in range(repeats):
-        # which side starts the first round flips with the repeat, as the order inside a round flips
-        sides = {label: loop_steps(workload, with_prenet=(label == "A" and not aa), out_dir=f"{out_dir}/{label}",
-                                   scale=scale) for label in ("A", "B")}
-        order = ["A", "B"] if repeat % 2 == 0 else ["B", "A"]
-        state = dict(zip(order, interleave([sides[label] for label in order], chunk)))
-        report = state["A"]["result"]["report"]
-        own = (report.actual or {}).get("own_time") if report is not None else None
-        repeats_out.append({"a_s": state["A"]["s"], "b_s": state["B"]["s"], "ratio": state["A"]["s"] / state["B"]["s"],
-                            "steps": state["A"]["result"]["steps"], "own_time_s": (own or {}).get("total_s")})
-        print(f"repeat {repeat}: A {state['A']['s']:.3f} s, B {state['B']['s']:.3f} s, "
-              f"ratio {repeats_out[-1]['ratio']:.4f}", file=sys.stderr, flush=True)
-    return repeats_out
+        order = side_order(repeat)
+        sides = [loop_steps(workload, with_prenet=(label == "A" and not aa), out_dir=f"{out_dir}/{label}", scale=scale)
+                 for label in order]
+        state = dict(zip(order, interleave(sides, chunk)))
+        a = state["A"]["result"]
+        own = (a["report"].actual or {}).get("own_time") if a["report"] is not None else None
+        runs.append(repeat_record(repeat, state["A"]["s"], state["B"]["s"], a["steps"], own))
+    return runs
 
 
 def summarise(workload: str, runs: list[dict[str, Any]], aa: bool) -> dict[str, Any]:
@@ -275,11 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = measure(workload, args.repeats, args.chunk, args.scale, args.out, args.aa)
     summary = summarise(workload, runs, args.aa)
     print(json.dumps(summary, indent=1))
-    command = "python benchmarks/interleaved_overhead.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps({"benchmark": "interleaved_overhead", "command": command.strip(),
-                                           "date": time.strftime("%Y-%m-%d %H:%M"), "chunk": args.chunk, "summary": summary,
-                                           "runs": runs}, indent=1) + "\n")
+    write_result(args.json, "interleaved_overhead", argv, chunk=args.chunk, summary=summary, runs=runs)
     return 0
 
 
