@@ -1,6 +1,6 @@
 """ResNet-50 training steps on twelve GPUs in AMP and FP32 (Lambda's public benchmark), from the model alone.
 
-    python benchmarks/projection_lambda.py [--json OUT]
+    python benchmarks/projection_lambda.py [--table v1|v2] [--json OUT]
 
 Measurements: `benchmarks/data/lambda_resnet50_train.json` (lambdal/deeplearning-benchmark, MIT): NVIDIA
 DeepLearningExamples' ResNet-50 v1.5 on synthetic data, AMP (autocast + a static GradScaler) or FP32 (TF32
@@ -11,6 +11,9 @@ Each step is predicted by `estimate()` as a user would: the model built on ``met
 precision, optimizer and loss, no measurement of any kind. Reported per precision: the signed and absolute
 error of the step, the error of the speed relative to the A100-SXM4-80GB (what a user comparing GPUs
 reads), and the share of measured steps inside the row's band. Nothing is fitted to these figures.
+
+``--table v2``: Lambda's later runs of the same scripts on Hopper and Blackwell GPUs (H100 PCIe and SXM5, GH200, H200,
+B200; `benchmarks/data/lambda_resnet50_train_v2.json`), speeds relative to the H100 SXM5 of that table.
 """
 from __future__ import annotations
 
@@ -31,6 +34,9 @@ from benchmarks.step_errors import publish, step_summary  # noqa: E402
 
 DATA = ROOT / "benchmarks/data/lambda_resnet50_train.json"
 REFERENCE = "A100-SXM4-80GB"
+# Lambda's later runs (Hopper and Blackwell, another container): their own reference GPU
+TABLES = {"v1": (DATA, REFERENCE),
+          "v2": (ROOT / "benchmarks/data/lambda_resnet50_train_v2.json", "H100-SXM5")}
 CHANNELS_LAST = False
 PRECISIONS = {"amp": "16-mixed", "fp32": "32-true"}
 
@@ -61,17 +67,17 @@ def rows(data: Path = DATA) -> list[dict]:
     return out
 
 
-def relative(table: list[dict], group: tuple[str, ...] = ("precision",)) -> list[dict]:
+def relative(table: list[dict], group: tuple[str, ...] = ("precision",), reference: str = REFERENCE) -> list[dict]:
     """Per ``group`` (the precision; also the model where a table holds several), each GPU's speed relative to
-    `REFERENCE` (samples/s ratio), predicted against measured."""
+    ``reference`` (samples/s ratio), predicted against measured."""
     out = []
     for key in dict.fromkeys(tuple(r[g] for g in group) for r in table):
         mine = {r["gpu"]: r for r in table if tuple(r[g] for g in group) == key}
-        ref = mine.get(REFERENCE)
+        ref = mine.get(reference)
         if ref is None:
             continue
         for gpu, r in mine.items():
-            if gpu == REFERENCE:
+            if gpu == reference:
                 continue
             measured = (r["batch"] / r["measured_s"]) / (ref["batch"] / ref["measured_s"])
             predicted = (r["batch"] / r["predicted_s"]) / (ref["batch"] / ref["predicted_s"])
@@ -90,14 +96,18 @@ def summary(table: list[dict], rel: list[dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--table", choices=sorted(TABLES), default="v1",
+                        help="v1: twelve GPUs up to the H100 (reference A100 80GB SXM4); v2: Hopper and Blackwell "
+                             "(reference H100 SXM5)")
     parser.add_argument("--json", help="write the rows and summary here")
     args = parser.parse_args(argv)
-    table = rows()
-    rel = relative(table)
+    data, reference = TABLES[args.table]
+    table = rows(data)
+    rel = relative(table, reference=reference)
     for r in table:
         print(f"{r['gpu']:16s} {r['precision']:9s} b={r['batch']:<5d} measured {r['measured_s'] * 1e3:7.1f} ms  "
               f"predicted {r['predicted_s'] * 1e3:7.1f} ms ({r['error']:+.1%})")
-    result = {"benchmark": "projection_lambda", "reference": REFERENCE, "rows": table, "relative": rel,
+    result = {"benchmark": "projection_lambda", "table": args.table, "reference": reference, "rows": table, "relative": rel,
               "summary": summary(table, rel)}
     return publish(result, args.json)
 

@@ -1,6 +1,6 @@
 """BERT-base and BERT-large SQuAD fine-tuning steps on twelve GPUs in AMP and FP32 (Lambda's public benchmark).
 
-    python benchmarks/projection_lambda_bert.py [--attention eager|sdpa] [--json OUT]
+    python benchmarks/projection_lambda_bert.py [--table v1|v2] [--attention eager|sdpa] [--json OUT]
 
 Measurements: `benchmarks/data/lambda_bert_squad_train.json` (lambdal/deeplearning-benchmark, MIT): NVIDIA
 DeepLearningExamples' BERT fine-tuned on SQuAD v1.1, sequence length 384, one GPU, the batch Lambda ran on each GPU, in
@@ -16,7 +16,8 @@ norms (apex), which eager Hugging Face runs as separate kernels. Its ``--fp16`` 
 cast to fp16, fp32 master weights): estimated as ``16-true`` (``--amp-as 16-mixed``: autocast instead). These shift
 every GPU's step alike, so the speed relative to the A100 80GB (what a user
 comparing GPUs reads) is the figure to read first; the absolute error is reported beside it. Requires the
-``transformers`` extra.
+``transformers`` extra. ``--table v2``: Lambda's later runs on Hopper and Blackwell GPUs
+(`benchmarks/data/lambda_bert_squad_train_v2.json`), speeds relative to that table's H100 SXM5.
 """
 from __future__ import annotations
 
@@ -31,10 +32,12 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.projection_lambda import REFERENCE, relative  # noqa: E402
+from benchmarks.projection_lambda import relative  # noqa: E402
 from benchmarks.step_errors import publish, step_summary  # noqa: E402
 
 DATA = ROOT / "benchmarks/data/lambda_bert_squad_train.json"
+TABLES = {"v1": (DATA, "A100-SXM4-80GB"),
+          "v2": (ROOT / "benchmarks/data/lambda_bert_squad_train_v2.json", "H100-SXM5")}
 SEQUENCE = 384
 # (precision, float32 matmul precision). NVIDIA's run_squad.py runs --fp16 through apex amp at opt_level O2: the model
 # cast to fp16 (softmax and layer norms too), fp32 master weights in the optimizer, which "16-true" is nearest to;
@@ -120,18 +123,23 @@ def summary(table: list[dict], rel: list[dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--table", choices=sorted(TABLES), default="v1",
+                        help="v1: twelve GPUs up to the H100 (reference A100 80GB SXM4); v2: Hopper and Blackwell "
+                             "(reference H100 SXM5)")
     parser.add_argument("--attention", choices=("eager", "sdpa"), default="eager",
                         help="the replica's attention: eager (matmul, softmax, matmul, as NVIDIA's BERT) or sdpa (fused)")
     parser.add_argument("--amp-as", choices=("16-true", "16-mixed"), default="16-true",
                         help="how AMP is estimated: 16-true (apex O2, what NVIDIA's script runs) or 16-mixed (autocast)")
     parser.add_argument("--json", help="write the rows and summary here")
     args = parser.parse_args(argv)
-    table = rows(attention=args.attention, amp=args.amp_as)
-    rel = relative(table, group=("model", "precision"))
+    data, reference = TABLES[args.table]
+    table = rows(data, attention=args.attention, amp=args.amp_as)
+    rel = relative(table, group=("model", "precision"), reference=reference)
     for r in table:
         print(f"{r['model']:17s} {r['gpu']:16s} {r['precision']:9s} b={r['batch']:<4d} measured "
               f"{r['measured_s'] * 1e3:7.1f} ms  predicted {r['predicted_s'] * 1e3:7.1f} ms ({r['error']:+.1%})")
-    result = {"benchmark": "projection_lambda_bert", "reference": REFERENCE, "attention": args.attention,
+    result = {"benchmark": "projection_lambda_bert", "table": args.table, "reference": reference,
+              "attention": args.attention,
               "amp_as": args.amp_as,
               "rows": table, "relative": rel, "summary": summary(table, rel)}
     return publish(result, args.json)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.projection_lambda import REFERENCE, relative
+from benchmarks.projection_lambda import REFERENCE, TABLES, relative
+from benchmarks.projection_lambda_bert import TABLES as BERT_TABLES
 from predictor_models.hardware import lookup_hardware
 
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
@@ -45,3 +46,35 @@ def test_relative_speed_is_per_model_and_precision_against_the_reference():
     assert relative(table) and all("model" not in r for r in relative(table))   # by precision alone, as before
     with pytest.raises(KeyError):
         relative(table, group=("layout",))
+
+
+@pytest.mark.parametrize("name", ["lambda_resnet50_train_v2.json", "lambda_bert_squad_train_v2.json"])
+def test_the_v2_tables_hold_one_row_per_catalog_gpu_with_their_machines_and_the_reference(name):
+    doc = json.loads((DATA / name).read_text())
+    assert "MIT" in doc["source"] and "aa5addb6" in doc["source"]
+    gpus = [row["gpu"] for row in doc["rows"]]
+    assert len(set(gpus)) == len(gpus) and "H100-SXM5" in gpus and {"H200-SXM", "B200", "GH200-96GB"} <= set(gpus)
+    for row in doc["rows"]:
+        assert lookup_hardware(row["gpu"]).name == row["gpu"] and row["machines"]
+        points = [row[p] for p in ("amp", "fp32")] if "amp" in row else \
+            [row[m][p] for m in ("bert_base_squad", "bert_large_squad") for p in ("amp", "fp32")]
+        for point in points:
+            rate = point.get("images_per_s", point.get("sequences_per_s"))
+            assert point["batch"] > 0 and rate > 0
+
+
+def test_each_table_names_its_own_file_and_a_reference_gpu_it_holds():
+    for tables in (TABLES, BERT_TABLES):
+        assert set(tables) == {"v1", "v2"}
+        for data, reference in tables.values():
+            rows = json.loads(data.read_text())["rows"]
+            assert reference in [row["gpu"] for row in rows]
+
+
+def test_relative_speed_takes_the_reference_it_is_given():
+    table = [{"precision": "16-mixed", "gpu": gpu, "batch": 10, "measured_s": m, "predicted_s": p}
+             for gpu, m, p in (("H100-SXM5", 1.0, 1.0), ("B200", 0.5, 0.25), (REFERENCE, 2.0, 2.0))]
+    out = relative(table, reference="H100-SXM5")
+    assert [r["gpu"] for r in out] == ["B200", REFERENCE]
+    assert out[0]["measured_speed"] == 2.0 and out[0]["predicted_speed"] == 4.0 and out[0]["error"] == 1.0
+    assert [r["gpu"] for r in relative(table)] == ["H100-SXM5", "B200"]   # the default stays the A100 80GB SXM4
