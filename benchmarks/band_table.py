@@ -3,9 +3,10 @@
     python benchmarks/band_table.py            # reads benchmarks/results/, writes prenet_callbacks/projection/rows/band_table.json
 
 Rows: every measured step of ``projection_accuracy.json`` (absolute steps on public GPUs, the
-host-bound CNN set, the transformer set, data-parallel steps; the anchored relative-speed set), of
-``projection_lambda.json`` (ResNet-50 AMP and FP32 steps on twelve GPUs) and of ``estimate_h200.json``
-(the H200 acceptance run's steps). Each gets its regime (precision, method,
+host-bound CNN set, the transformer set, data-parallel steps; the anchored relative-speed set), of Lambda's tables
+(``projection_lambda.json``: ResNet-50 AMP and FP32 steps on twelve GPUs; ``projection_lambda_bert.json``: BERT-base
+and -large SQuAD on the same GPUs; their ``_v2`` files: both on the H100 PCIe and SXM5, GH200, H200 and B200) and of
+``estimate_h200.json`` (the H200 acceptance run's steps). Each gets its regime (precision, method,
 host-bound) and ``|log(predicted / measured)|``. The table is the 90th percentile per regime. Beside
 it, for each evaluation set, the coverage of bands built from the *other* sets only: the share of
 that set's measured steps inside ``predicted / e^w .. predicted x e^w``.
@@ -24,6 +25,9 @@ from predictor_models.hardware import lookup_hardware  # noqa: E402
 from prenet_callbacks.projection.rows.bands import QUANTILE, TABLE_PATH, build_table, has_matrix_units, width_from  # noqa: E402
 
 RESULTS = ROOT / "benchmarks/results"
+# Lambda's whole-step tables (issue 38's development sets): set name -> committed result of its benchmark
+LAMBDA_SETS = {"lambda_resnet50": "projection_lambda.json", "lambda_resnet50_v2": "projection_lambda_v2.json",
+               "lambda_bert": "projection_lambda_bert.json", "lambda_bert_v2": "projection_lambda_bert_v2.json"}
 
 
 def _row(set_name: str, gpu: str, half: bool, method: str, host_bound: bool, predicted: float,
@@ -44,10 +48,10 @@ def evaluation_rows() -> list[dict]:
              for r in acc["transformers"]]
     rows += [_row("data_parallel", r["gpu"], False, "absolute", False, r["predicted_s"], r["measured_s"])
              for r in acc["data_parallel"]]
-    lambda_steps = RESULTS / "projection_lambda.json"
-    if lambda_steps.exists():
-        rows += [_row("lambda_resnet50", r["gpu"], r["precision"] != "32-true", "absolute", r["host_bound"],
-                      r["predicted_s"], r["measured_s"]) for r in json.loads(lambda_steps.read_text())["rows"]]
+    for name, file in LAMBDA_SETS.items():
+        if (RESULTS / file).exists():
+            rows += [_row(name, r["gpu"], r["precision"] != "32-true", "absolute", r["host_bound"], r["predicted_s"],
+                          r["measured_s"]) for r in json.loads((RESULTS / file).read_text())["rows"]]
     h200 = RESULTS / "estimate_h200.json"
     if h200.exists():
         rows += [_row("estimate_h200", "H200-SXM", r["precision"] != "32-true", "absolute", bool(r.get("host_bound")),
@@ -74,7 +78,8 @@ def table_document() -> dict:
                           "coverage_in_sample": round(coverage(own, table), 3),
                           "median_abs_error": round(sorted(math.expm1(abs(r["log_error"])) for r in own)[len(own) // 2], 4)}
     doc = {"about": "bands.py: 90th percentile of |log(predicted/measured)| per regime; written by "
-                    "benchmarks/band_table.py from benchmarks/results/projection_accuracy.json, projection_lambda.json and "
+                    "benchmarks/band_table.py from benchmarks/results/projection_accuracy.json, projection_lambda.json, "
+                    "projection_lambda_v2.json, projection_lambda_bert.json, projection_lambda_bert_v2.json and "
                     "estimate_h200.json",
            "quantile": QUANTILE, "cells": table, "sets": held_out,
            "coverage_all_in_sample": round(coverage(rows, table), 3)}

@@ -233,6 +233,7 @@ PROJ, LAMBDA, H200_EST = RESULTS + "projection_accuracy.json", RESULTS + "projec
     RESULTS + "estimate_h200.json"
 SPEED, CALIB_SPEED = RESULTS + "projection_speed.json", RESULTS + "calibration_speed.json"
 LAMBDA_BERT = RESULTS + "projection_lambda_bert.json"
+LAMBDA_V2, LAMBDA_BERT_V2 = RESULTS + "projection_lambda_v2.json", RESULTS + "projection_lambda_bert_v2.json"
 LAMBDA_BERT_AUTOCAST = RESULTS + "projection_lambda_bert_autocast.json"
 LAMBDA_BERT_SDPA = RESULTS + "projection_lambda_bert_autocast_sdpa.json"
 PRED_AB = RESULTS + "issue38_speed/predictor_speed_ab.json"
@@ -1137,6 +1138,14 @@ QUOTES += [
       *(f for name in ("lambda_resnet50", "estimate_h200", "hostbound", "relative_anchored") for f in (
           F(BANDS, f"sets.{name}.coverage_without_it", PCT0), F(BANDS, f"sets.{name}.coverage_in_sample", PCT0),
           F(BANDS, f"sets.{name}.n", INT), F(BANDS, f"sets.{name}.median_abs_error")))),
+    Q(PROJECTION, "Lambda's BERT steps on twelve GPUs {} % / {} % (n={}, {} %); Lambda's v2 steps on Hopper and "
+                  "Blackwell, ResNet-50 {} % / {} % (n={}, {} %) and BERT {} % / {} % (n={}, {} %).",
+      *(f for name in ("lambda_bert", "lambda_resnet50_v2", "lambda_bert_v2") for f in (
+          F(BANDS, f"sets.{name}.coverage_without_it", PCT0), F(BANDS, f"sets.{name}.coverage_in_sample", PCT0),
+          F(BANDS, f"sets.{name}.n", INT), F(BANDS, f"sets.{name}.median_abs_error")))),
+    Q(PROJECTION, "Lambda's GH200 and B200 BERT steps are {}-{} % too fast",
+      F(LAMBDA_BERT_V2, lambda d: min(-r["error"] for r in d["rows"] if r["gpu"] in ("B200", "GH200-96GB")), PCT0),
+      F(LAMBDA_BERT_V2, lambda d: max(-r["error"] for r in d["rows"] if r["gpu"] in ("B200", "GH200-96GB")), PCT0)),
     Q(PROJECTION, "the H200's bf16 GPT-2 steps and BERT's at batch 16 are {}-{} % too fast",
       F(H200_EST + "@b86e3c5", lambda d: min(-r["error"] for r in d["rows"] if r["precision"] == "bf16-mixed"
                                 and (r["model"] == "gpt2_small" or r["batch"] == 16 and r["model"] == "bert_base")),
@@ -2800,6 +2809,69 @@ QUOTES += [
       F(INTERLEAVED["lightning"], "summary.own_time_share_median", Fmt(2, 100)),
       F(INTERLEAVED["lightning"], "runs.0.ratio", num(3)),
       F(INTERLEAVED["lightning"], first_repeat_extra_own_ms, INT)),
+]
+
+
+def v2_step(gpu: str, precision: str, sign: int = 1) -> Callable[[Any], float]:
+    """`projection_lambda.py --table v2`'s step error of one GPU and precision (``sign`` -1: quoted as too fast)."""
+    return lambda d: sign * next(r["error"] for r in d["rows"] if (r["gpu"], r["precision"]) == (gpu, precision))
+
+
+def v2_speed(gpu: str, precision: str, key: str) -> Callable[[Any], float]:
+    """A GPU's measured or predicted speed relative to the v2 table's H100 SXM5 (``key``)."""
+    return lambda d: next(r[key] for r in d["relative"] if (r["gpu"], r["precision"]) == (gpu, precision))
+
+
+def v2_bert_speeds(gpu: str, precision: str, key: str, pick: Callable) -> Callable[[Any], float]:
+    """The lowest / highest (``pick``) of a GPU's speeds relative to the H100 SXM5 over BERT-base and -large."""
+    return lambda d: pick(r[key] for r in d["relative"] if (r["gpu"], r["precision"]) == (gpu, precision))
+
+
+def lambda_images_per_s(data: str, gpu: str) -> Callable[[Any], float]:
+    """Lambda's ResNet-50 AMP images/s of a GPU in one of the committed data files (read beside the results)."""
+    def rate(_d: Any) -> float:
+        rows = json.loads((Path(__file__).resolve().parent / "data" / data).read_text())["rows"]
+        return next(r["amp"]["images_per_s"] for r in rows if r["gpu"] == gpu)
+    return rate
+
+
+QUOTES += [
+    Q(ACCURACY, "an H200 and a B200; speeds are read relative to that table's H100 SXM5. ResNet-50 AMP: {}% median, "
+                "worst {}%, {} of {} inside their band, relative speed {}% MAPE; by GPU H100 PCIe {}%, H100 SXM5 {}%, "
+                "GH200 {}%, H200 {}%",
+      F(LAMBDA_V2, "summary.16-mixed.median_error", SPCT1), F(LAMBDA_V2, "summary.16-mixed.worst_abs_error"),
+      F(LAMBDA_V2, lambda d: int(d["summary"]["16-mixed"]["inside_band"].split("/")[0]), INT),
+      F(LAMBDA_V2, "summary.16-mixed.n", INT), F(LAMBDA_V2, "summary.16-mixed.relative_speed_mape"),
+      *(F(LAMBDA_V2, v2_step(g, "16-mixed"), SPCT1) for g in ("H100-PCIe", "H100-SXM5", "GH200-96GB", "H200-SXM"))),
+    Q(ACCURACY, "B200 {}% (priced {}x the H100's speed, measured {}x: Lambda's B200 runs ResNet-50 AMP at {} "
+                "images/s, the H200 at {}). FP32 (TF32): {}% median, worst {}% (B200), {} of {} inside, relative {}%.",
+      F(LAMBDA_V2, v2_step("B200", "16-mixed"), SPCT1),
+      F(LAMBDA_V2, v2_speed("B200", "16-mixed", "predicted_speed"), num(2)),
+      F(LAMBDA_V2, v2_speed("B200", "16-mixed", "measured_speed"), num(2)),
+      F(LAMBDA_V2, lambda_images_per_s("lambda_resnet50_train_v2.json", "B200"), INT),
+      F(LAMBDA_V2, lambda_images_per_s("lambda_resnet50_train_v2.json", "H200-SXM"), INT),
+      F(LAMBDA_V2, "summary.32-true.median_error", SPCT1), F(LAMBDA_V2, "summary.32-true.worst_abs_error"),
+      F(LAMBDA_V2, lambda d: int(d["summary"]["32-true"]["inside_band"].split("/")[0]), INT),
+      F(LAMBDA_V2, "summary.32-true.n", INT), F(LAMBDA_V2, "summary.32-true.relative_speed_mape")),
+    Q(ACCURACY, "BERT-base and BERT-large: AMP {}% median (worst {}%, {} of {} inside), FP32 {}% (worst {}%, {} of {} "
+                "inside), relative speed {}% / {}%; the GH200 runs BERT at {}-{}x the H100 SXM5's speed in AMP and "
+                "{}-{}x in FP32, priced {}-{}x.",
+      *(f for p in ("16-true", "32-true") for f in (
+          F(LAMBDA_BERT_V2, f"summary.{p}.median_error", SPCT1), F(LAMBDA_BERT_V2, f"summary.{p}.worst_abs_error"),
+          F(LAMBDA_BERT_V2, lambda d, p=p: int(d["summary"][p]["inside_band"].split("/")[0]), INT),
+          F(LAMBDA_BERT_V2, f"summary.{p}.n", INT))),
+      F(LAMBDA_BERT_V2, "summary.16-true.relative_speed_mape"), F(LAMBDA_BERT_V2, "summary.32-true.relative_speed_mape"),
+      *(F(LAMBDA_BERT_V2, v2_bert_speeds("GH200-96GB", p, "measured_speed", pick), num(2))
+        for p in ("16-true", "32-true") for pick in (min, max)),
+      F(LAMBDA_BERT_V2, lambda d: min(r["predicted_speed"] for r in d["relative"] if r["gpu"] == "GH200-96GB"), num(2)),
+      F(LAMBDA_BERT_V2, lambda d: max(r["predicted_speed"] for r in d["relative"] if r["gpu"] == "GH200-96GB"), num(2))),
+    Q(ACCURACY, "(the H100 SXM5's ResNet-50 AMP: {} images/s in v1, {} in v2)",
+      F(LAMBDA_V2, lambda_images_per_s("lambda_resnet50_train.json", "H100-SXM5"), INT),
+      F(LAMBDA_V2, lambda_images_per_s("lambda_resnet50_train_v2.json", "H100-SXM5"), INT)),
+    Q(README, "| ResNet-50 and BERT on Hopper and Blackwell (Lambda v2: H100, GH200, H200, B200), AMP / FP32 | {}% / {}% "
+              "median (ResNet-50), {}% / {}% (BERT) |",
+      F(LAMBDA_V2, "summary.16-mixed.median_error", SPCT1), F(LAMBDA_V2, "summary.32-true.median_error", SPCT1),
+      F(LAMBDA_BERT_V2, "summary.16-true.median_error", SPCT1), F(LAMBDA_BERT_V2, "summary.32-true.median_error", SPCT1)),
 ]
 
 def main(argv: list[str] | None = None) -> int:
