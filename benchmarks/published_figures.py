@@ -2376,6 +2376,51 @@ QUOTES += [
                 "{}-{} of the bandwidth",
       F(DRAM + "ceiling_0.70.json", "ceiling", num(2)), *h200_relu_shares((2, 1))),
 ]
+LEGACY = RESULTS + "issue38_legacy_mma/"
+LEGACY_README = LEGACY + "README.md"
+
+
+def legacy_step(variant: str, table: str, gpu: str) -> F:
+    """A Hopper ResNet-50 AMP step's error in one run of the legacy-MMA trial."""
+    return F(LEGACY + f"{variant}.json", lambda d: next(
+        r["error"] for r in d["development"]["hopper_steps"]
+        if (r["table"], r["model"], r["gpu"], r["precision"]) == (table, "resnet50", gpu, "16-mixed")), SPCT1)
+
+
+def legacy_summary(variant: str, key: str, fmt: Fmt = PCT1) -> F:
+    return F(LEGACY + f"{variant}.json", key, fmt)
+
+
+QUOTES += [
+    Q(CARD, "(development) every ResNet-50 AMP step moves 4-6 points slower (H200 {}% -> {}%) and the worst AMP speed-up\n"
+            "  over FP32 goes from {}% to {}% too high; the worst Hopper step, a GH200 FP32 BERT-large with no convolution,\n"
+            "  stays {}%; the held-out H200 bf16 steps {}% -> {}% median.",
+      legacy_step("none", "v2", "H200-SXM"), legacy_step("conv", "v2", "H200-SXM"),
+      legacy_summary("none", "development.hopper_speedup_worst_abs_error"),
+      legacy_summary("conv", "development.hopper_speedup_worst_abs_error"),
+      legacy_summary("conv", "development.hopper_step_worst_abs_error"),
+      legacy_summary("none", "held_out.h200_summary.bf16-mixed.median_error", SPCT1),
+      legacy_summary("conv", "held_out.h200_summary.bf16-mixed.median_error", SPCT1)),
+    Q(CARD, "takes the H200's fp32 steps from {}% to {}%",
+      legacy_summary("conv", "held_out.h200_summary.32-true.median_error", SPCT1),
+      legacy_summary("conv+tf32", "held_out.h200_summary.32-true.median_error", SPCT1)),
+    *(Q(LEGACY_README, f"| {variant} | {{}}% / {{}}% | {{}}% | {{}}% | {{}}% | {{}}% / {{}}% / {{}}/6 |",
+        *(legacy_summary(name, key) for key in ("development.hopper_step_worst_abs_error",
+                                                 "development.hopper_step_median_abs_error",
+                                                 "development.hopper_speedup_worst_abs_error",
+                                                 "development.every_step_median_abs_error")),
+        legacy_summary(name, "held_out.h200_summary.32-true.median_error", SPCT1),
+        legacy_summary(name, "held_out.h200_summary.bf16-mixed.median_error", SPCT1),
+        legacy_summary(name, "held_out.h200_summary.bf16-mixed.worst_abs_error"),
+        F(LEGACY + f"{name}.json", lambda d: int(d["held_out"]["h200_summary"]["bf16-mixed"]["inside_band"].split("/")[0]),
+          INT))
+      for variant, name in (("none", "none"), ("conv (fp16/bf16)", "conv"), ("conv+tf32", "conv+tf32"),
+                            ("conv+attention", "conv+attention"))),
+    Q(LEGACY_README, "(H100 SXM5 {}% -> {}% in v2, {}% -> {}% in v1; GH200 {}% -> {}%; H200 {}% -> {}%;\n"
+                     "  H100 PCIe v2 {}% -> {}%)",
+      *(legacy_step(v, t, g) for t, g in (("v2", "H100-SXM5"), ("v1", "H100-SXM5"), ("v2", "GH200-96GB"),
+                                          ("v2", "H200-SXM"), ("v2", "H100-PCIe")) for v in ("none", "conv"))),
+]
 FIRST_FIT = RESULTS + "issue39_first_fit/"
 
 

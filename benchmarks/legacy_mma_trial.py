@@ -1,0 +1,161 @@
+"""Trial (issue 38): Hopper's half-precision convolutions at the legacy MMA rate, chosen on Lambda's steps, judged on
+the H200's.
+
+    python benchmarks/legacy_mma_trial.py --variant none|conv|conv+tf32|conv+attention [--json OUT]
+
+The mechanism: a Hopper SM reaches its dense tensor peak only through the warpgroup MMA (``wgmma``) of sm_90a kernels;
+the warp-level ``mma.sync`` of kernels built for Ampere issues at Ampere's rate per SM and clock, half of Hopper's
+(Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", arXiv:2402.13499). cuBLAS runs
+sm_90a GEMMs; the convolution kernels of the cuDNN builds in Lambda's containers and FlashAttention-2 (PyTorch's
+SDPA flash kernel) are Ampere-family implicit GEMMs. So on compute capability 9.x the variant prices those kernels
+against half the catalog's peak of their mode: their roofline, and the time-at-peak input of the tiled-kernel network
+(`predictor/kernel_features.py`), which is monotone in it. No figure is fitted: the factor is the ratio of the two
+instructions' rates. Blackwell is left alone (no public rate of its legacy MMA). The predictor is patched in this
+process only; the project's files are untouched.
+
+Variants: ``conv`` (half-precision convolution kernels), ``conv+tf32`` (and TF32 ones: Ampere's TF32 mma.sync is
+also half of Hopper's TF32 wgmma rate per SM and clock), ``conv+attention`` (and the GEMMs of fused SDPA kernels).
+
+Development: Lambda's ResNet-50 and BERT tables, v1 and v2 (`projection_lambda.py`, `projection_lambda_bert.py`),
+the steps of their Hopper rows (H100 PCIe and SXM5, GH200, H200) and the AMP speed-up over FP32 there. Held out: the
+committed H200 steps (`estimate_h200.py`), which nothing here is chosen on.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+HOPPER = (9.0, 10.0)           # compute capability range the legacy rate applies to
+LEGACY_SHARE = 0.5             # Ampere's mma.sync rate per SM and clock over Hopper's wgmma rate (fp16/bf16, tf32)
+ATTENTION_MARK = 7919.0        # a `kind` dim the trial gives the GEMMs of fused attention kernels
+VARIANTS = ("none", "conv", "conv+tf32", "conv+attention")
+
+
+def legacy_rows(cols, variant: str) -> np.ndarray:
+    """Which virtual ops run Ampere-family MMA kernels under ``variant``."""
+    from predictor_models.predictor.devices import MODES
+
+    half = np.isin(cols.mode, [MODES.index("fp16"), MODES.index("bf16")])
+    rows = (cols.op_class == "conv") & half
+    if variant == "conv+tf32":
+        rows |= (cols.op_class == "conv") & (cols.mode == MODES.index("tf32"))
+    if variant == "conv+attention":
+        rows |= (cols.op_class == "gemm") & half & (cols.dim("kind") == ATTENTION_MARK)
+    return rows
+
+
+def install(variant: str) -> None:
+    """Patch the predictor's pair builder (and the attention expansion) in this process."""
+    if variant == "none":
+        return
+    from dataclasses import replace
+
+    from predictor_models.predictor import bound, expand, model
+
+    shipped_matrix = bound.matrix
+
+    def matrix(ops, devs):
+        pairs = shipped_matrix(ops, devs)
+        if devs.arch is None:
+            return pairs
+        hopper = (devs.arch >= HOPPER[0]) & (devs.arch < HOPPER[1])
+        applies = legacy_rows(ops, variant)[:, None] & hopper[None, :]
+        if not applies.any():
+            return pairs
+        return replace(pairs, peak=np.where(applies, pairs.peak * LEGACY_SHARE, pairs.peak))
+
+    model.matrix = matrix
+    if variant == "conv+attention":
+        shipped_gemm = expand._gemm
+
+        def gemm(op, b, m, n, k, *, name):
+            spec = shipped_gemm(op, b, m, n, k, name=name)
+            if name.startswith("attention."):
+                spec = replace(spec, dims={**spec.dims, "kind": ATTENTION_MARK})
+            return spec
+
+        expand._gemm = gemm
+
+
+def _hopper(gpu: str) -> bool:
+    from predictor_models.hardware import lookup_hardware
+
+    cc = float(lookup_hardware(gpu).compute_capability or 0)
+    return HOPPER[0] <= cc < HOPPER[1]
+
+
+def _speedups(rows: list[dict], amp: str) -> list[dict]:
+    """Per (model, GPU): predicted over measured AMP speed-up against FP32, minus 1."""
+    index = {(r.get("model", "resnet50"), r["gpu"], r["precision"]): r for r in rows}
+    out = []
+    for (name, gpu, precision), r in index.items():
+        fp32 = index.get((name, gpu, "32-true"))
+        if precision != amp or fp32 is None:
+            continue
+        speed = lambda row, key: row["batch"] / row[key]  # noqa: E731
+        measured = speed(r, "measured_s") / speed(fp32, "measured_s")
+        predicted = speed(r, "predicted_s") / speed(fp32, "predicted_s")
+        out.append({"model": name, "gpu": gpu, "measured": round(measured, 3), "predicted": round(predicted, 3),
+                    "error": round(predicted / measured - 1, 4)})
+    return out
+
+
+def evaluate() -> dict:
+    from benchmarks import estimate_h200, projection_lambda, projection_lambda_bert
+
+    steps, speedups, summaries = [], [], {}
+    for table in ("v1", "v2"):
+        data, reference = projection_lambda.TABLES[table]
+        resnet = projection_lambda.rows(data)
+        summaries[f"resnet50_{table}"] = projection_lambda.summary(resnet, projection_lambda.relative(
+            resnet, reference=reference))
+        data, reference = projection_lambda_bert.TABLES[table]
+        bert = projection_lambda_bert.rows(data)
+        summaries[f"bert_{table}"] = projection_lambda_bert.summary(bert, projection_lambda_bert.relative(
+            bert, group=("model", "precision"), reference=reference))
+        steps += [{"table": table, "model": "resnet50", **r} for r in resnet] + [{"table": table, **r} for r in bert]
+        speedups += [{"table": table, **s} for s in _speedups(resnet, "16-mixed") + _speedups(bert, "16-true")]
+    hopper_steps = [r for r in steps if _hopper(r["gpu"])]
+    hopper_speedups = [s for s in speedups if _hopper(s["gpu"])]
+    h200 = estimate_h200.rows()
+    return {"development": {
+                "hopper_steps": [{k: r[k] for k in ("table", "model", "gpu", "precision", "error")} for r in hopper_steps],
+                "hopper_step_worst_abs_error": round(max(abs(r["error"]) for r in hopper_steps), 4),
+                "hopper_step_median_abs_error": round(statistics.median(abs(r["error"]) for r in hopper_steps), 4),
+                "hopper_amp_speedups": hopper_speedups,
+                "hopper_speedup_worst_abs_error": round(max(abs(s["error"]) for s in hopper_speedups), 4),
+                "every_step_median_abs_error": round(statistics.median(abs(r["error"]) for r in steps), 4),
+                "every_speedup_median_abs_error": round(statistics.median(abs(s["error"]) for s in speedups), 4),
+                "summaries": summaries},
+            "held_out": {"h200_rows": h200, "h200_summary": estimate_h200.summary(h200)}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", required=True, choices=VARIANTS)
+    parser.add_argument("--json", help="write the result here")
+    args = parser.parse_args(argv)
+    install(args.variant)
+    result = {"benchmark": "legacy_mma_trial", "variant": args.variant, "legacy_share": LEGACY_SHARE, **evaluate()}
+    dev, held = result["development"], result["held_out"]["h200_summary"]
+    print(f"{args.variant}: Lambda Hopper steps worst {dev['hopper_step_worst_abs_error']:.1%}, median "
+          f"{dev['hopper_step_median_abs_error']:.1%}; Hopper AMP speed-up worst {dev['hopper_speedup_worst_abs_error']:.1%}; "
+          f"every step median {dev['every_step_median_abs_error']:.1%}; H200 "
+          + ", ".join(f"{p} median {c['median_error']:+.1%} worst {c['worst_abs_error']:.1%} in band {c['inside_band']}"
+                      for p, c in held.items()))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
