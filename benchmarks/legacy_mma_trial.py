@@ -23,7 +23,6 @@ committed H200 steps (`estimate_h200.py`), which nothing here is chosen on.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -144,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
     install(args.variant)
-    result = {"benchmark": "legacy_mma_trial", "variant": args.variant, "legacy_share": LEGACY_SHARE, **evaluate()}
+    result = {"variant": args.variant, "legacy_share": LEGACY_SHARE, **evaluate()}
     dev, held = result["development"], result["held_out"]["h200_summary"]
     print(f"{args.variant}: Lambda Hopper steps worst {dev['hopper_step_worst_abs_error']:.1%}, median "
           f"{dev['hopper_step_median_abs_error']:.1%}; Hopper AMP speed-up worst {dev['hopper_speedup_worst_abs_error']:.1%}; "
@@ -152,8 +151,9 @@ def main(argv: list[str] | None = None) -> int:
           + ", ".join(f"{p} median {c['median_error']:+.1%} worst {c['worst_abs_error']:.1%} in band {c['inside_band']}"
                       for p, c in held.items()))
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        from benchmarks.result_file import write_result
+
+        write_result(args.json, "legacy_mma_trial", argv, **result)
     return 0
 
 

@@ -457,6 +457,15 @@ def bert_relative(gpu: str, model: str, precision: str, sign: int = 1) -> Callab
                                  if (r["gpu"], r["model"], r["precision"]) == (gpu, model, precision))
 
 
+def inside(path: str) -> Callable[[Any], int]:
+    """How many steps lie inside their band: the numerator of an ``inside_band`` field ("5/6") at ``path``."""
+    def count(d: Any) -> int:
+        for key in path.split("."):
+            d = d[key]
+        return int(d.split("/")[0])
+    return count
+
+
 def catalog_bandwidth(gpu: str) -> float:
     """The hardware catalog's DRAM bandwidth of a GPU (GB/s): committed data beside the result files."""
     from predictor_models.hardware import lookup_hardware
@@ -1036,7 +1045,7 @@ QUOTES += [
                 "speed relative to the A100 80GB {}% MAPE in AMP and {}% in TF32; the AMP speed-up over TF32 on the A100 "
                 "{}% / {}% off",
       F(LAMBDA_BERT, "summary.16-true.median_error", SPCT1), F(LAMBDA_BERT, "summary.16-true.median_abs_error"),
-      F(LAMBDA_BERT, lambda d: int(d["summary"]["16-true"]["inside_band"].split("/")[0]), INT),
+      F(LAMBDA_BERT, inside("summary.16-true.inside_band"), INT),
       F(LAMBDA_BERT, "summary.32-true.median_error", SPCT1), F(LAMBDA_BERT, "summary.32-true.median_abs_error"),
       F(LAMBDA_BERT, "summary.16-true.relative_speed_mape"), F(LAMBDA_BERT, "summary.32-true.relative_speed_mape"),
       *(F(LAMBDA_BERT, bert_amp_speedup(model), SPCT1) for model in ("bert_base_squad", "bert_large_squad"))),
@@ -2412,7 +2421,7 @@ QUOTES += [
         legacy_summary(name, "held_out.h200_summary.32-true.median_error", SPCT1),
         legacy_summary(name, "held_out.h200_summary.bf16-mixed.median_error", SPCT1),
         legacy_summary(name, "held_out.h200_summary.bf16-mixed.worst_abs_error"),
-        F(LEGACY + f"{name}.json", lambda d: int(d["held_out"]["h200_summary"]["bf16-mixed"]["inside_band"].split("/")[0]),
+        F(LEGACY + f"{name}.json", inside("held_out.h200_summary.bf16-mixed.inside_band"),
           INT))
       for variant, name in (("none", "none"), ("conv (fp16/bf16)", "conv"), ("conv+tf32", "conv+tf32"),
                             ("conv+attention", "conv+attention"))),
@@ -2885,7 +2894,7 @@ QUOTES += [
                 "worst {}%, {} of {} inside their band, relative speed {}% MAPE; by GPU H100 PCIe {}%, H100 SXM5 {}%, "
                 "GH200 {}%, H200 {}%",
       F(LAMBDA_V2, "summary.16-mixed.median_error", SPCT1), F(LAMBDA_V2, "summary.16-mixed.worst_abs_error"),
-      F(LAMBDA_V2, lambda d: int(d["summary"]["16-mixed"]["inside_band"].split("/")[0]), INT),
+      F(LAMBDA_V2, inside("summary.16-mixed.inside_band"), INT),
       F(LAMBDA_V2, "summary.16-mixed.n", INT), F(LAMBDA_V2, "summary.16-mixed.relative_speed_mape"),
       *(F(LAMBDA_V2, v2_step(g, "16-mixed"), SPCT1) for g in ("H100-PCIe", "H100-SXM5", "GH200-96GB", "H200-SXM"))),
     Q(ACCURACY, "B200 {}% (priced {}x the H100's speed, measured {}x: Lambda's B200 runs ResNet-50 AMP at {} "
@@ -2896,14 +2905,14 @@ QUOTES += [
       F(LAMBDA_V2, lambda_images_per_s("lambda_resnet50_train_v2.json", "B200"), INT),
       F(LAMBDA_V2, lambda_images_per_s("lambda_resnet50_train_v2.json", "H200-SXM"), INT),
       F(LAMBDA_V2, "summary.32-true.median_error", SPCT1), F(LAMBDA_V2, "summary.32-true.worst_abs_error"),
-      F(LAMBDA_V2, lambda d: int(d["summary"]["32-true"]["inside_band"].split("/")[0]), INT),
+      F(LAMBDA_V2, inside("summary.32-true.inside_band"), INT),
       F(LAMBDA_V2, "summary.32-true.n", INT), F(LAMBDA_V2, "summary.32-true.relative_speed_mape")),
     Q(ACCURACY, "BERT-base and BERT-large: AMP {}% median (worst {}%, {} of {} inside), FP32 {}% (worst {}%, {} of {} "
                 "inside), relative speed {}% / {}%; the GH200 runs BERT at {}-{}x the H100 SXM5's speed in AMP and "
                 "{}-{}x in FP32, priced {}-{}x.",
       *(f for p in ("16-true", "32-true") for f in (
           F(LAMBDA_BERT_V2, f"summary.{p}.median_error", SPCT1), F(LAMBDA_BERT_V2, f"summary.{p}.worst_abs_error"),
-          F(LAMBDA_BERT_V2, lambda d, p=p: int(d["summary"][p]["inside_band"].split("/")[0]), INT),
+          F(LAMBDA_BERT_V2, inside(f"summary.{p}.inside_band"), INT),
           F(LAMBDA_BERT_V2, f"summary.{p}.n", INT))),
       F(LAMBDA_BERT_V2, "summary.16-true.relative_speed_mape"), F(LAMBDA_BERT_V2, "summary.32-true.relative_speed_mape"),
       *(F(LAMBDA_BERT_V2, v2_bert_speeds("GH200-96GB", p, "measured_speed", pick), num(2))
@@ -2918,6 +2927,34 @@ QUOTES += [
       F(LAMBDA_V2, "summary.16-mixed.median_error", SPCT1), F(LAMBDA_V2, "summary.32-true.median_error", SPCT1),
       F(LAMBDA_BERT_V2, "summary.16-true.median_error", SPCT1), F(LAMBDA_BERT_V2, "summary.32-true.median_error", SPCT1)),
 ]
+
+HOPPER_GPUS = ("H100-PCIe", "H100-SXM5", "GH200-96GB", "H200-SXM")
+
+
+def hopper_resnet_errors(precision: str, pick: Callable) -> Callable[[Any], float]:
+    """The smallest / largest (``pick``) absolute step error of Lambda's Hopper ResNet-50 rows over v1 and v2."""
+    def value(_d: Any) -> float:
+        rows = [r for path in (LAMBDA, LAMBDA_V2) for r in load(path)["rows"]]
+        return pick(abs(r["error"]) for r in rows if r["gpu"] in HOPPER_GPUS and r["precision"] == precision)
+    return value
+
+
+def legacy_speedup(key: str) -> F:
+    """The H100 SXM5's ResNet-50 AMP speed-up over FP32 in Lambda's v2 table (the trial's run as shipped)."""
+    return F(LEGACY + "none.json", lambda d: next(s[key] for s in d["development"]["hopper_amp_speedups"]
+                                                  if (s["table"], s["model"], s["gpu"]) == ("v2", "resnet50", "H100-SXM5")),
+             num(2))
+
+
+QUOTES += [
+    Q(GPU_RUNS, "on Hopper the\nAMP ResNet-50 steps are {}-{}% too fast while the TF32 ones are within {}% (the B200: {}% and {}%), so "
+                "the AMP speed-up\nover TF32 is priced {}x on the H100 SXM5 where {}x is measured.",
+      F(LAMBDA_V2, hopper_resnet_errors("16-mixed", min), PCT0), F(LAMBDA_V2, hopper_resnet_errors("16-mixed", max), PCT0),
+      F(LAMBDA_V2, lambda d: math.ceil(100 * hopper_resnet_errors("32-true", max)(d)) / 100, PCT0),
+      F(LAMBDA_V2, v2_step("B200", "16-mixed", -1), PCT0), F(LAMBDA_V2, v2_step("B200", "32-true", -1), PCT0),
+      legacy_speedup("predicted"), legacy_speedup("measured")),
+]
+
 
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
