@@ -8,9 +8,9 @@ GH200 against the H100 SXM5; an A100 40GB or an A800 against the A100s) run the 
 vector units at the same clocks. More DRAM bandwidth speeds up the memory-bound part of a kernel, at most in proportion,
 and the compute-bound part not at all. So a GPU the data does not measure takes at least its measured twin's time
 scaled by the ratio of their roofline bounds, ``max(FLOPs / peak, bytes / bandwidth)``: equal on a compute-bound op,
-``bandwidth ratio`` on a memory-bound one. The shipped predictor reads bandwidth, L2 and power through learned features
-and prices the H200's bf16 and TF32 GEMMs 5-8% and the GH200's 2-27% faster than the H100's, where their tensor cores
-are the same. Measured GPUs keep their times; fp32 (non-TF32) ops are left alone, as the device envelope's up-sets
+``bandwidth ratio`` on a memory-bound one. The predictor read bandwidth, L2 and power through learned features and
+priced the H200's TF32 GEMMs 2-8% and the GH200's bf16 and TF32 GEMMs 2-24% faster than the H100's, where their
+tensor cores are the same. Measured GPUs keep their times; fp32 (non-TF32) ops are left alone, as the device envelope's up-sets
 leave them (their public times carry each harness's host lag). Nothing is fitted. The predictor is patched in this
 process only; the project's files are untouched.
 
@@ -18,6 +18,10 @@ Variants: ``half`` (fp16/bf16 ops of every class), ``half+tf32`` (and TF32 matmu
 
 Development and held-out sets: as `benchmarks/legacy_mma_trial.py` (Lambda's v1 and v2 tables' Hopper rows; the
 committed H200 steps).
+
+Adopted on 2026-12-07 as ``half+tf32`` (`predictor_models/predictor/dominance.py`, ``twin_sets``; the model card). The
+runs in `benchmarks/results/issue38_compute_twin/` were made before, at commit 072c988; run there to reproduce them
+(after it, the patch would apply on top of the predictor's own rule).
 """
 from __future__ import annotations
 

@@ -1710,7 +1710,7 @@ BF16_EVERY = "generation_dominance.every_figure.bf16_ops."
 QUOTES += [
     Q(CARD, "bf16 ops against any GPU of their generation (every figure): {} -> {} violations of {}",
       F(HALF_UP + "predictor_physics_before.json", BF16_EVERY + "violations", INTC),
-      F(PHYSICS, BF16_EVERY + "violations", INTC), F(PHYSICS, BF16_EVERY + "comparisons", INTC)),
+      F(PHYSICS + "@072c988", BF16_EVERY + "violations", INTC), F(PHYSICS + "@072c988", BF16_EVERY + "comparisons", INTC)),
     Q(CARD, "Leave-one-GPU-out as shipped:\n{}% -> {}% (half precision {}% -> {}%); no fold moved",
       F(LADDER_HELDOUT, "summary.shipped_mape"), F(HALF_UP + "measured_stronger_heldout_eval.json", "summary.shipped_mape"),
       F(LADDER_HELDOUT, "summary.by_precision.half.all.shipped_mape"),
@@ -1750,8 +1750,8 @@ QUOTES += [
       *(F(LADDER_HELDOUT, f"summary.by_precision.half.{cls}.shipped_mape") for cls in ("gemm", "elementwise", "norm"))),
     Q(CARD, "With pointwise ops and norms on their work grid (2026-12-06, below): {}% as shipped, half {}% (pointwise\n{}%, "
             "norm {}%)",
-      F(HELDOUT, "summary.shipped_mape"), F(HELDOUT, "summary.by_precision.half.all.shipped_mape"),
-      *(F(HELDOUT, f"summary.by_precision.half.{cls}.shipped_mape") for cls in ("elementwise", "norm"))),
+      F(HELDOUT + "@072c988", "summary.shipped_mape"), F(HELDOUT + "@072c988", "summary.by_precision.half.all.shipped_mape"),
+      *(F(HELDOUT + "@072c988", f"summary.by_precision.half.{cls}.shipped_mape") for cls in ("elementwise", "norm"))),
     Q(CARD, "the ladder costs the held-out half-precision pointwise rows 1-2 points of MAPE (A100 SXM4 {} -> {}%, H100\n{} "
             "-> {}%, A40 {} -> {}%) and at most {} point weighted by time",
       *(F(LADDER_FOLDS, ladder_fold(gpu, k)) for gpu in ("A100-SXM4-80GB", "H100-SXM5", "A40")
@@ -1763,13 +1763,18 @@ QUOTES += [
             "grids the bf16 norms' work violations go from {} to {} of {} (worst x{}:",
       *(F(LADDER_FOLDS, ladder_fold(gpu, k, "norm", section)) for section in ("in_sample", "rows")
         for gpu in ("H100-SXM5", "A100-SXM4-80GB", "A40") for k in ("no_ladder.mape", "ladder.mape")),
-      F(PHYSICS + "@9a92148", violations("norm_rows/bfloat16"), INT), F(PHYSICS, violations("norm_rows/bfloat16"), INT),
-      F(PHYSICS, "work.norm_rows/bfloat16.steps", INT), F(PHYSICS, "work.norm_rows/bfloat16.worst_drop", num(3))),
+      F(PHYSICS + "@9a92148", violations("norm_rows/bfloat16"), INT),
+      F(PHYSICS + "@072c988", violations("norm_rows/bfloat16"), INT),
+      F(PHYSICS, "work.norm_rows/bfloat16.steps", INT), F(PHYSICS + "@072c988", "work.norm_rows/bfloat16.worst_drop", num(3))),
     Q(CARD, "the H200's bf16 `estimate()` steps {}% median (worst {}%), Lambda AMP {}%, host-bound CNN steps {}% MAPE",
-      F(H200_EST, "summary.bf16-mixed.median_abs_error"), F(H200_EST, "summary.bf16-mixed.worst_abs_error"),
+      F(H200_EST + "@072c988", "summary.bf16-mixed.median_abs_error"),
+      F(H200_EST + "@072c988", "summary.bf16-mixed.worst_abs_error"),
       F(LAMBDA, "summary.16-mixed.median_abs_error"), F(PROJ, "summary.hostbound_step.mape")),
     Q(CARD, "The envelope helps a held-out A100 SXM4's GEMMs ({} -> {}%",
       F(HELDOUT, held("gemm", "A100-SXM4-80GB", "mape")), F(HELDOUT, held("gemm", "A100-SXM4-80GB", "shipped_mape"))),
+    Q(CARD, "since the compute twins of 2026-12-07 ({} -> {}%)",
+      F(HELDOUT + "@072c988", held("gemm", "A100-SXM4-80GB", "shipped_mape")),
+      F(HELDOUT, held("gemm", "A100-SXM4-80GB", "shipped_mape"))),
     Q(CARD, "with it {}%, `heldout_eval.json`)", F(HELDOUT, held("gemm", "P4"), PCT0)),
     Q(CARD, "`python -m benchmarks.predictor_speed` ({} ops x {} devices, budget {} ms), five fresh processes each, "
             "alternated with the code before (2026-12-05, `benchmarks/results/issue38_speed/predictor_speed_ab.json`): "
@@ -1995,15 +2000,15 @@ QUOTES += [
       F(RESULTS + "evaluate_sources/heldout_eval_deepbench_scored.json", "summary.mape"),
       F(HELDOUT, "summary.mape")),
     Q(CARD, "a GPU was priced slower than a weaker measured one in {} of {} comparisons; now in {},",
-      F(PHYSICS, "generation_dominance_raw_model.envelope.violations", INTC),
+      F(PHYSICS + "@072c988", "generation_dominance_raw_model.envelope.violations", INTC),
       F(PHYSICS, "generation_dominance_raw_model.envelope.comparisons", INTC),
       F(PHYSICS, "generation_dominance.envelope.violations", INT)),
     Q(CARD, "Against any weaker GPU, measured or not, {} -> {} of {} comparisons still break it, and {} of {} counting "
             "only the peak, bandwidth and SMs",
-      F(PHYSICS, "generation_dominance_raw_model.every_figure.violations", INTC),
-      F(PHYSICS, "generation_dominance.every_figure.violations", INTC),
+      F(PHYSICS + "@072c988", "generation_dominance_raw_model.every_figure.violations", INTC),
+      F(PHYSICS + "@072c988", "generation_dominance.every_figure.violations", INTC),
       F(PHYSICS, "generation_dominance.every_figure.comparisons", INTC),
-      F(PHYSICS, "generation_dominance.peak_bandwidth_sms.violations", INTC),
+      F(PHYSICS + "@072c988", "generation_dominance.peak_bandwidth_sms.violations", INTC),
       F(PHYSICS, "generation_dominance.peak_bandwidth_sms.comparisons", INTC)),
     Q(CARD, "(the files at ee03ef9 -> d36711c): - H200 `estimate()`: fp32 {} -> {}% median; bf16 {} -> {}% (worst {} -> "
             "{}%). - Lambda ResNet-50: AMP {} -> {}% median; FP32 worst {} -> {}%. - Whole models' relative speed: {} -> "
@@ -2909,7 +2914,7 @@ QUOTES += [
       F(LAMBDA_V2, "summary.32-true.n", INT), F(LAMBDA_V2, "summary.32-true.relative_speed_mape")),
     Q(ACCURACY, "BERT-base and BERT-large: AMP {}% median (worst {}%, {} of {} inside), FP32 {}% (worst {}%, {} of {} "
                 "inside), relative speed {}% / {}%; the GH200 runs BERT at {}-{}x the H100 SXM5's speed in AMP and "
-                "{}-{}x in FP32, priced {}-{}x.",
+                "{}-{}x in FP32, priced {}-{}x ({}-{}x before the compute-twin rule",
       *(f for p in ("16-true", "32-true") for f in (
           F(LAMBDA_BERT_V2, f"summary.{p}.median_error", SPCT1), F(LAMBDA_BERT_V2, f"summary.{p}.worst_abs_error"),
           F(LAMBDA_BERT_V2, inside(f"summary.{p}.inside_band"), INT),
@@ -2918,7 +2923,11 @@ QUOTES += [
       *(F(LAMBDA_BERT_V2, v2_bert_speeds("GH200-96GB", p, "measured_speed", pick), num(2))
         for p in ("16-true", "32-true") for pick in (min, max)),
       F(LAMBDA_BERT_V2, lambda d: min(r["predicted_speed"] for r in d["relative"] if r["gpu"] == "GH200-96GB"), num(2)),
-      F(LAMBDA_BERT_V2, lambda d: max(r["predicted_speed"] for r in d["relative"] if r["gpu"] == "GH200-96GB"), num(2))),
+      F(LAMBDA_BERT_V2, lambda d: max(r["predicted_speed"] for r in d["relative"] if r["gpu"] == "GH200-96GB"), num(2)),
+      F(LAMBDA_BERT_V2 + "@072c988", lambda d: min(r["predicted_speed"] for r in d["relative"] if r["gpu"] == "GH200-96GB"),
+        num(2)),
+      F(LAMBDA_BERT_V2 + "@072c988", lambda d: max(r["predicted_speed"] for r in d["relative"] if r["gpu"] == "GH200-96GB"),
+        num(2))),
     Q(ACCURACY, "(the H100 SXM5's ResNet-50 AMP: {} images/s in v1, {} in v2)",
       F(LAMBDA_V2, lambda_images_per_s("lambda_resnet50_train.json", "H100-SXM5"), INT),
       F(LAMBDA_V2, lambda_images_per_s("lambda_resnet50_train_v2.json", "H100-SXM5"), INT)),
@@ -2955,6 +2964,47 @@ QUOTES += [
       legacy_speedup("predicted"), legacy_speedup("measured")),
 ]
 
+
+BEFORE_TWINS = "@072c988"    # the result files as committed before the compute-twin rule
+
+
+def before_after(path: str, key: str, fmt: Fmt = SPCT1) -> list[F]:
+    return [F(path + BEFORE_TWINS, key, fmt), F(path, key, fmt)]
+
+
+QUOTES += [
+    Q(PROJECTION, "Before and after (2026-12-07): the H200's `estimate()` steps fp32 {}% -> {}% median, bf16 {}% ->\n"
+                  "  {}%; Lambda's v2 BERT steps AMP {}% -> {}%, FP32 {}% -> {}% (worst {}% -> {}%, the GH200).",
+      *before_after(H200_EST, "summary.32-true.median_error"), *before_after(H200_EST, "summary.bf16-mixed.median_error"),
+      *before_after(LAMBDA_BERT_V2, "summary.16-true.median_error"),
+      *before_after(LAMBDA_BERT_V2, "summary.32-true.median_error"),
+      *before_after(LAMBDA_BERT_V2, "summary.32-true.worst_abs_error", PCT1)),
+    Q(CARD, "Whole steps as shipped, before -> after: Lambda's\nv2 BERT AMP {}% -> {}% median, FP32 {}% -> {}% (worst {}% -> "
+            "{}%), relative speed {}% / {}% ->\n{}% / {}%; v2 ResNet-50 AMP {}% median (unchanged; GH200 {}% -> {}%, H200 "
+            "{}% -> {}%)",
+      *before_after(LAMBDA_BERT_V2, "summary.16-true.median_error"),
+      *before_after(LAMBDA_BERT_V2, "summary.32-true.median_error"),
+      *before_after(LAMBDA_BERT_V2, "summary.32-true.worst_abs_error", PCT1),
+      F(LAMBDA_BERT_V2 + BEFORE_TWINS, "summary.16-true.relative_speed_mape"),
+      F(LAMBDA_BERT_V2 + BEFORE_TWINS, "summary.32-true.relative_speed_mape"),
+      F(LAMBDA_BERT_V2, "summary.16-true.relative_speed_mape"), F(LAMBDA_BERT_V2, "summary.32-true.relative_speed_mape"),
+      F(LAMBDA_V2, "summary.16-mixed.median_error", SPCT1),
+      F(LAMBDA_V2 + BEFORE_TWINS, v2_step("GH200-96GB", "16-mixed"), SPCT1), F(LAMBDA_V2, v2_step("GH200-96GB", "16-mixed"), SPCT1),
+      F(LAMBDA_V2 + BEFORE_TWINS, v2_step("H200-SXM", "16-mixed"), SPCT1), F(LAMBDA_V2, v2_step("H200-SXM", "16-mixed"), SPCT1)),
+    Q(CARD, "(0\nviolations against measured GPUs); against any GPU of the generation, bf16 ops, {} -> {} of {}",
+      F(PHYSICS + BEFORE_TWINS, BF16_EVERY + "violations", INTC), F(PHYSICS, BF16_EVERY + "violations", INTC),
+      F(PHYSICS, BF16_EVERY + "comparisons", INTC)),
+    Q(CARD, "kept), the GH200's FP32 BERT-large; median {}% unchanged. Held out, the H200's `estimate()` steps, every row "
+            "moving\ntoward its measurement: fp32 median {}% -> {}% (worst {}% -> {}%), bf16 {}% -> {}% (worst {}% -> {}%).",
+      F(RESULTS + "issue38_compute_twin/none.json", "development.hopper_step_median_abs_error"),
+      *(F(RESULTS + f"issue38_compute_twin/{v}.json", f"held_out.h200_summary.{p}.{k}", fmt)
+        for p, k, fmt in (("32-true", "median_error", SPCT1), ("32-true", "worst_abs_error", PCT1),
+                          ("bf16-mixed", "median_error", SPCT1), ("bf16-mixed", "worst_abs_error", PCT1))
+        for v in ("none", "half+tf32"))),
+    Q(CARD, "on Lambda's v1 and v2 Hopper rows by their worst case: {}% -> {}% (`half`) and {}% (`half+tf32`,",
+      *(F(RESULTS + f"issue38_compute_twin/{v}.json", "development.hopper_step_worst_abs_error")
+        for v in ("none", "half", "half+tf32"))),
+]
 
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""

@@ -160,7 +160,9 @@ def test_the_raw_model_breaks_it_and_the_envelope_keeps_the_roofline(shipped):
         shipped.device_envelope = True
     assert np.any(raw[:, 0] > raw[:, 1] * 1.01)            # the H200 priced slower than the H100: what is fixed
     assert np.all(held[:, 0] <= held[:, 1] * (1 + 1e-6))
-    assert np.all(held <= raw * (1 + 1e-9))                 # the envelope only takes a weaker device's time
+    assert np.all(held[:, 1] <= raw[:, 1] * (1 + 1e-9))     # the envelope only takes a weaker device's time ...
+    scaled = held[:, 1] * _bounds(shipped, ops, devices[0]) / _bounds(shipped, ops, devices[1])
+    assert np.all(held[:, 0] <= np.maximum(raw[:, 0], scaled) * (1 + 1e-9))   # ... or, unmeasured, its twin's
     for j, device in enumerate(devices):
         assert np.all(held[:, j] >= shipped.bound_seconds(ops, device) * (1 - 1e-9))
 
@@ -188,3 +190,43 @@ def test_a_calibrated_device_keeps_its_own_times(shipped):
     base = shipped.predict_matrix(ops, devices)
     assert np.all(slowed[:, 0] > 2.0 * base[:, 0])          # its own, slowed times: not the H100's
     np.testing.assert_allclose(slowed[:, 1], base[:, 1], rtol=1e-9)
+
+
+def _bounds(predictor, ops, device) -> np.ndarray:
+    return np.array([predictor.bound_seconds([op], device)[0] for op in ops])
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_an_unmeasured_gpu_is_no_faster_than_its_compute_twin_beyond_its_bandwidth(shipped, seed):
+    """The H200 and GH200 have the H100 SXM5's SMs and peaks: on half-precision and TF32 ops each takes at least the
+    H100's time scaled by their roofline bounds (never above a measured GPU it dominates: the H200 dominates the H100,
+    so it also stays at or below it); fp32 ops are not held (`dominance.twin_sets`)."""
+    from predictor_models.predictor.dominance import twin_sets
+    from predictor_models.predictor.model import _catalog_devices
+
+    h100, h200, gh200 = (lookup_hardware(n) for n in ("H100-SXM5", "H200-SXM", "GH200-96GB"))
+    measured = shipped.metadata["trained_on"]
+    found = twin_sets([h200, gh200, h100], _catalog_devices(), measured)
+    assert [t.name for t in found[0]] == ["H100-SXM5"] and [t.name for t in found[1]] == ["H100-SXM5"]
+    assert 2 not in found                                   # a measured GPU has no twins to follow
+    ops = [op for op in _random_ops(np.random.default_rng(seed), 160) if op.dtype != "float32" or op.tf32]
+    held = shipped.predict_matrix(ops, [h200, gh200, h100])
+    for j, device in ((0, h200), (1, gh200)):
+        floor = held[:, 2] * _bounds(shipped, ops, device) / _bounds(shipped, ops, h100)
+        assert np.all(held[:, j] >= floor * (1 - 1e-9)), device.name
+    assert np.all(held[:, 0] <= held[:, 2] * (1 + 1e-9))    # the H200 dominates its twin: never slower than it
+
+
+def test_a_compute_bound_gemm_takes_its_twins_time_and_fp32_ops_are_left_alone(shipped):
+    h100, h200, gh200 = (lookup_hardware(n) for n in ("H100-SXM5", "H200-SXM", "GH200-96GB"))
+    big = [gemm_op(1, 16384, 4096, 4096, "bfloat16"), gemm_op(1, 16384, 4096, 4096, "float32", tf32=True)]
+    held = shipped.predict_matrix(big, [h200, gh200, h100])
+    np.testing.assert_allclose(held[:, 0], held[:, 2], rtol=1e-9)   # same tensor cores, more bandwidth: same time
+    np.testing.assert_allclose(held[:, 1], held[:, 2], rtol=1e-9)
+    fp32 = [gemm_op(1, 4096, 4096, 4096, "float32")]
+    shipped.device_envelope = False
+    try:
+        raw = shipped.predict_matrix(fp32, [gh200])[0, 0]
+    finally:
+        shipped.device_envelope = True
+    assert shipped.predict_matrix(fp32, [gh200])[0, 0] == pytest.approx(raw, rel=1e-9)   # not held: its own

@@ -24,9 +24,19 @@ them a prediction names:
   events around one call), so raising a GPU to a stronger one's fp32 times would raise it to another machine's lag
   (measured: held-out P4 norms 7.1% -> 19.4% MAPE, `benchmarks/results/issue38_upset_trial/`).
 
-`tests/test_predictor_dominance.py` checks both on random ops and catalog subsets. Neither breaks the other
+- the *compute twins* of a device the data does not measure: the measured GPUs of its generation with its SM count and
+  its peak in every math mode (the H200 and GH200 against the H100 SXM5; an A100 40GB or an A800 against the measured
+  A100s). They run the same kernels on the same tensor and vector units at the same clocks, so more DRAM bandwidth buys
+  only the memory-bound part of a kernel, at most in proportion: on a half-precision or TF32 op the device takes at
+  least each twin's time scaled by their roofline bounds, ``max(FLOPs / peak, bytes / bandwidth)`` (equal on a
+  compute-bound op), never above the time of a measured GPU it dominates (so the down-set order stands). The models read
+  bandwidth, L2 and power through learned features and had priced the H200's and GH200's compute-bound TF32 GEMMs 2-24%
+  faster than the H100's. fp32 (non-TF32) ops are left alone, for the harness lag of their training times, as above.
+
+`tests/test_predictor_dominance.py` checks all three on random ops and catalog subsets. None breaks the other
 guarantees: no time falls below its own device's roofline (a minimum over weaker devices, a maximum raises), and a
-minimum or maximum of times that never fall as work grows never falls either.
+minimum or maximum of times that never fall as work grows never falls either (a twin's time scaled by the ratio of two
+bounds does not either: both bounds grow together).
 """
 from __future__ import annotations
 
@@ -148,3 +158,31 @@ def _envelope_sets(asked: tuple, extra: tuple, modes: tuple,
             ups.append(up)
         sets[mode] = (ups, downs)
     return order, sets
+
+
+def twin_sets(devices: Sequence, catalog: Sequence, measured: Sequence[str] = ()) -> dict[int, list]:
+    """Per index into ``devices`` of a device the data does not measure: its compute twins, the ``measured`` catalog
+    GPUs of its generation with its SM count and its peak in every math mode (equal to `_TOLERANCE`)."""
+    trusted = frozenset(measured)
+    pool = [d for d in catalog if d.name in trusted]
+    found = _twin_sets(tuple(device_key(d) for d in devices), tuple(d.name in trusted for d in devices),
+                       tuple(device_key(d) for d in pool), tuple(float(d.sm_count or 0) for d in devices),
+                       tuple(float(d.sm_count or 0) for d in pool))
+    return {i: [pool[k] for k in ks] for i, ks in found.items()}
+
+
+@lru_cache(maxsize=64)
+def _twin_sets(asked: tuple, asked_measured: tuple, pool: tuple, asked_sms: tuple,
+               pool_sms: tuple) -> dict[int, tuple[int, ...]]:
+    out = {}
+    modes = len(MODES)
+    for i, (name, gen, figs) in enumerate(asked):
+        if asked_measured[i] or not gen or not asked_sms[i]:
+            continue
+        peaks = np.array(figs[:modes])
+        twins = tuple(k for k, (other, other_gen, other_figs) in enumerate(pool)
+                      if other != name and other_gen == gen and pool_sms[k] == asked_sms[i]
+                      and np.all(np.abs(peaks - np.array(other_figs[:modes])) <= _TOLERANCE * np.array(other_figs[:modes])))
+        if twins:
+            out[i] = twins
+    return out

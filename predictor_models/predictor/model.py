@@ -10,9 +10,9 @@ import numpy as np
 
 from predictor_models.op_spec import OpSpec
 
-from .bound import bound_seconds, matrix
+from .bound import LAUNCH_S, bound_seconds, matrix
 from .devices import MODES, device_columns
-from .dominance import device_key, envelope_sets
+from .dominance import device_key, envelope_sets, twin_sets
 from .expand import PROXIED, conv_kernels, expand, is_depthwise
 from .features import FEATURES
 from .kernel_features import feature_arrays
@@ -24,6 +24,7 @@ from .optable import op_columns, op_mode
 from .work_grid import work_grid
 
 _FP32 = MODES.index("fp32")
+_TF32 = MODES.index("tf32")
 
 DEFAULT_UTILISATION = 0.5      # for unmodelled ops: bound / 0.5 (documented in the model card)
 DEFAULT_RELATIVE_ERROR = 0.30  # band for classes without a held-out measurement
@@ -151,12 +152,18 @@ class Predictor:
         modes = np.fromiter((op_mode(op) for op in distinct_ops), dtype=np.int64, count=len(distinct_ops))
         # half-precision ops only are raised to the GPUs above: the fp32 training times carry each harness's host lag
         half = np.fromiter((op.dtype in HELD_DTYPES for op in distinct_ops), dtype=bool, count=len(distinct_ops))
-        pool, sets = envelope_sets(devices, _catalog_devices(), modes.tolist(), self._metadata.get("trained_on") or ())
+        measured = self._metadata.get("trained_on") or ()
+        # an unmeasured device is also held up to its compute twins (same generation, SMs and peaks): priced with them
+        twins = twin_sets(devices, _catalog_devices(), measured)
+        names = {d.name for d in devices}
+        asked = devices + list({t.name: t for ts in twins.values() for t in ts if t.name not in names}.values())
+        pool, sets = envelope_sets(asked, _catalog_devices(), modes.tolist(), measured)
         times = self._remembered(distinct_ops, keys, pool)
         # a device whose times an adjustment corrects (a calibration measured on it) keeps its own, and raises no
         # other device: what it measured is that machine's, not its generation's
         own = self.adjusted_devices([d.name for d in pool])
-        out = np.empty((len(distinct_ops), len(devices)))
+        out = np.empty((len(distinct_ops), len(asked)))
+        below = np.full(out.shape, np.inf)      # the fastest measured device each one dominates, itself aside
         for mode, (ups, downs) in sets.items():
             rows = np.flatnonzero(modes == mode)
             lowest = np.column_stack([times[np.ix_(rows, members[:1] if own[members[0]] else members)].min(axis=1)
@@ -165,7 +172,35 @@ class Predictor:
             for j, up in enumerate(ups):
                 kept = up[:1] if own[j] else [e for e in up if e == up[0] or not own[downs[e][0]]]
                 out[rows, j] = np.where(raised, lowest[:, kept].max(axis=1), lowest[:, up[0]])
-        return out[inverse]
+                if twins and len(downs[up[0]]) > 1:
+                    below[rows, j] = times[np.ix_(rows, downs[up[0]][1:])].min(axis=1)
+        if twins:
+            self._hold_to_twins(out, below, distinct_ops, modes, asked, twins, half | (modes == _TF32), own)
+        return out[:, :len(devices)][inverse]
+
+    @staticmethod
+    def _hold_to_twins(out: np.ndarray, below: np.ndarray, ops: list[OpSpec], modes: np.ndarray, asked: list,
+                       twins: dict[int, list], held: np.ndarray, own: np.ndarray) -> None:
+        """Raise each unmeasured device's ``held`` rows (half precision and TF32) in ``out`` to its compute twins'
+        times scaled by their roofline bounds (`dominance.twin_sets`), never above ``below`` (the fastest measured
+        device it dominates): more bandwidth on the same SMs and tensor cores buys the memory-bound part only. A
+        calibrated device neither moves nor moves another."""
+        rows = np.flatnonzero(held)
+        if not rows.size:
+            return
+        where = {d.name: j for j, d in enumerate(asked)}
+        # each op's roofline on each device, as `bound_seconds` takes it, without building the ops' columns again
+        devs = device_columns(asked)
+        flops = np.fromiter((max(ops[i].flops, 0.0) for i in rows), dtype=float, count=rows.size)
+        moved = np.fromiter((max(ops[i].bytes_read + ops[i].bytes_written, 0.0) for i in rows), dtype=float,
+                            count=rows.size)
+        bounds = np.maximum(flops[:, None] / devs.peaks[:, modes[rows]].T, moved[:, None] / devs.bandwidth[None, :]) + LAUNCH_S
+        for j, found in twins.items():
+            columns = [where[t.name] for t in found if not own[where[t.name]]]
+            if own[j] or not columns:
+                continue
+            floor = np.max(out[np.ix_(rows, columns)] * bounds[:, [j]] / bounds[:, columns], axis=1)
+            out[rows, j] = np.maximum(out[rows, j], np.minimum(floor, below[rows, j]))
 
     @contextlib.contextmanager
     def remembering(self):
