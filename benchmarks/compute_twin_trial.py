@@ -103,25 +103,14 @@ def install(variant: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.legacy_mma_trial import evaluate
+    from benchmarks.hopper_trial_sets import evaluate, finish
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", required=True, choices=VARIANTS)
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
     install(args.variant)
-    result = {"variant": args.variant, **evaluate()}
-    dev, held = result["development"], result["held_out"]["h200_summary"]
-    print(f"{args.variant}: Lambda Hopper steps worst {dev['hopper_step_worst_abs_error']:.1%}, median "
-          f"{dev['hopper_step_median_abs_error']:.1%}; Hopper AMP speed-up worst {dev['hopper_speedup_worst_abs_error']:.1%}; "
-          f"every step median {dev['every_step_median_abs_error']:.1%}; H200 "
-          + ", ".join(f"{p} median {c['median_error']:+.1%} worst {c['worst_abs_error']:.1%} in band {c['inside_band']}"
-                      for p, c in held.items()))
-    if args.json:
-        from benchmarks.result_file import write_result
-
-        write_result(args.json, "compute_twin_trial", argv, **result)
-    return 0
+    return finish("compute_twin_trial", args.variant, {"variant": args.variant, **evaluate()}, argv, args.json)
 
 
 if __name__ == "__main__":

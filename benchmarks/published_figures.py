@@ -3006,6 +3006,22 @@ QUOTES += [
         for v in ("none", "half", "half+tf32"))),
 ]
 
+TWIN_SPEED = RESULTS + "issue38_compute_twin/speed/"
+
+
+def twin_speed(side: str) -> F:
+    """The median over five processes of one side of the compute-twin speed A/B."""
+    return F(TWIN_SPEED + "predictor_after_1.json", lambda _d, side=side: statistics.median(
+        load(TWIN_SPEED + f"predictor_{side}_{i}.json")["median_ms"] for i in range(1, 6)), INT)
+
+
+QUOTES += [
+    Q(CARD, "10,000 ops x 40 devices {} ms against {} ms (medians of five processes each), a 40-target projection {}x\n"
+            "(`projection_speed_paired.py`, {} pairs)",
+      twin_speed("after"), twin_speed("before"), F(TWIN_SPEED + "projection_speed_paired.json", "ratio_median", num(3)),
+      F(TWIN_SPEED + "projection_speed_paired.json", "pairs", INT)),
+]
+
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
