@@ -172,7 +172,7 @@ class Predictor:
             for j, up in enumerate(ups):
                 kept = up[:1] if own[j] else [e for e in up if e == up[0] or not own[downs[e][0]]]
                 out[rows, j] = np.where(raised, lowest[:, kept].max(axis=1), lowest[:, up[0]])
-                if twins and len(downs[up[0]]) > 1:
+                if j in twins and len(downs[up[0]]) > 1:
                     below[rows, j] = times[np.ix_(rows, downs[up[0]][1:])].min(axis=1)
         if twins:
             self._hold_to_twins(out, below, distinct_ops, modes, asked, twins, half | (modes == _TF32), own)
