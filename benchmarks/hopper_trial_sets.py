@@ -7,7 +7,9 @@ committed H200 steps (`estimate_h200.py`), which nothing is chosen on. Used by `
 """
 from __future__ import annotations
 
+import argparse
 import statistics
+from typing import Callable, Sequence
 
 HOPPER = (9.0, 10.0)           # compute capability range of the Hopper rows
 
@@ -79,3 +81,14 @@ def finish(benchmark: str, variant: str, result: dict, argv, json_path: str | No
 
         write_result(json_path, benchmark, argv, **result)
     return 0
+
+
+def run(benchmark: str, doc: str, variants: Sequence[str], install: Callable[[str], None], argv, **fields) -> int:
+    """A trial's command line: ``--variant`` (one of ``variants``, set up by ``install``) and ``--json``; the run's
+    ``fields``, then `evaluate`, reported by `finish`."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--variant", required=True, choices=variants)
+    parser.add_argument("--json", help="write the result here")
+    args = parser.parse_args(argv)
+    install(args.variant)
+    return finish(benchmark, args.variant, {"variant": args.variant, **fields, **evaluate()}, argv, args.json)

@@ -22,7 +22,6 @@ committed H200 steps (`estimate_h200.py`), which nothing here is chosen on.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -84,15 +83,9 @@ def install(variant: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.hopper_trial_sets import evaluate, finish
+    from benchmarks.hopper_trial_sets import run
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variant", required=True, choices=VARIANTS)
-    parser.add_argument("--json", help="write the result here")
-    args = parser.parse_args(argv)
-    install(args.variant)
-    result = {"variant": args.variant, "legacy_share": LEGACY_SHARE, **evaluate()}
-    return finish("legacy_mma_trial", args.variant, result, argv, args.json)
+    return run("legacy_mma_trial", __doc__, VARIANTS, install, argv, legacy_share=LEGACY_SHARE)
 
 
 if __name__ == "__main__":

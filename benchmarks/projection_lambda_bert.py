@@ -32,12 +32,12 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.projection_lambda import relative  # noqa: E402
+from benchmarks.projection_lambda import REFERENCE, REFERENCE_V2, relative  # noqa: E402
 from benchmarks.step_errors import publish, step_summary  # noqa: E402
 
 DATA = ROOT / "benchmarks/data/lambda_bert_squad_train.json"
-TABLES = {"v1": (DATA, "A100-SXM4-80GB"),
-          "v2": (ROOT / "benchmarks/data/lambda_bert_squad_train_v2.json", "H100-SXM5")}
+TABLES = {"v1": (DATA, REFERENCE),
+          "v2": (ROOT / "benchmarks/data/lambda_bert_squad_train_v2.json", REFERENCE_V2)}
 SEQUENCE = 384
 # (precision, float32 matmul precision). NVIDIA's run_squad.py runs --fp16 through apex amp at opt_level O2: the model
 # cast to fp16 (softmax and layer norms too), fp32 master weights in the optimizer, which "16-true" is nearest to;

@@ -64,6 +64,11 @@ def memory_seconds(p: Pairs) -> np.ndarray:
     return p.ops.bytes / p.dev.bandwidth
 
 
+def roofline_seconds(flops, moved, peak, bandwidth) -> np.ndarray:
+    """max(FLOPs / peak, bytes / bandwidth) + launch latency, for arrays that broadcast together."""
+    return np.maximum(flops / peak, moved / bandwidth) + LAUNCH_S
+
+
 def bound_seconds(p: Pairs) -> np.ndarray:
     """max(compute, memory) + launch latency, broadcast to the pair shape."""
-    return np.broadcast_to(np.maximum(compute_seconds(p), memory_seconds(p)) + LAUNCH_S, p.shape)
+    return np.broadcast_to(roofline_seconds(p.ops.flops, p.ops.bytes, p.peak, p.dev.bandwidth), p.shape)

@@ -166,23 +166,24 @@ def twin_sets(devices: Sequence, catalog: Sequence, measured: Sequence[str] = ()
     trusted = frozenset(measured)
     pool = [d for d in catalog if d.name in trusted]
     found = _twin_sets(tuple(device_key(d) for d in devices), tuple(d.name in trusted for d in devices),
-                       tuple(device_key(d) for d in pool), tuple(float(d.sm_count or 0) for d in devices),
-                       tuple(float(d.sm_count or 0) for d in pool))
+                       tuple(device_key(d) for d in pool))
     return {i: [pool[k] for k in ks] for i, ks in found.items()}
 
 
+_SMS = len(MODES) + _OTHER_FIGURES.index("sm_count")   # where a device key's figures hold its SM count
+
+
 @lru_cache(maxsize=64)
-def _twin_sets(asked: tuple, asked_measured: tuple, pool: tuple, asked_sms: tuple,
-               pool_sms: tuple) -> dict[int, tuple[int, ...]]:
+def _twin_sets(asked: tuple, asked_measured: tuple, pool: tuple) -> dict[int, tuple[int, ...]]:
     out = {}
-    modes = len(MODES)
     for i, (name, gen, figs) in enumerate(asked):
-        if asked_measured[i] or not gen or not asked_sms[i]:
+        mine = np.array(figs[:_SMS + 1])        # the peak in every mode, bandwidth, SMs
+        if asked_measured[i] or not gen or np.isnan(mine[_SMS]):
             continue
-        peaks = np.array(figs[:modes])
         twins = tuple(k for k, (other, other_gen, other_figs) in enumerate(pool)
-                      if other != name and other_gen == gen and pool_sms[k] == asked_sms[i]
-                      and np.all(np.abs(peaks - np.array(other_figs[:modes])) <= _TOLERANCE * np.array(other_figs[:modes])))
+                      if other != name and other_gen == gen and other_figs[_SMS] == mine[_SMS]
+                      and np.all(np.abs(mine[:len(MODES)] - np.array(other_figs[:len(MODES)]))
+                                 <= _TOLERANCE * np.array(other_figs[:len(MODES)])))
         if twins:
             out[i] = twins
     return out

@@ -10,7 +10,7 @@ import numpy as np
 
 from predictor_models.op_spec import OpSpec
 
-from .bound import LAUNCH_S, bound_seconds, matrix
+from .bound import bound_seconds, matrix, roofline_seconds
 from .devices import MODES, device_columns
 from .dominance import device_key, envelope_sets, twin_sets
 from .expand import PROXIED, conv_kernels, expand, is_depthwise
@@ -24,7 +24,9 @@ from .optable import op_columns, op_mode
 from .work_grid import work_grid
 
 _FP32 = MODES.index("fp32")
-_TF32 = MODES.index("tf32")
+# math modes held to their compute twins besides half-precision dtypes (`dominance.twin_sets`): fp32 stays out, for the
+# harness lag its training times carry
+TWIN_MODES = (MODES.index("tf32"),)
 
 DEFAULT_UTILISATION = 0.5      # for unmodelled ops: bound / 0.5 (documented in the model card)
 DEFAULT_RELATIVE_ERROR = 0.30  # band for classes without a held-out measurement
@@ -175,7 +177,8 @@ class Predictor:
                 if j in twins and len(downs[up[0]]) > 1:
                     below[rows, j] = times[np.ix_(rows, downs[up[0]][1:])].min(axis=1)
         if twins:
-            self._hold_to_twins(out, below, distinct_ops, modes, asked, twins, half | (modes == _TF32), own)
+            held = half | np.isin(modes, TWIN_MODES)
+            self._hold_to_twins(out, below, distinct_ops, modes, asked, twins, held, own)
         return out[:, :len(devices)][inverse]
 
     @staticmethod
@@ -194,7 +197,7 @@ class Predictor:
         flops = np.fromiter((max(ops[i].flops, 0.0) for i in rows), dtype=float, count=rows.size)
         moved = np.fromiter((max(ops[i].bytes_read + ops[i].bytes_written, 0.0) for i in rows), dtype=float,
                             count=rows.size)
-        bounds = np.maximum(flops[:, None] / devs.peaks[:, modes[rows]].T, moved[:, None] / devs.bandwidth[None, :]) + LAUNCH_S
+        bounds = roofline_seconds(flops[:, None], moved[:, None], devs.peaks[:, modes[rows]].T, devs.bandwidth[None, :])
         for j, found in twins.items():
             columns = [where[t.name] for t in found if not own[where[t.name]]]
             if own[j] or not columns:
