@@ -8,7 +8,8 @@ generation on the grid ops (the device envelope of `predictor_models/predictor/d
 over the bf16 ops alone (``bf16_ops``: the half-precision ops the envelope's up-sets hold).
 
 Grids: GEMMs (m and k from 16 to 16,384 at n, k/m in 64..4,096), convolutions (batch 1..128, channels 16..2,048),
-layer norms (rows 16..16,384 at 64, 768, 4,096 columns) and adds (256 to 2^27 elements), in fp32 and bf16, on 13
+layer norms (rows 16..16,384 at 64, 768, 4,096 columns) and adds (256 to 2^27 elements), in fp32 and bf16 (the
+GEMMs and convolutions also in fp32 with TF32 on, ``tf32``), on 13
 GPUs from the T4 to the B200. A
 *work violation* is a step up the grid (2x the work) predicted faster; a *dominance violation* is a GPU
 with at least another's FP32 and BF16 peaks, DRAM bandwidth and SM count predicted slower on the same op.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +44,11 @@ def _conv(n, c, k, hw, taps, dtype):
 
 
 def _chains(dtype: str) -> dict[str, list[list]]:
+    """The grid's chains of ops, each step twice the work of the last; ``dtype`` "tf32" is the fp32 GEMMs and
+    convolutions with TF32 on (PyTorch's default for cuDNN convolutions)."""
+    if dtype == "tf32":
+        return {name: [[replace(op, tf32=True) for op in chain] for chain in chains]
+                for name, chains in _chains("float32").items() if name.startswith(("conv", "gemm"))}
     channels = [2 ** i for i in range(4, 12)]
     return {
         # half-precision convolutions are the tiled-kernel network's (monotone by construction)
@@ -57,7 +64,7 @@ def _chains(dtype: str) -> dict[str, list[list]]:
 
 def work_violations(predictor, devices) -> dict[str, dict]:
     out = {}
-    for dtype in ("float32", "bfloat16"):
+    for dtype in ("float32", "tf32", "bfloat16"):
         for name, chains in _chains(dtype).items():
             ratios = np.concatenate([(lambda t: (t[:-1] / t[1:]).ravel())(predictor.predict_matrix(c, devices))
                                      for c in chains])

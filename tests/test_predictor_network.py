@@ -173,33 +173,53 @@ def _check_physics(network_predictor, cases, devices):
                 assert np.all(times[:, i] <= times[:, j] * (1 + 1e-9)), (a.name, b.name)
 
 
-def test_the_network_learns_the_law_and_leaves_fp32_to_the_class_models(network_predictor):
+def test_the_network_learns_the_law_and_leaves_tf32_to_the_class_models(network_predictor):
     test = [s for s in _samples(seed=5) if s.op.dtype != "float32" and s.op.op_class == "conv"]
     dev = lookup_hardware("A100-SXM4-80GB")
     rows = [s for s in test if s.device == "A100-SXM4-80GB"]
     pred = network_predictor.predict_seconds([s.op for s in rows], dev)
     assert np.median(np.abs(pred / np.array([s.seconds for s in rows]) - 1)) < 0.3
-    fp32 = [op for op, _ in _tiled_ops(np.random.default_rng(6), 40) if op.dtype == "float32" and op.op_class == "conv"]
+    tf32 = [replace(op, tf32=True) for op, _ in _tiled_ops(np.random.default_rng(6), 40)
+            if op.dtype == "float32" and op.op_class == "conv"]
     without = Predictor(network_predictor.models, {"version": "no network"})
-    assert np.allclose(network_predictor.predict_seconds(fp32, dev), without.predict_seconds(fp32, dev))
+    assert np.allclose(network_predictor.predict_seconds(tf32, dev), without.predict_seconds(tf32, dev))
 
 
-def test_a_network_given_fp32_prices_it_on_cuda_cores_of_every_gpu(network_predictor):
-    """FP32 runs on no GPU's tensor cores: a network whose modes hold it (`network_fp32_trial.py`) prices FP32
-    convolutions on a Pascal GPU as on a Hopper one, physically, where the shipped modes leave them to the class
-    models."""
+def test_the_network_prices_fp32_convolutions_on_cuda_cores_of_every_gpu(network_predictor):
+    """FP32 (TF32 off) runs on no GPU's tensor cores: the network prices FP32 convolutions on a Pascal GPU as on a
+    Hopper one (`training.NETWORK_MODES`), physically, where without the mode the class models priced them."""
     net = network_predictor.networks[0]
-    fp32_net = Predictor(network_predictor.models, {"version": "fp32 network"},
-                         networks=[KernelNetwork(net.classes, net.modes + ("fp32",), net.members)])
+    assert "fp32" in net.modes
+    half_only = Predictor(network_predictor.models, {"version": "half-precision network"},
+                          networks=[KernelNetwork(net.classes, tuple(m for m in net.modes if m != "fp32"), net.members)])
     rng = np.random.default_rng(8)
     cases = [(op, larger) for op, larger in _tiled_ops(rng, 80) if op.op_class == "conv" and op.dtype == "float32"]
     devices = [lookup_hardware(g) for g in ("P100", "V100", "T4", "A100-SXM4-80GB", "H100-SXM5")]
     ops = [op for op, _ in cases]
-    assert not np.allclose(fp32_net.predict_matrix(ops, devices), network_predictor.predict_matrix(ops, devices))
-    times = fp32_net.predict_matrix(ops, devices)
-    assert np.all(times >= np.stack([fp32_net.bound_seconds(ops, d) for d in devices], axis=1) * (1 - 1e-9))
+    assert not np.allclose(half_only.predict_matrix(ops, devices), network_predictor.predict_matrix(ops, devices))
+    times = network_predictor.predict_matrix(ops, devices)
+    assert np.all(times >= np.stack([network_predictor.bound_seconds(ops, d) for d in devices], axis=1) * (1 - 1e-9))
     for (op, larger), row in zip(cases, times):
-        assert np.all(fp32_net.predict_matrix(larger, devices) >= row[None, :] * (1 - 1e-9)), op
+        assert np.all(network_predictor.predict_matrix(larger, devices) >= row[None, :] * (1 - 1e-9)), op
+
+
+def test_the_shipped_predictor_keeps_fp32_convolutions_monotone_and_tf32_ones_with_the_class_model():
+    """The shipped file: an FP32 convolution with TF32 off is never predicted faster with more work on any catalog
+    GPU; with TF32 on (PyTorch's default) it is the class model's, as before."""
+    from predictor_models.predictor import load_predictor
+
+    shipped = load_predictor()
+    assert any("fp32" in net.modes and "tf32" not in net.modes for net in shipped.networks)
+    rng = np.random.default_rng(11)
+    cases = [(op, larger) for op, larger in _tiled_ops(rng, 120) if op.op_class == "conv" and op.dtype == "float32"]
+    devices = [a for a in list_hardware() if a.vendor == "NVIDIA" and a.sm_count and a.memory_bandwidth_gbs]
+    times = shipped.predict_matrix([op for op, _ in cases], devices)
+    for (op, larger), row in zip(cases, times):
+        assert np.all(shipped.predict_matrix(larger, devices) >= row[None, :] * (1 - 1e-9)), op
+    tf32 = [replace(op, tf32=True) for op, _ in cases[:10]]
+    class_only = Predictor(shipped.models, shipped.metadata, shipped.heldout)
+    class_only.monotone, class_only.device_envelope = shipped.monotone, shipped.device_envelope
+    assert np.allclose(shipped.predict_matrix(tf32, devices[:6]), class_only.predict_matrix(tf32, devices[:6]))
 
 
 def test_an_artifact_keeps_its_network_and_refuses_a_broken_one(network_predictor, tmp_path):

@@ -38,10 +38,15 @@ DEFAULT_WEIGHT_DECAY = 1e-4
 # The tiled-kernel network (`kernel_features.py`): trained on every GEMM and convolution in every mode, it
 # prices the half-precision convolutions (forward, data and weight gradients) on tensor-core GPUs, which the
 # per-class convolution model learnt from three pre-Ampere GPUs only. Rows per (source, GPU, class, kernel,
-# mode) are capped so that NeuSight's fp32 GEMMs do not drown the rest.
+# mode) are capped so that NeuSight's fp32 GEMMs do not drown the rest. It also prices FP32 convolutions with TF32
+# off (2026-12-07), on every GPU's CUDA cores: as good as the class model on held-out GPUs (26.4% against 26.4%,
+# `benchmarks/network_fp32_folds.py`) and monotone in their work by construction, which the class model is not
+# (120 of 1,092 grid steps faster at twice the work). TF32 convolutions, PyTorch's default, stay with the class
+# model: priced by the network, ResNet-50's FP32 steps were 14-21% too fast on Hopper
+# (`benchmarks/results/issue38_network_fp32/`).
 NETWORK_TRAINED_ON = ("gemm", "conv")
 NETWORK_PRICES = ("conv",)
-NETWORK_MODES = ("fp16", "bf16")
+NETWORK_MODES = ("fp16", "bf16", "fp32")
 NETWORK_CAP = 4000
 # Sources that train the network only: DeepBench's kernels (cuDNN 6-7, pre-Ampere) carry the only half-precision
 # convolutions there are, which the network needs; in the per-class FP32 models they moved the Lambda FP32 steps
