@@ -1,0 +1,129 @@
+"""Trial (issue 38): GEMMs priced by a network monotone in their work only, held out one GPU at a time.
+
+    python benchmarks/gemm_work_network_folds.py [--gpus ...] [--json OUT]
+
+The class model's GEMMs break "more work is never faster" (`predictor_physics.py`: hundreds of grid steps per
+precision). The tiled-kernel network (`mono.MonoNet`) is monotone by construction, but as shipped it is also
+monotone in the device's strength (peak, bandwidth, SMs, board power all monotone inputs), and priced held-out
+GPUs' half-precision GEMMs worse than the class model (model card: 30.9% against 15.9%). This trial asks whether a
+GEMM network monotone in the *work only* keeps the class model's accuracy: every input that varies with b, m, n or
+k is a monotone input, and each is non-decreasing in each of them (FLOPs and bytes over the device's rates, the
+whole tiles' work, waves and whole waves of tiles, b, m, n, k, arithmetic intensity, bytes over L2); the device is
+read through free inputs (SMs, ridge point, L2, board power per TFLOP, tensor cores, the math mode), clipped to
+the training GPUs' range as the class model's features are. So more work is never predicted faster, for every
+input; a stronger GPU is not guaranteed faster (the device envelope of `dominance.py` does that for measured GPUs).
+
+Per fold: the network and the class model (one member each, the shipped weight decay) are trained on every other
+GPU's GEMM rows (NeuSight's harness lag learnt per GPU beside the network and dropped, as for the shipped network),
+and both are scored on the held-out GPU's GEMM rows, half precision and FP32 apart. NeuSight's FP32 rows hold that
+lag; the network is scored with the other GPUs' median lag added (``network+lag``), as `network_fp32_folds.py` does.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+FREE_DEVICE = ("log_sms", "log_ridge", "log_l2", "log_w_per_tflop")
+
+
+def features(pairs) -> tuple[np.ndarray, np.ndarray]:
+    """(monotone, free) matrices of GEMM rows: see the module docstring."""
+    from predictor_models.predictor.kernel_features import TILE, _log, _padded, tiled_view
+
+    _, b, m, n, k, _ = tiled_view(pairs)
+    tiles = b * np.ceil(m / TILE) * np.ceil(n / TILE)
+    waves = tiles / pairs.dev.sms
+    ops = pairs.ops
+    mono = [_log(ops.flops / pairs.peak), _log(ops.bytes / pairs.dev.bandwidth),
+            _log(2.0 * b * _padded(m) * _padded(n) * k / pairs.peak), _log(waves), _log(np.ceil(waves)),
+            _log(k), _log(b), _log(m), _log(n), _log(ops.flops / np.maximum(ops.bytes, 1.0)),
+            _log(ops.bytes / pairs.dev.l2_bytes)]
+    mode = ops.mode
+    free = [(mode == 1) + 0.0, ((mode == 2) | (mode == 3)) + 0.0, (mode == 3) + 0.0, (mode == 4) + 0.0,
+            pairs.tensor + 0.0, _log(pairs.dev.sms), _log(pairs.peak / pairs.dev.bandwidth),
+            _log(pairs.dev.l2_bytes), _log(pairs.dev.tdp_w / (pairs.peak / 1e12))]
+    stack = lambda cols: np.stack([np.broadcast_to(np.asarray(c, float), pairs.shape).reshape(-1) for c in cols], 1)  # noqa: E731
+    return stack(mono), stack(free)
+
+
+def mape(pred: np.ndarray, measured: np.ndarray) -> float:
+    return float(np.mean(np.abs(pred / measured - 1.0)))
+
+
+def fold(ts, gpu: str, seed: int) -> dict:
+    from predictor_models.predictor.bound import paired
+    from predictor_models.predictor.features import feature_matrix
+    from predictor_models.predictor.mlp import predict_mlp
+    from predictor_models.predictor.mono_fit import fit_mono
+    from predictor_models.predictor.training import (HOST_LAG_SOURCES, NETWORK_CAP, balanced_rows, fit_models)
+
+    gemm = ts.ops.op_class == "gemm"
+    train = np.flatnonzero(gemm & (ts.gpu != gpu))
+    test = np.flatnonzero(gemm & (ts.gpu == gpu))
+    sub = ts.take(balanced_rows(ts, train, cap=NETWORK_CAP, seed=seed, by_kernel=True))
+    mono, free = features(paired(sub.ops, sub.devices))
+    lo, hi = free[:, 5:].min(axis=0), free[:, 5:].max(axis=0)
+    names = sorted({f"{s}|{g}" for s, g in zip(sub.source, sub.gpu) if s in HOST_LAG_SOURCES})
+    index = {name: i for i, name in enumerate(names)}
+    group = np.array([index.get(f"{s}|{g}", -1) for s, g in zip(sub.source, sub.gpu)], dtype=np.int64)
+    started = time.perf_counter()
+    net = fit_mono(mono, free, sub.seconds, lag_group=group, lag_names=names, seed=seed)
+    fit_s = time.perf_counter() - started
+    held = ts.take(test)
+    hp = paired(held.ops, held.devices)
+    hm, hf = features(hp)
+    hf[:, 5:] = np.clip(hf[:, 5:], lo, hi)
+    kernel = np.maximum(held.bound, np.exp(net(hm, hf)))
+    lag = statistics.median(net.lags.values()) if net.lags else 0.0
+    with_lag = kernel + np.where(np.isin(held.source, list(HOST_LAG_SOURCES)), lag, 0.0)
+    class_model = fit_models(ts.take(train), classes=["gemm"], seed=seed)["gemm"][0]
+    by_class = held.bound * np.exp(np.maximum(predict_mlp(class_model, feature_matrix("gemm", hp)), 0.0))
+    half = np.isin(held.ops.mode, [2, 3])
+    out = {"gpu": gpu, "fit_s": round(fit_s, 1)}
+    for name, rows in (("half", half), ("fp32", ~half)):
+        if rows.any():
+            out[name] = {"n": int(rows.sum()), "network": round(mape(kernel[rows], held.seconds[rows]), 4),
+                         "network+lag": round(mape(with_lag[rows], held.seconds[rows]), 4),
+                         "class_model": round(mape(by_class[rows], held.seconds[rows]), 4)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from predictor_models.train import load_training_set
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpus", nargs="*", help="held-out GPUs (default: every GPU with GEMM rows)")
+    parser.add_argument("--seed", type=int, default=20250101)
+    parser.add_argument("--json", help="write the folds here")
+    args = parser.parse_args(argv)
+    ts, _ = load_training_set(None, None, None)
+    gpus = args.gpus or sorted(set(ts.gpu[ts.ops.op_class == "gemm"].tolist()))
+    folds = []
+    for gpu in gpus:
+        folds.append(fold(ts, gpu, args.seed))
+        print(json.dumps(folds[-1]), flush=True)
+    summary = {}
+    for part in ("half", "fp32"):
+        rows = [f[part] for f in folds if part in f]
+        n = sum(r["n"] for r in rows)
+        if n:
+            summary[part] = {"n": n, **{k: round(sum(r[k] * r["n"] for r in rows) / n, 4)
+                                        for k in ("network", "network+lag", "class_model")}}
+    print(json.dumps(summary))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"benchmark": "gemm_work_network_folds", "seed": args.seed,
+                                               "folds": folds, "summary": summary}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
