@@ -16,7 +16,7 @@ Needs only what a stock CUDA PyTorch image has (torch, lightning, numpy, scikit-
 5. ``estimate()`` from the model alone against measured step times: ResNet-50 (NCHW, and channels-last: what
    cuDNN's layout transforms cost), BERT-base, GPT-2-small, two batch sizes each, 32-true and bf16-mixed; at
    each model's first batch one profiled step's op table, which `benchmarks/op_table_compare.py` sets against
-   the estimate per op class.
+   the estimate per op class; beside each timed step the SM clock, board power and clock caps (`gpu_clocks.py`).
 6. Kernel probes (`gpu_probes.py`): misaligned half-precision GEMMs beside their padded twins, and the DRAM
    bandwidth share of eager streaming kernels beyond the L2, each beside the shipped predictor's time.
 
@@ -25,6 +25,7 @@ Without a GPU it runs the CPU parts at a small size (``--smoke``) and lists what
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import statistics
@@ -41,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from benchmarks import gpu_fits, gpu_models  # noqa: E402
+from benchmarks.gpu_clocks import ClockSampler  # noqa: E402
 from benchmarks.gpu_probes import run_probes  # noqa: E402
 
 
@@ -211,9 +213,10 @@ def _collect(work: Path) -> dict[str, Any]:
 
 
 def _measured_step_s(build: Callable, batch: int, precision: str, device: torch.device, steps: int,
-                     top_kernels: bool = False) -> tuple[float, float, list[dict[str, Any]] | None]:
+                     top_kernels: bool = False) -> tuple[float, float, list[dict[str, Any]] | None, dict | None]:
     """Median time of a real training step (forward, backward, AdamW) at this batch and precision, the
-    median host time to issue it, and (``top_kernels``) its most expensive ops."""
+    median host time to issue it, (``top_kernels``) its most expensive ops, and the SM clock and board power
+    while the timed steps ran (`gpu_clocks.ClockSampler`; None without ``nvidia-smi``)."""
     model, make_batch, loss_fn = build()
     model = model.to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
@@ -229,13 +232,16 @@ def _measured_step_s(build: Callable, batch: int, precision: str, device: torch.
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    for i in range(steps + 3):
-        gpu_fits._sync(device)
-        start = time.perf_counter()
+    for _ in range(3):                # warm-up: cuDNN/cuBLAS choices, the allocator, the clocks
         step()
-        queued = time.perf_counter()   # the host has issued the whole step
-        gpu_fits._sync(device)
-        if i >= 3:
+    sampler = ClockSampler(device.index or 0) if device.type == "cuda" else None
+    with sampler or contextlib.nullcontext():
+        for _ in range(steps):
+            gpu_fits._sync(device)
+            start = time.perf_counter()
+            step()
+            queued = time.perf_counter()   # the host has issued the whole step
+            gpu_fits._sync(device)
             times.append(time.perf_counter() - start)
             host.append(queued - start)
     kernels = None
@@ -245,7 +251,7 @@ def _measured_step_s(build: Callable, batch: int, precision: str, device: torch.
     model = optimizer = inputs = None   # frees the GPU memory (the step closure holds them)
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    return statistics.median(times), statistics.median(host), kernels
+    return statistics.median(times), statistics.median(host), kernels, sampler.result if sampler else None
 
 
 def _profiled(step: Callable[[], None], *, shapes: bool = False) -> Any:
@@ -327,10 +333,10 @@ def _estimate(smoke: bool, cuda: bool) -> list[dict[str, Any]]:
                        "predicted_phases_s": est.row(target).get("phases_s"),
                        "predicted_kernels": round(float(est.workload.kernels), 1)}
                 if cuda:
-                    measured, host, kernels = _measured_step_s(build, batch, precision, device, steps=10,
-                                                               top_kernels=batch == batches[0])
+                    measured, host, kernels, clocks = _measured_step_s(build, batch, precision, device, steps=10,
+                                                                       top_kernels=batch == batches[0])
                     row.update({"measured_step_s": round(measured, 6), "host_issue_s": round(host, 6),
-                                "error": round(predicted / measured - 1, 4)})
+                                "error": round(predicted / measured - 1, 4), "clocks": clocks})
                     if kernels:
                         row["top_ops"] = kernels
                 rows.append(row)
