@@ -290,7 +290,7 @@ class Predictor:
         networks = [(net, np.flatnonzero(net.covers(cols))) for net in self.networks]
         netted = np.zeros(bound.shape, dtype=bool)
         for _, rows in networks:
-            netted[rows] = (devs.tensor[:, cols.mode[rows]].T > 0) | (cols.mode[rows] == _FP32)[:, None]
+            netted[rows] = self._network_prices(cols.mode[rows], devs)
         by_network = netted.copy()
         if rungs_from is not None:
             # a network is monotone in the work the ladder halves, so a rung it prices never exceeds its owner: its
@@ -314,6 +314,13 @@ class Predictor:
                 block = np.ix_(rows, on)
                 times[block] = np.maximum(bound[block], np.exp(net.log_seconds(pairs)))   # never below the roofline
         return self.adjust_times(cols, devs, times, bound)
+
+    @staticmethod
+    def _network_prices(modes: np.ndarray, devs) -> np.ndarray:
+        """``(ops, devices)``: where a network prices ops of these math modes (rows its classes and modes cover): on
+        a device that runs the mode on tensor cores, and FP32 everywhere (no GPU runs it on tensor cores); a
+        half-precision op on a GPU without tensor cores for it (a Pascal GPU's fp16) stays with the class models."""
+        return (devs.tensor[:, modes].T > 0) | (modes == _FP32)[:, None]
 
     def adjusted_devices(self, names: Sequence[str]) -> np.ndarray:
         """Which of the devices ``names`` `adjust_times` may change: none here."""
