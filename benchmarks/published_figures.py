@@ -3068,6 +3068,25 @@ QUOTES += [
       F(BANDS + BEFORE_FP32_NET, lambda d: math.expm1(d["cells"]["fp32/anchored/vector"]["width"]), PCT0)),
 ]
 
+def overall_coverage(d: Any) -> float:
+    """Held-out band coverage over every evaluation set of band_table.json, weighted by its steps."""
+    sets = d["sets"].values()
+    return sum(v["coverage_without_it"] * v["n"] for v in sets) / sum(v["n"] for v in sets)
+
+
+QUOTES += [
+    Q(PROJECTION, "Over every set together, bands built without each\nset cover {} % of its steps ({} % before FP32 "
+                  "convolutions with TF32 off went to the kernel network",
+      F(BANDS, overall_coverage), F(BANDS + BEFORE_FP32_NET, overall_coverage)),
+    Q(PROJECTION, "Pascal back a band of +-{} % instead of the K80's, was tried the same day and not kept: {} % (the "
+                  "host-bound set\n{} % -> {} %;",
+      F(RESULTS + "issue38_band_older_generation/band_table.json",
+        lambda d: math.expm1(d["cells"]["fp32/absolute/vector"]["width"]), PCT0),
+      F(RESULTS + "issue38_band_older_generation/band_table.json", overall_coverage),
+      F(BANDS, "sets.hostbound.coverage_without_it", PCT0),
+      F(RESULTS + "issue38_band_older_generation/band_table.json", "sets.hostbound.coverage_without_it", PCT0)),
+]
+
 TWIN_SPEED = RESULTS + "issue38_compute_twin/speed/"
 
 
