@@ -13,7 +13,6 @@ physics grids' convolutions.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -22,6 +21,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.result_file import show_and_write  # noqa: E402
 
 
 def install(variant: str) -> None:
@@ -56,11 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
     install(args.variant)
-    result = {"benchmark": "half_network_trial", "variant": args.variant, **evaluate()}
-    print(json.dumps(result, indent=1))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
-    return 0
+    return show_and_write({"benchmark": "half_network_trial", "variant": args.variant, **evaluate()}, args.json)
 
 
 if __name__ == "__main__":

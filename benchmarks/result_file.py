@@ -17,3 +17,12 @@ def write_result(path: str | Path, benchmark: str, argv: Sequence[str] | None, *
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(result, indent=1) + "\n")
     return result
+
+
+def show_and_write(result: dict[str, Any], path: str | Path | None) -> int:
+    """Print ``result`` and write it as JSON to ``path`` when given (a trial's figures); the exit code."""
+    text = json.dumps(result, indent=1)
+    print(text)
+    if path:
+        Path(path).write_text(text + "\n")
+    return 0

@@ -19,7 +19,6 @@ of `predictor_physics.py`. The per-op held-out error of the two classes is `eval
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -28,6 +27,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.result_file import show_and_write  # noqa: E402
 
 STREAMING = ("elementwise", "norm")
 
@@ -119,11 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
     install(args.variant)
-    result = {"benchmark": "stream_lag_free_trial", "variant": args.variant, **evaluate(Path(args.data))}
-    print(json.dumps(result, indent=1))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
-    return 0
+    return show_and_write({"benchmark": "stream_lag_free_trial", "variant": args.variant, **evaluate(Path(args.data))}, args.json)
 
 
 if __name__ == "__main__":
