@@ -195,8 +195,7 @@ class Predictor:
         # each op's roofline on each device, as `bound_seconds` takes it, without building the ops' columns again
         devs = device_columns(asked)
         flops = np.fromiter((max(ops[i].flops, 0.0) for i in rows), dtype=float, count=rows.size)
-        moved = np.fromiter((max(ops[i].bytes_read + ops[i].bytes_written, 0.0) for i in rows), dtype=float,
-                            count=rows.size)
+        moved = np.fromiter((max(ops[i].bytes_moved, 0.0) for i in rows), dtype=float, count=rows.size)
         bounds = roofline_seconds(flops[:, None], moved[:, None], devs.peaks[:, modes[rows]].T, devs.bandwidth[None, :])
         for j, found in twins.items():
             columns = [where[t.name] for t in found if not own[where[t.name]]]
