@@ -17,6 +17,16 @@ Per fold: the network and the class model (one member each, the shipped weight d
 GPU's GEMM rows (NeuSight's harness lag learnt per GPU beside the network and dropped, as for the shipped network),
 and both are scored on the held-out GPU's GEMM rows, half precision and FP32 apart. NeuSight's FP32 rows hold that
 lag; the network is scored with the other GPUs' median lag added (``network+lag``), as `network_fp32_folds.py` does.
+
+The second trial (``--inputs scaled...``, `benchmarks/results/issue38_gemm_scaled_network/`): no raw size among the
+monotone inputs, only times on the device (`time_features`), so that a GPU faster than the training ones reads as a
+smaller op; ``network+floor`` holds the network at or above the training GPUs' fastest kernel-timed GEMM
+(`kernel_floor`). Variants: ``scaled`` (the times beside the first trial's free device inputs), ``scaled-nodev`` (the
+times and the FLOPs per board watt, the math mode and tensor-core flag the only free inputs, bf16 among them),
+``scaled-half-alike`` (the same without a bf16 input: fp16 and bf16 alike), ``scaled-monotone`` (``scaled-nodev``'s
+inputs with the tile's k-loop time, which grows with the SMs, replaced by log k), ``scaled-roofline``
+(``scaled-half-alike`` with the compute and memory times as one input, their larger: DRAM bandwidth then moves a
+compute-bound GEMM's inputs not at all).
 """
 from __future__ import annotations
 
@@ -35,8 +45,11 @@ sys.path.insert(0, str(ROOT))
 FREE_DEVICE = ("log_sms", "log_ridge", "log_l2", "log_w_per_tflop")
 
 
-def features(pairs) -> tuple[np.ndarray, np.ndarray]:
-    """(monotone, free) matrices of GEMM rows: see the module docstring."""
+def features(pairs, inputs: str = "work") -> tuple[np.ndarray, np.ndarray]:
+    """(monotone, free) matrices of GEMM rows: see the module docstring. ``inputs`` "scaled": every monotone input
+    is a time on the device (no raw b, m, n, k), so a GPU faster than the training ones is read through them."""
+    if inputs.startswith("scaled"):
+        return scaled_features(pairs, inputs)
     from predictor_models.predictor.kernel_features import TILE, _log, _padded, tiled_view
 
     _, b, m, n, k, _ = tiled_view(pairs)
@@ -55,23 +68,67 @@ def features(pairs) -> tuple[np.ndarray, np.ndarray]:
     return stack(mono), stack(free)
 
 
+def time_features(pairs, bf16_input: bool = True) -> tuple[list, list]:
+    """The second trial's (monotone, free) columns. Every monotone input but the waves is a time on the device, each
+    non-decreasing in b, m, n and k: the FLOPs, the whole tiles' FLOPs and one tile's k-loop (on one SM's share of the
+    peak, and that times the whole waves) at the mode's peak; the bytes at DRAM bandwidth and against L2; the FLOPs
+    against the board's power. Free: the math mode (with a bf16 input where ``bf16_input``) and the tensor-core flag."""
+    from predictor_models.predictor.kernel_features import TILE, _log, _padded, tiled_view
+
+    _, b, m, n, k, _ = tiled_view(pairs)
+    waves = b * np.ceil(m / TILE) * np.ceil(n / TILE) / pairs.dev.sms
+    tile_s = 2.0 * TILE * TILE * k * pairs.dev.sms / pairs.peak
+    ops = pairs.ops
+    mono = [_log(ops.flops / pairs.peak), _log(ops.bytes / pairs.dev.bandwidth),
+            _log(2.0 * b * _padded(m) * _padded(n) * k / pairs.peak), _log(waves), _log(np.ceil(waves)),
+            _log(tile_s), _log(np.ceil(waves) * tile_s), _log(ops.bytes / pairs.dev.l2_bytes),
+            _log(ops.flops / pairs.dev.tdp_w)]
+    mode = ops.mode
+    free = [(mode == 1) + 0.0, ((mode == 2) | (mode == 3)) + 0.0] + ([(mode == 3) + 0.0] if bf16_input else []) + [
+        (mode == 4) + 0.0, pairs.tensor + 0.0]
+    return mono, free
+
+
+def scaled_features(pairs, inputs: str) -> tuple[np.ndarray, np.ndarray]:
+    """The second trial's input matrices for the variant ``inputs`` (module docstring)."""
+    from predictor_models.predictor.kernel_features import _log, tiled_view
+
+    mono, free = time_features(pairs, bf16_input=inputs not in ("scaled-half-alike", "scaled-roofline"))
+    if inputs == "scaled-roofline":
+        mono = [np.maximum(mono[0], mono[1])] + mono[2:]
+    if inputs == "scaled-monotone":
+        mono = mono[:5] + [_log(tiled_view(pairs)[4])] + mono[7:]
+    stack = lambda cols: np.stack([np.broadcast_to(np.asarray(c, float), pairs.shape).reshape(-1) for c in cols], 1)  # noqa: E731
+    if inputs == "scaled":
+        return stack(mono[:8]), features(pairs)[1]
+    return stack(mono), stack(free)
+
+
+def kernel_floor(ts, rows: np.ndarray) -> float:
+    """The fastest GEMM among ``rows`` that a kernel-timed source (not NeuSight's events around one call) measured."""
+    from predictor_models.predictor.training import HOST_LAG_SOURCES
+
+    timed = rows[~np.isin(ts.source[rows], list(HOST_LAG_SOURCES))]
+    return float(ts.seconds[timed].min()) if timed.size else 0.0
+
+
 def mape(pred: np.ndarray, measured: np.ndarray) -> float:
     return float(np.mean(np.abs(pred / measured - 1.0)))
 
 
-def fold(ts, gpu: str, seed: int) -> dict:
+def fold(ts, gpu: str, seed: int, inputs: str = "work") -> dict:
     from predictor_models.predictor.bound import paired
     from predictor_models.predictor.features import feature_matrix
     from predictor_models.predictor.mlp import predict_mlp
     from predictor_models.predictor.mono_fit import fit_mono
-    from predictor_models.predictor.training import (HOST_LAG_SOURCES, NETWORK_CAP, balanced_rows, fit_models)
+    from predictor_models.predictor.training import HOST_LAG_SOURCES, NETWORK_CAP, balanced_rows, fit_models
 
     gemm = ts.ops.op_class == "gemm"
     train = np.flatnonzero(gemm & (ts.gpu != gpu))
     test = np.flatnonzero(gemm & (ts.gpu == gpu))
     sub = ts.take(balanced_rows(ts, train, cap=NETWORK_CAP, seed=seed, by_kernel=True))
-    mono, free = features(paired(sub.ops, sub.devices))
-    lo, hi = free[:, 5:].min(axis=0), free[:, 5:].max(axis=0)
+    mono, free = features(paired(sub.ops, sub.devices), inputs)
+    lo, hi = free[:, 5:].min(axis=0), free[:, 5:].max(axis=0)   # none without device inputs
     names = sorted({f"{s}|{g}" for s, g in zip(sub.source, sub.gpu) if s in HOST_LAG_SOURCES})
     index = {name: i for i, name in enumerate(names)}
     group = np.array([index.get(f"{s}|{g}", -1) for s, g in zip(sub.source, sub.gpu)], dtype=np.int64)
@@ -80,9 +137,10 @@ def fold(ts, gpu: str, seed: int) -> dict:
     fit_s = time.perf_counter() - started
     held = ts.take(test)
     hp = paired(held.ops, held.devices)
-    hm, hf = features(hp)
+    hm, hf = features(hp, inputs)
     hf[:, 5:] = np.clip(hf[:, 5:], lo, hi)
     kernel = np.maximum(held.bound, np.exp(net(hm, hf)))
+    floored = np.maximum(kernel, kernel_floor(ts, train))   # the training GPUs' fastest kernel-timed GEMM
     lag = statistics.median(net.lags.values()) if net.lags else 0.0
     with_lag = kernel + np.where(np.isin(held.source, list(HOST_LAG_SOURCES)), lag, 0.0)
     class_model = fit_models(ts.take(train), classes=["gemm"], seed=seed)["gemm"][0]
@@ -93,6 +151,7 @@ def fold(ts, gpu: str, seed: int) -> dict:
         if rows.any():
             out[name] = {"n": int(rows.sum()), "network": round(mape(kernel[rows], held.seconds[rows]), 4),
                          "network+lag": round(mape(with_lag[rows], held.seconds[rows]), 4),
+                         "network+floor": round(mape(floored[rows], held.seconds[rows]), 4),
                          "class_model": round(mape(by_class[rows], held.seconds[rows]), 4)}
     return out
 
@@ -103,13 +162,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpus", nargs="*", help="held-out GPUs (default: every GPU with GEMM rows)")
     parser.add_argument("--seed", type=int, default=20250101)
+    parser.add_argument("--inputs", choices=("work", "scaled", "scaled-nodev", "scaled-half-alike", "scaled-monotone",
+                                                   "scaled-roofline"), default="work",
+                        help="the network's monotone inputs: work sizes and times (the first trial), or times only")
     parser.add_argument("--json", help="write the folds here")
     args = parser.parse_args(argv)
     ts, _ = load_training_set(None, None, None)
     gpus = args.gpus or sorted(set(ts.gpu[ts.ops.op_class == "gemm"].tolist()))
     folds = []
     for gpu in gpus:
-        folds.append(fold(ts, gpu, args.seed))
+        folds.append(fold(ts, gpu, args.seed, args.inputs))
         print(json.dumps(folds[-1]), flush=True)
     summary = {}
     for part in ("half", "fp32"):
@@ -117,10 +179,10 @@ def main(argv: list[str] | None = None) -> int:
         n = sum(r["n"] for r in rows)
         if n:
             summary[part] = {"n": n, **{k: round(sum(r[k] * r["n"] for r in rows) / n, 4)
-                                        for k in ("network", "network+lag", "class_model")}}
+                                        for k in ("network", "network+lag", "network+floor", "class_model")}}
     print(json.dumps(summary))
     if args.json:
-        Path(args.json).write_text(json.dumps({"benchmark": "gemm_work_network_folds", "seed": args.seed,
+        Path(args.json).write_text(json.dumps({"benchmark": "gemm_work_network_folds", "seed": args.seed, "inputs": args.inputs,
                                                "folds": folds, "summary": summary}, indent=1) + "\n")
     return 0
 

@@ -3103,6 +3103,59 @@ QUOTES += [
       F(TWIN_SPEED + "projection_speed_paired.json", "pairs", INT)),
 ]
 
+H200_OPS = RESULTS + "h200_op_rows.json"
+GEMM_NET = RESULTS + "issue38_gemm_scaled_network/"     # the GEMM network trial of 2026-12-07, not adopted
+ALIKE, BF16_INPUT = GEMM_NET + "steps_half_alike/", GEMM_NET + "steps_bf16_input/"
+
+
+def op_rows(key: str, arm: str, stat: str) -> Callable[[Any], float]:
+    """A figure of h200_op_rows.json: class/dtype (or "all"), "shipped" or "class_models", a statistic."""
+    return lambda d: d["scores"][key][arm][stat]
+
+
+def bf16_gemm_work(d: Any) -> int:
+    """bf16 GEMM work violations of predictor_physics.json, along m and k."""
+    return sum(d["work"][f"gemm_{dim}/bfloat16"]["violations"] for dim in ("m", "k"))
+
+
+QUOTES += [
+    Q(CARD, "All 108 ops {}% MAPE (median {}%); bf16 GEMMs {}% (median {}%: too fast), fp32 GEMMs {}% ({}%: the "
+            "NeuSight lag), bf16 convolutions {}% as shipped against {}% without the kernel network, fp32 norms {}%. A "
+            "GEMM network whose inputs are times on the device took the bf16 GEMMs to {}-{}%",
+      F(H200_OPS, op_rows("all", "shipped", "mape")), F(H200_OPS, op_rows("all", "shipped", "median_error"), SPCT1),
+      F(H200_OPS, op_rows("gemm/bfloat16", "shipped", "mape")),
+      F(H200_OPS, op_rows("gemm/bfloat16", "shipped", "median_error"), SPCT1),
+      F(H200_OPS, op_rows("gemm/float32", "shipped", "mape")),
+      F(H200_OPS, op_rows("gemm/float32", "shipped", "median_error"), SPCT1),
+      F(H200_OPS, op_rows("conv/bfloat16", "shipped", "mape")),
+      F(H200_OPS, op_rows("conv/bfloat16", "class_models", "mape")),
+      F(H200_OPS, op_rows("norm/float32", "shipped", "mape")),
+      F(BF16_INPUT + "h200_op_rows.json", op_rows("gemm/bfloat16", "shipped", "mape")),
+      F(ALIKE + "h200_op_rows.json", op_rows("gemm/bfloat16", "shipped", "mape"))),
+    Q(CARD, "monotone in the work by construction, bf16 GEMM violations {} -> {} of {} (the rest on GPUs without bf16 "
+            "tensor cores). Held out one GPU at a time it beat the class model on every GPU's half-precision GEMMs "
+            "({}% against {}% pooled), and on the H200's own rows ({}% against {}%). The whole steps judged otherwise. "
+            "With fp16 and bf16 alike, the transformer set went {}% -> {}% median, worst {}% -> {}%",
+      F(PHYSICS, bf16_gemm_work, INT), F(ALIKE + "predictor_physics.json", bf16_gemm_work, INT),
+      F(PHYSICS, lambda d: sum(d["work"][f"gemm_{dim}/bfloat16"]["steps"] for dim in ("m", "k")), INTC),
+      F(GEMM_NET + "folds_times_half_alike.json", "summary.half.network+floor"),
+      F(GEMM_NET + "folds_times_half_alike.json", "summary.half.class_model"),
+      F(ALIKE + "h200_op_rows.json", op_rows("gemm/bfloat16", "shipped", "mape")),
+      F(ALIKE + "h200_op_rows.json", op_rows("gemm/bfloat16", "class_models", "mape")),
+      F(PROJ, "summary.transformer_step.all.median"), F(ALIKE + "projection_accuracy.json",
+                                                        "summary.transformer_step.all.median"),
+      F(PROJ, "summary.transformer_step.all.max"), F(ALIKE + "projection_accuracy.json",
+                                                     "summary.transformer_step.all.max")),
+    Q(CARD, "though Lambda's BERT fp16 v2 went {}% -> {}% and the H200's bf16 steps {}% -> {}%. With a bf16 input (the "
+            "variant that kept the transformer set, {}%)",
+      F(LAMBDA_BERT_V2, "summary.16-true.median_abs_error"),
+      F(ALIKE + "projection_lambda_bert_v2.json", "summary.16-true.median_abs_error"),
+      F(H200_EST, "summary.bf16-mixed.median_abs_error"),
+      F(ALIKE + "estimate_h200.json", "summary.bf16-mixed.median_abs_error"),
+      F(BF16_INPUT + "projection_accuracy.json", "summary.transformer_step.all.median")),
+]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
