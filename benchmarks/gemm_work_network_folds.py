@@ -1,6 +1,7 @@
 """Trial (issue 38): GEMMs priced by a network monotone in their work only, held out one GPU at a time.
 
-    python benchmarks/gemm_work_network_folds.py [--gpus ...] [--json OUT]
+    python benchmarks/gemm_work_network_folds.py [--inputs VARIANT] [--gpus ...] [--json OUT]
+    python benchmarks/gemm_work_network_folds.py --inputs VARIANT --whole-steps DIR [--hidden 32,16] [--lbfgs-steps 300]
 
 The class model's GEMMs break "more work is never faster" (`predictor_physics.py`: hundreds of grid steps per
 precision). The tiled-kernel network (`mono.MonoNet`) is monotone by construction, but as shipped it is also
@@ -156,6 +157,54 @@ def fold(ts, gpu: str, seed: int, inputs: str = "work") -> dict:
     return out
 
 
+def whole_steps(ts, inputs: str, seed: int, out: str, hidden: tuple[int, int], lbfgs_steps: int) -> None:
+    """Fit the network on every GPU's GEMM rows, let it price fp16 and bf16 GEMMs on tensor-core GPUs in the shipped
+    predictor (this process only; held at or above `kernel_floor`), and run the whole-step development sets with it
+    into the folder ``out``; then print its in-sample bias on the trained GPUs' half-precision GEMMs, by size."""
+    from dataclasses import dataclass
+
+    import torch
+
+    from benchmarks import estimate_h200, projection_accuracy, projection_lambda_bert
+    from predictor_models.hardware import lookup_hardware
+    from predictor_models.predictor import load_predictor
+    from predictor_models.predictor.bound import paired
+    from predictor_models.predictor.model import KernelNetwork
+    from predictor_models.predictor.mono_fit import fit_mono
+    from predictor_models.predictor.training import HOST_LAG_SOURCES, NETWORK_CAP, balanced_rows
+
+    torch.set_num_threads(1)
+    rows = np.flatnonzero(ts.ops.op_class == "gemm")
+    sub = ts.take(balanced_rows(ts, rows, cap=NETWORK_CAP, seed=seed, by_kernel=True))
+    mono, free = features(paired(sub.ops, sub.devices), inputs)
+    names = sorted({f"{s}|{g}" for s, g in zip(sub.source, sub.gpu) if s in HOST_LAG_SOURCES})
+    index = {name: i for i, name in enumerate(names)}
+    group = np.array([index.get(f"{s}|{g}", -1) for s, g in zip(sub.source, sub.gpu)], dtype=np.int64)
+    net = fit_mono(mono, free, sub.seconds, lag_group=group, lag_names=names, seed=seed, hidden=hidden,
+                   lbfgs_steps=lbfgs_steps)
+    floor = kernel_floor(ts, rows)
+
+    @dataclass(frozen=True)
+    class TrialNetwork(KernelNetwork):
+        def log_seconds(self, pairs) -> np.ndarray:
+            m, f = features(pairs, inputs)
+            return np.maximum(net(m, f).reshape(pairs.shape), np.log(floor))
+
+    predictor = load_predictor()    # the cached shipped predictor every benchmark below prices with
+    predictor.networks = tuple(predictor.networks) + (TrialNetwork(("gemm",), ("fp16", "bf16"), (net,)),)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    estimate_h200.main(["--json", f"{out}/estimate_h200.json"])
+    projection_lambda_bert.main(["--table", "v2", "--json", f"{out}/projection_lambda_bert_v2.json"])
+    projection_accuracy.main(["--out", f"{out}/projection_accuracy.json"])
+    half = (ts.ops.op_class == "gemm") & np.isin(ts.ops.mode, [2, 3])
+    for gpu in ("A100-SXM4-80GB", "A40", "H100-SXM5"):
+        held = ts.take(np.flatnonzero(half & (ts.gpu == gpu)))
+        ratio = predictor.predict_seconds([x.op for x in held.samples], lookup_hardware(gpu)) / held.seconds
+        for lo, hi in ((0, 1e-4), (1e-4, 1e-3), (1e-3, 1)):
+            k = (held.bound >= lo) & (held.bound < hi)
+            print(f"in sample {gpu:16s} bound {lo:.0e}-{hi:.0e} s: predicted / measured median {np.median(ratio[k]):.3f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     from predictor_models.train import load_training_set
 
@@ -166,8 +215,16 @@ def main(argv: list[str] | None = None) -> int:
                                                    "scaled-roofline"), default="work",
                         help="the network's monotone inputs: work sizes and times (the first trial), or times only")
     parser.add_argument("--json", help="write the folds here")
+    parser.add_argument("--whole-steps", metavar="DIR",
+                        help="instead of the folds: the network trained on every GPU, the whole-step sets priced with it")
+    parser.add_argument("--hidden", default="32,16", help="the network's hidden widths (with --whole-steps)")
+    parser.add_argument("--lbfgs-steps", type=int, default=300, help="L-BFGS iterations (with --whole-steps)")
     args = parser.parse_args(argv)
     ts, _ = load_training_set(None, None, None)
+    if args.whole_steps:
+        hidden = tuple(int(x) for x in args.hidden.split(","))
+        whole_steps(ts, args.inputs, args.seed, args.whole_steps, (hidden[0], hidden[1]), args.lbfgs_steps)
+        return 0
     gpus = args.gpus or sorted(set(ts.gpu[ts.ops.op_class == "gemm"].tolist()))
     folds = []
     for gpu in gpus:

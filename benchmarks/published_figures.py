@@ -3153,6 +3153,9 @@ QUOTES += [
       F(H200_EST, "summary.bf16-mixed.median_abs_error"),
       F(ALIKE + "estimate_h200.json", "summary.bf16-mixed.median_abs_error"),
       F(BF16_INPUT + "projection_accuracy.json", "summary.transformer_step.all.median")),
+    Q(CARD, "nor a wider network (64x32 units) changed that or brought the transformer set back ({}% and {}% median)",
+      F(GEMM_NET + "steps_roofline/projection_accuracy.json", "summary.transformer_step.all.median"),
+      F(GEMM_NET + "steps_roofline_64x32/projection_accuracy.json", "summary.transformer_step.all.median")),
 ]
 
 
