@@ -17,8 +17,9 @@ Needs only what a stock CUDA PyTorch image has (torch, lightning, numpy, scikit-
    cuDNN's layout transforms cost), BERT-base, GPT-2-small, two batch sizes each, 32-true and bf16-mixed; at
    each model's first batch one profiled step's op table, which `benchmarks/op_table_compare.py` sets against
    the estimate per op class; beside each timed step the SM clock, board power and clock caps (`gpu_clocks.py`).
-6. Kernel probes (`gpu_probes.py`): misaligned half-precision GEMMs beside their padded twins, and the DRAM
-   bandwidth share of eager streaming kernels beyond the L2, each beside the shipped predictor's time.
+6. Kernel probes (`gpu_probes.py`): misaligned half-precision GEMMs beside their padded twins, bf16 GEMMs of
+   training-step shapes (a linear layer's three, weight gradients over 4K-64K tokens), and the DRAM bandwidth share
+   of eager streaming kernels beyond the L2, each beside the shipped predictor's time.
 
 Without a GPU it runs the CPU parts at a small size (``--smoke``) and lists what it skipped and why.
 """

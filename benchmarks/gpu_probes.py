@@ -2,13 +2,17 @@
 
     PYTHONPATH=. python benchmarks/gpu_acceptance.py --only probes --out /tmp/probes.json   # seconds on a GPU
 
-Two questions that no public per-op data answers and that the H200's bf16 steps (about 30% faster predicted
-than measured, `estimate_h200.py`) turn on:
+Three questions that no public per-op data answers and that the H200's bf16 steps (about 30% faster predicted
+than measured, `estimate_h200.py`) and any GEMM model judged on whole training steps turn on:
 
 - **Misaligned GEMMs.** A half-precision GEMM whose leading dimension is not a multiple of 16 bytes (GPT-2's
   50,257-token head, BERT's 30,522) cannot take cuBLAS's 16-byte-aligned tensor-core kernels. Each probe times
   the misaligned GEMM beside the same GEMM padded to the next multiple of 64 elements (as the forward, the input
   gradient and the weight gradient of a linear layer lay them out), in bf16 and fp32.
+- **Training-step GEMMs.** bf16 GEMMs of a linear layer's forward, input gradient and weight gradient (BERT-base's
+  MLP, MPT-7B's QKV and MLP output at its benchmark's 12,288 tokens), and the weight gradient over 4K to 64K tokens:
+  the shapes a training step is made of and the public rows lack (``training_gemms``: TFLOP/s and the shipped
+  predictor's time over the measured one).
 - **DRAM efficiency of eager streaming kernels.** Pointwise ops, casts, layer norm and softmax beyond the L2, in
   bf16 and fp32: the share of the catalog's DRAM bandwidth each reaches (the DRAM-ceiling trial of issue 38 asked
   it of Hopper; `benchmarks/results/issue38_dram_ceiling/`).
@@ -40,6 +44,18 @@ ALIGNMENT = (
     ("gpt2_head_weight_grad", 50257, 768, 16384, "tn"),
     ("bert_head_forward", 8192, 30522, 768, "nt"),
 )
+# (label, m, n, k, layout): a linear layer's three GEMMs in a training step, laid out as above ("nt" forward over the
+# tokens, "nn" input gradient, "tn" weight gradient, which reduces over the tokens), then the weight gradient over ever
+# more tokens. The public half-precision rows are inference shapes and benchmark grids: no k beyond 28,672 on a
+# current GPU, where a training step's weight gradients reduce over 8K-64K tokens (the GEMM-network trial of issue 38,
+# `benchmarks/results/issue38_gemm_scaled_network/`, is judged on these).
+TRAINING_LAYERS = (("bert_base_mlp", 768, 3072, 8192), ("mpt7b_qkv", 4096, 12288, 12288),
+                   ("mpt7b_mlp_out", 16384, 4096, 12288))
+TRAINING_GEMMS = tuple(
+    row for label, hidden, out, tokens in TRAINING_LAYERS
+    for row in ((f"{label}_forward", tokens, out, hidden, "nt"), (f"{label}_input_grad", tokens, hidden, out, "nn"),
+                (f"{label}_weight_grad", out, hidden, tokens, "tn"))
+) + tuple((f"mpt7b_qkv_weight_grad_{tokens}_tokens", 12288, 4096, tokens, "tn") for tokens in (4096, 32768, 65536))
 STREAMING_SIZES = (2**20, 2**22, 2**24, 2**26, 2**28)   # elements; the largest ones lie far beyond any L2
 NORM_COLS = 4096
 DTYPES = ("bfloat16", "float32")
@@ -90,6 +106,11 @@ def probe_cases(smoke: bool) -> list[tuple[str, str, OpSpec, Build]]:
                 dims = tuple(padded(v) if aligned and is_vocab else v for v, is_vocab in zip(shape, vocab))
                 cases.append(("gemm_alignment", f"{label}_{'padded' if aligned else 'misaligned'}",
                               gemm_op(1, *dims, dtype, name="aten::mm"), _gemm(dtype, *dims, layout)))
+        if dtype == "bfloat16":    # the transformer steps' precision
+            for label, m, n, k, layout in TRAINING_GEMMS:
+                dims = tuple(max(8, v // shrink) for v in (m, n, k))
+                cases.append(("training_gemm", label, gemm_op(1, *dims, dtype, name="aten::mm"),
+                              _gemm(dtype, *dims, layout)))
         for numel in STREAMING_SIZES[:2] if smoke else STREAMING_SIZES:
             numel //= 16 if smoke else 1
             for name, inputs in (("aten::relu", 1), ("aten::add", 2), ("aten::mul", 2)):
@@ -128,7 +149,8 @@ def run_probes(device: torch.device, smoke: bool, catalog_name: str | None = Non
         moved = op.bytes_read + op.bytes_written
         rows.append({"probe": probe, "label": label, "name": op.name, "dtype": op.dtype, "dims": op.dims,
                      "seconds": seconds, "predicted_s": predicted,
-                     "tflops": round(op.flops / seconds / 1e12, 3), "gbytes_per_s": round(moved / seconds / 1e9, 1),
+                     # four significant digits: a smoke run's CPU reaches ~0.001 TFLOP/s, which 3 decimals round to 0
+                     "tflops": float(f"{op.flops / seconds / 1e12:.4g}"), "gbytes_per_s": round(moved / seconds / 1e9, 1),
                      "bandwidth_share": round(moved / seconds / (hardware.memory_bandwidth_gbs * 1e9), 3)
                      if hardware is not None and hardware.memory_bandwidth_gbs else None})
     return {"device": catalog_name or device.type, "smoke": smoke, "rows": rows, "summary": summarise(rows)}
@@ -150,8 +172,12 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if r["probe"] == "streaming":
             streaming.setdefault(f"{r['label']}/{r['dtype']}", []).append(
                 r["bandwidth_share"] if r["bandwidth_share"] is not None else r["gbytes_per_s"])
+    training = {r["label"]: {"tflops": r["tflops"], "predicted_over_measured":
+                             round(r["predicted_s"] / r["seconds"], 3) if r.get("predicted_s") else None}
+                for r in timed if r["probe"] == "training_gemm"}
     return {"misaligned_slowdown_per_flop": alignment,
-            "streaming_largest_two": {k: round(statistics.mean(v[-2:]), 3) for k, v in streaming.items()}}
+            "streaming_largest_two": {k: round(statistics.mean(v[-2:]), 3) for k, v in streaming.items()},
+            "training_gemms": training}
 
 
 def _cast_op(numel: int, dtype: str) -> OpSpec:

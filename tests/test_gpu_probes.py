@@ -62,4 +62,27 @@ def test_without_a_catalog_device_the_rows_say_bytes_per_second_only():
         {"probe": "gemm_alignment", "label": "x_padded", "dtype": "float32", "seconds": 1e-3, "tflops": 2.0},
     ])
     assert rows == {"misaligned_slowdown_per_flop": {"x/float32": 2.0},
-                    "streaming_largest_two": {"aten::relu/float32": pytest.approx(80.0)}}
+                    "streaming_largest_two": {"aten::relu/float32": pytest.approx(80.0)}, "training_gemms": {}}
+
+
+def test_the_training_gemms_are_a_linear_layers_three_and_reduce_over_the_tokens():
+    shapes = {label: (m, n, k, layout) for label, m, n, k, layout in gpu_probes.TRAINING_GEMMS}
+    for label, hidden, out, tokens in gpu_probes.TRAINING_LAYERS:
+        assert shapes[f"{label}_forward"] == (tokens, out, hidden, "nt")
+        assert shapes[f"{label}_input_grad"] == (tokens, hidden, out, "nn")
+        assert shapes[f"{label}_weight_grad"] == (out, hidden, tokens, "tn")   # k is the tokens
+    sweep = sorted(k for label, _, _, k, _ in gpu_probes.TRAINING_GEMMS if label.endswith("_tokens"))
+    assert sweep[-1] > 28672 * 2   # beyond any half-precision k the public rows hold on a current GPU
+    cases = [c for c in gpu_probes.probe_cases(smoke=False) if c[0] == "training_gemm"]
+    assert len(cases) == len(gpu_probes.TRAINING_GEMMS) and all(op.dtype == "bfloat16" for _, _, op, _ in cases)
+
+
+def test_the_summary_gives_each_training_gemm_its_rate_and_the_predictors_ratio():
+    summary = gpu_probes.summarise([
+        {"probe": "training_gemm", "label": "x_weight_grad", "dtype": "bfloat16", "seconds": 2e-3, "tflops": 500.0,
+         "predicted_s": 1e-3},
+        {"probe": "training_gemm", "label": "y_forward", "dtype": "bfloat16", "seconds": 1e-3, "tflops": 700.0,
+         "predicted_s": None},
+    ])
+    assert summary["training_gemms"] == {"x_weight_grad": {"tflops": 500.0, "predicted_over_measured": 0.5},
+                                         "y_forward": {"tflops": 700.0, "predicted_over_measured": None}}
