@@ -3153,6 +3153,15 @@ QUOTES += [
       F(H200_EST, "summary.bf16-mixed.median_abs_error"),
       F(ALIKE + "estimate_h200.json", "summary.bf16-mixed.median_abs_error"),
       F(BF16_INPUT + "projection_accuracy.json", "summary.transformer_step.all.median")),
+    Q(CARD, "The bf16 convolutions' {} violations all lie there ({} of {} steps where bf16 runs); the bf16 GEMMs keep {} of "
+            "{}.",
+      F(PHYSICS, conv_work("bfloat16", "violations"), INT),
+      F(PHYSICS, lambda d: sum(d["work"][f"{c}/bfloat16"]["where_supported"]["violations"]
+                               for c in ("conv_n", "conv_channels")), INT),
+      F(PHYSICS, lambda d: sum(d["work"][f"{c}/bfloat16"]["where_supported"]["steps"]
+                               for c in ("conv_n", "conv_channels")), INT),
+      F(PHYSICS, lambda d: sum(d["work"][f"gemm_{m}/bfloat16"]["where_supported"]["violations"] for m in "mk"), INT),
+      F(PHYSICS, lambda d: sum(d["work"][f"gemm_{m}/bfloat16"]["where_supported"]["steps"] for m in "mk"), INTC)),
     Q(CARD, "nor a wider network (64x32 units) changed that or brought the transformer set back ({}% and {}% median)",
       F(GEMM_NET + "steps_roofline/projection_accuracy.json", "summary.transformer_step.all.median"),
       F(GEMM_NET + "steps_roofline_64x32/projection_accuracy.json", "summary.transformer_step.all.median")),
