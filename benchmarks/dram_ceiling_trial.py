@@ -28,6 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.h200_op_rows import H200_ROWS  # noqa: E402
+
 MEMORY_BOUND = ("elementwise", "norm", "pooling", "embedding", "data_movement", "optimizer")
 HOPPER = (9.0, 10.0)   # compute capability range the ceiling applies to
 L2_MULTIPLE = 2.0      # an op moving more than this many L2s of bytes streams from DRAM
@@ -62,29 +64,19 @@ def install(efficiency: float | None) -> None:
     Predictor.adjust_times = adjust_times
 
 
-H200_ROWS = ROOT / "benchmarks/results/gpu/H200-SXM-collect-quick.csv"
-
-
 def h200_streaming_rows(path: Path = H200_ROWS) -> list[dict]:
     """The H200's own kernel-timed op rows (held out) that the ceiling can touch: memory-bound ops beyond twice the
     L2, with the share of the bandwidth each reached and the predicted / measured time."""
-    import csv
-
+    from predictor_models.datasets.rows import read_rows
     from predictor_models.hardware import lookup_hardware
-    from predictor_models.op_spec import OpSpec
     from predictor_models.predictor.devices import device_columns
     from prenet_callbacks.projection.pricing.predictor_source import default_predictor
 
     device = lookup_hardware("H200-SXM")
     columns = device_columns([device])
-    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
-    ops, measured = [], []
-    for row in csv.DictReader(lines):
-        spec = OpSpec(row["op_class"], row["dtype"], float(row["flops"]), float(row["bytes_read"]),
-                      float(row["bytes_written"]), json.loads(row["dims"]), row["tf32"] == "1", row["name"])
-        if spec.op_class in MEMORY_BOUND and spec.bytes_moved > L2_MULTIPLE * float(columns.l2_bytes[0]):
-            ops.append(spec)
-            measured.append(float(row["seconds"]))
+    kept = [s for s in read_rows([path])
+            if s.op.op_class in MEMORY_BOUND and s.op.bytes_moved > L2_MULTIPLE * float(columns.l2_bytes[0])]
+    ops, measured = [s.op for s in kept], [s.seconds for s in kept]
     predictor, _ = default_predictor()
     predicted = predictor.predict_matrix(ops, [device])[:, 0] if ops else []
     return [{"name": op.name, "dtype": op.dtype, "bytes": op.bytes_moved, "measured_s": m,

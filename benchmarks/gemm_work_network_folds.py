@@ -65,8 +65,12 @@ def features(pairs, inputs: str = "work") -> tuple[np.ndarray, np.ndarray]:
     free = [(mode == 1) + 0.0, ((mode == 2) | (mode == 3)) + 0.0, (mode == 3) + 0.0, (mode == 4) + 0.0,
             pairs.tensor + 0.0, _log(pairs.dev.sms), _log(pairs.peak / pairs.dev.bandwidth),
             _log(pairs.dev.l2_bytes), _log(pairs.dev.tdp_w / (pairs.peak / 1e12))]
-    stack = lambda cols: np.stack([np.broadcast_to(np.asarray(c, float), pairs.shape).reshape(-1) for c in cols], 1)  # noqa: E731
-    return stack(mono), stack(free)
+    return _stack(pairs, mono), _stack(pairs, free)
+
+
+def _stack(pairs, cols) -> np.ndarray:
+    """``(pairs, len(cols))``: each column broadcast to the pairs' shape and flattened."""
+    return np.stack([np.broadcast_to(np.asarray(c, float), pairs.shape).reshape(-1) for c in cols], 1)
 
 
 def time_features(pairs, bf16_input: bool = True) -> tuple[list, list]:
@@ -99,10 +103,9 @@ def scaled_features(pairs, inputs: str) -> tuple[np.ndarray, np.ndarray]:
         mono = [np.maximum(mono[0], mono[1])] + mono[2:]
     if inputs == "scaled-monotone":
         mono = mono[:5] + [_log(tiled_view(pairs)[4])] + mono[7:]
-    stack = lambda cols: np.stack([np.broadcast_to(np.asarray(c, float), pairs.shape).reshape(-1) for c in cols], 1)  # noqa: E731
     if inputs == "scaled":
-        return stack(mono[:8]), features(pairs)[1]
-    return stack(mono), stack(free)
+        return _stack(pairs, mono[:8]), features(pairs)[1]
+    return _stack(pairs, mono), _stack(pairs, free)
 
 
 def kernel_floor(ts, rows: np.ndarray) -> float:
@@ -113,6 +116,19 @@ def kernel_floor(ts, rows: np.ndarray) -> float:
     return float(ts.seconds[timed].min()) if timed.size else 0.0
 
 
+def fit_on(ts, rows: np.ndarray, inputs: str, seed: int, **fit_options):
+    """The network fitted on ``rows`` of ``ts`` (capped per source, GPU and mode as the shipped network is), its harness
+    lags learnt beside it; and the free inputs of those rows (for the device inputs' range)."""
+    from predictor_models.predictor.bound import paired
+    from predictor_models.predictor.mono_fit import fit_mono
+    from predictor_models.predictor.training import NETWORK_CAP, balanced_rows, harness_lag_groups
+
+    sub = ts.take(balanced_rows(ts, rows, cap=NETWORK_CAP, seed=seed, by_kernel=True))
+    mono, free = features(paired(sub.ops, sub.devices), inputs)
+    names, group = harness_lag_groups(sub.source, sub.gpu)
+    return fit_mono(mono, free, sub.seconds, lag_group=group, lag_names=names, seed=seed, **fit_options), free
+
+
 def mape(pred: np.ndarray, measured: np.ndarray) -> float:
     return float(np.mean(np.abs(pred / measured - 1.0)))
 
@@ -121,21 +137,15 @@ def fold(ts, gpu: str, seed: int, inputs: str = "work") -> dict:
     from predictor_models.predictor.bound import paired
     from predictor_models.predictor.features import feature_matrix
     from predictor_models.predictor.mlp import predict_mlp
-    from predictor_models.predictor.mono_fit import fit_mono
-    from predictor_models.predictor.training import HOST_LAG_SOURCES, NETWORK_CAP, balanced_rows, fit_models
+    from predictor_models.predictor.training import HOST_LAG_SOURCES, fit_models
 
     gemm = ts.ops.op_class == "gemm"
     train = np.flatnonzero(gemm & (ts.gpu != gpu))
     test = np.flatnonzero(gemm & (ts.gpu == gpu))
-    sub = ts.take(balanced_rows(ts, train, cap=NETWORK_CAP, seed=seed, by_kernel=True))
-    mono, free = features(paired(sub.ops, sub.devices), inputs)
-    lo, hi = free[:, 5:].min(axis=0), free[:, 5:].max(axis=0)   # none without device inputs
-    names = sorted({f"{s}|{g}" for s, g in zip(sub.source, sub.gpu) if s in HOST_LAG_SOURCES})
-    index = {name: i for i, name in enumerate(names)}
-    group = np.array([index.get(f"{s}|{g}", -1) for s, g in zip(sub.source, sub.gpu)], dtype=np.int64)
     started = time.perf_counter()
-    net = fit_mono(mono, free, sub.seconds, lag_group=group, lag_names=names, seed=seed)
+    net, free = fit_on(ts, train, inputs, seed)
     fit_s = time.perf_counter() - started
+    lo, hi = free[:, 5:].min(axis=0), free[:, 5:].max(axis=0)   # none without device inputs
     held = ts.take(test)
     hp = paired(held.ops, held.devices)
     hm, hf = features(hp, inputs)
@@ -168,20 +178,11 @@ def whole_steps(ts, inputs: str, seed: int, out: str, hidden: tuple[int, int], l
     from benchmarks import estimate_h200, projection_accuracy, projection_lambda_bert
     from predictor_models.hardware import lookup_hardware
     from predictor_models.predictor import load_predictor
-    from predictor_models.predictor.bound import paired
     from predictor_models.predictor.model import KernelNetwork
-    from predictor_models.predictor.mono_fit import fit_mono
-    from predictor_models.predictor.training import HOST_LAG_SOURCES, NETWORK_CAP, balanced_rows
 
     torch.set_num_threads(1)
     rows = np.flatnonzero(ts.ops.op_class == "gemm")
-    sub = ts.take(balanced_rows(ts, rows, cap=NETWORK_CAP, seed=seed, by_kernel=True))
-    mono, free = features(paired(sub.ops, sub.devices), inputs)
-    names = sorted({f"{s}|{g}" for s, g in zip(sub.source, sub.gpu) if s in HOST_LAG_SOURCES})
-    index = {name: i for i, name in enumerate(names)}
-    group = np.array([index.get(f"{s}|{g}", -1) for s, g in zip(sub.source, sub.gpu)], dtype=np.int64)
-    net = fit_mono(mono, free, sub.seconds, lag_group=group, lag_names=names, seed=seed, hidden=hidden,
-                   lbfgs_steps=lbfgs_steps)
+    net, _ = fit_on(ts, rows, inputs, seed, hidden=hidden, lbfgs_steps=lbfgs_steps)
     floor = kernel_floor(ts, rows)
 
     @dataclass(frozen=True)

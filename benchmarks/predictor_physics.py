@@ -62,6 +62,11 @@ def _chains(dtype: str) -> dict[str, list[list]]:
     }
 
 
+def _step_ratios(times: np.ndarray) -> np.ndarray:
+    """Each grid step's time over the next one's (twice the work), per device: above 1, more work priced faster."""
+    return times[:-1] / times[1:]
+
+
 def work_violations(predictor, devices) -> dict[str, dict]:
     """Per chain and dtype, the grid steps predicted faster at twice the work, on every GPU and on the GPUs whose
     catalog entry runs the dtype (``where_supported``: a projection prices bf16 on a V100, T4 or P100 with FP32 math,
@@ -70,7 +75,7 @@ def work_violations(predictor, devices) -> dict[str, dict]:
     for dtype in ("float32", "tf32", "bfloat16"):
         runs = np.array([d.supports("float32" if dtype == "tf32" else dtype, tf32=dtype == "tf32") for d in devices])
         for name, chains in _chains(dtype).items():
-            ratios = np.concatenate([(lambda t: t[:-1] / t[1:])(predictor.predict_matrix(c, devices)) for c in chains])
+            ratios = np.concatenate([_step_ratios(predictor.predict_matrix(c, devices)) for c in chains])
             broken = ratios > 1.0001
             out[f"{name}/{dtype}"] = {"steps": int(ratios.size), "violations": int(broken.sum()),
                                       "worst_drop": round(float(ratios.max()), 3),
@@ -163,8 +168,7 @@ def network_violations(predictor, devices) -> dict:
         ops = []
         for name in ("conv_n", "conv_channels"):
             for chain in _chains(dtype)[name]:
-                t = predictor.predict_matrix(chain, devs)
-                ratios = t[:-1] / t[1:]
+                ratios = _step_ratios(predictor.predict_matrix(chain, devs))
                 steps, bad = steps + ratios.size, bad + int((ratios > 1.0001).sum())
                 ops += chain
         t = predictor.predict_matrix(ops, devs)

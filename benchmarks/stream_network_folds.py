@@ -90,14 +90,12 @@ def fit_stream(ts, *, seed: int, cap: int):
     """The streaming network on `CLASSES` rows of ``ts`` (NeuSight's harness lag learnt per GPU beside it)."""
     from predictor_models.predictor.bound import paired
     from predictor_models.predictor.mono_fit import fit_mono
-    from predictor_models.predictor.training import HOST_LAG_SOURCES, balanced_rows
+    from predictor_models.predictor.training import balanced_rows, harness_lag_groups
 
     rows = np.flatnonzero(np.isin(ts.ops.op_class, CLASSES))
     sub = ts.take(balanced_rows(ts, rows, cap=cap, seed=seed, by_kernel=True))
     mono, free = stream_arrays(paired(sub.ops, sub.devices))
-    names = sorted({f"{s}|{g}" for s, g in zip(sub.source, sub.gpu) if s in HOST_LAG_SOURCES})
-    index = {name: i for i, name in enumerate(names)}
-    group = np.array([index.get(f"{s}|{g}", -1) for s, g in zip(sub.source, sub.gpu)], dtype=np.int64)
+    names, group = harness_lag_groups(sub.source, sub.gpu)
     return fit_mono(mono, free, sub.seconds, lag_group=group, lag_names=names, seed=seed,
                     mono_names=MONO_NAMES, free_names=FREE_NAMES)
 

@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20250101)
     parser.add_argument("--json", default=str(ROOT / "benchmarks/results/issue38_wave_trial/wave_gemm_folds.json"))
     args = parser.parse_args(argv)
-    from predictor_models.predictor.training import HOST_LAG_SOURCES, NETWORK_ONLY_SOURCES
+    from predictor_models.predictor.training import HOST_LAG_SOURCES, NETWORK_ONLY_SOURCES, harness_lag_groups
     from predictor_models.train import load_training_set
 
     torch.set_num_threads(1)
@@ -103,9 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     folds = []
     for gpu in sorted(set(map(str, ts.gpu))):
         train, test = np.flatnonzero(ts.gpu != gpu), np.flatnonzero(ts.gpu == gpu)
-        names = sorted({f"{s}|{g}" for s, g in zip(ts.source[train], ts.gpu[train]) if s in HOST_LAG_SOURCES})
-        index = {name: i for i, name in enumerate(names)}
-        group = np.array([index.get(f"{s}|{g}", -1) for s, g in zip(ts.source[train], ts.gpu[train])])
+        names, group = harness_lag_groups(ts.source[train], ts.gpu[train])
         lo, hi = x[train].min(0), x[train].max(0)
         mean, scale = x[train].mean(0), x[train].std(0) + 1e-9
         net, lags = fit_fold((x[train] - mean) / scale, waves[train], quantised[train], ts.seconds[train], group,

@@ -188,6 +188,14 @@ def fit_models(ts: TrainingSet, *, classes: Sequence[str] | None = None, members
     return models
 
 
+def harness_lag_groups(source: np.ndarray, gpu: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The ``"source|gpu"`` harness lags a kernel network learns beside its kernel times (`HOST_LAG_SOURCES`), and each
+    row's index among them (-1: a kernel-timed row)."""
+    names = sorted({f"{s}|{g}" for s, g in zip(source, gpu) if s in HOST_LAG_SOURCES})
+    index = {name: i for i, name in enumerate(names)}
+    return names, np.array([index.get(f"{s}|{g}", -1) for s, g in zip(source, gpu)], dtype=np.int64)
+
+
 def fit_network(ts: TrainingSet, *, members: int = 1, seed: int = SEED, cap: int = NETWORK_CAP) -> KernelNetwork | None:
     """The tiled-kernel network (`NETWORK_TRAINED_ON` rows, harness lags learnt beside it); None without rows."""
     rows = np.flatnonzero(np.isin(ts.ops.op_class, NETWORK_TRAINED_ON))
@@ -195,9 +203,7 @@ def fit_network(ts: TrainingSet, *, members: int = 1, seed: int = SEED, cap: int
         return None
     sub = ts.take(balanced_rows(ts, rows, cap=cap, seed=seed, by_kernel=True))
     mono, free = feature_arrays(paired(sub.ops, sub.devices))
-    names = sorted({f"{s}|{g}" for s, g in zip(sub.source, sub.gpu) if s in HOST_LAG_SOURCES})
-    index = {name: i for i, name in enumerate(names)}
-    group = np.array([index.get(f"{s}|{g}", -1) for s, g in zip(sub.source, sub.gpu)], dtype=np.int64)
+    names, group = harness_lag_groups(sub.source, sub.gpu)
     nets = tuple(fit_mono(mono, free, sub.seconds, lag_group=group, lag_names=names, seed=seed + i,
                           mono_names=MONO_NAMES, free_names=FREE_NAMES) for i in range(members))
     return KernelNetwork(NETWORK_PRICES, NETWORK_MODES, nets)
