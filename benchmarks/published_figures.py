@@ -238,6 +238,7 @@ LAMBDA_BERT_AUTOCAST = RESULTS + "projection_lambda_bert_autocast.json"
 LAMBDA_BERT_SDPA = RESULTS + "projection_lambda_bert_autocast_sdpa.json"
 PRED_AB = RESULTS + "issue38_speed/predictor_speed_ab.json"
 PRED_AB_STEP1 = RESULTS + "issue38_speed/predictor_speed_ab_without_blocks.json"
+PRED_PAIRED = RESULTS + "issue38_speed/predictor_speed_paired_2026-12-07.json"
 
 
 def ab_figures(path: str) -> list:
@@ -1490,6 +1491,12 @@ QUOTES += [
       F(LADDER + "before_run1.json", "median_ms", INT), F(LADDER + "before_run2.json", "median_ms", INT)),
     Q(OVERHEAD, "(`benchmarks/results/issue38_speed/predictor_speed_ab.json`): {} ms ({}-{}) -> {} ms ({}-{}).",
       *ab_figures(PRED_AB)),
+    Q(OVERHEAD, "`issue38_speed/predictor_speed_paired_2026-12-07.json`): median {} ms against {} ms, ratio {} (quartiles "
+                "{}-{}), faster in {}% of pairs. Both sides are above the {} ms budget",
+      F(PRED_PAIRED, "this_median_ms", num(2)), F(PRED_PAIRED, "other_median_ms", num(2)),
+      F(PRED_PAIRED, "ratio_median", num(4)), F(PRED_PAIRED, "ratio_quartiles.0", num(4)),
+      F(PRED_PAIRED, "ratio_quartiles.2", num(4)), F(PRED_PAIRED, "share_faster", PCT0),
+      F(PRED_PAIRED, "target_ms", INT)),
     Q(OVERHEAD, "of its generation, whose times it therefore also computes) costs {} against {} ms, alternated in one",
       F(RESULTS + "issue38_speed/envelope_cost.json", "median_ms", num(1)),
       F(RESULTS + "issue38_speed/envelope_cost.json", "without_envelope_median_ms", num(1))),
@@ -1786,6 +1793,8 @@ QUOTES += [
       F(PRED_AB, "runs.0.result.ops", INTC), F(PRED_AB, "runs.0.result.devices", INT),
       F(PRED_AB, "runs.0.result.target_ms", INT), *ab_figures(PRED_AB),
       F(PRED_AB_STEP1, "summary.before.median_ms", num(1)), F(PRED_AB_STEP1, "summary.after.median_ms", num(1))),
+    Q(CARD, "took a further fifth off: paired with the code before, ratio {} (`issue38_speed/predictor_speed_paired_2026-12-07.json`",
+      F(PRED_PAIRED, "ratio_median", num(4))),
     Q(CARD, "Weighted by time (WAPE), held-out GEMM error is {}-{}% on A100 PCIe/SXM, A40, H100 and B200 but {}-{}% on "
             "V100, P100, T4, P4 and L4",
       *GEMM_WAPE_RANGES),

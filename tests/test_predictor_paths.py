@@ -10,6 +10,7 @@ import pytest
 from benchmarks.predictor_speed import mixed_ops
 from predictor_models.datasets.common import conv_op, elementwise_op, gemm_op, norm_op
 from predictor_models.hardware import list_hardware
+from predictor_models.op_spec import OpSpec
 from predictor_models.predictor import Predictor, load_predictor
 from predictor_models.predictor.model import _distinct_ops, _pattern_blocks
 
@@ -89,17 +90,30 @@ def test_a_benchmark_mix_predicts_as_each_op_alone(shipped, devices):
         np.testing.assert_allclose(together[i], shipped.predict_matrix([ops[i]], devices[:12])[0], rtol=1e-6)
 
 
-def test_pattern_blocks_cover_exactly_the_wanted_cells():
-    rng = np.random.default_rng(0)
+@pytest.mark.parametrize("devices", [7, 64, 65, 130])   # patterns of at most 8 bytes, and longer ones
+def test_pattern_blocks_cover_exactly_the_wanted_cells(devices):
+    rng = np.random.default_rng(devices)
     rows = np.arange(10, 50)
-    wanted = np.repeat(rng.random((4, 7)) < 0.5, 10, axis=0)[rng.permutation(40)]
-    covered = np.zeros((60, 7), dtype=int)
-    for r, on in _pattern_blocks(rows, wanted):
+    patterns = rng.random((4, devices)) < 0.5
+    patterns[0] = False                       # a row no device wants gets no block
+    wanted = np.repeat(patterns, 10, axis=0)[rng.permutation(40)]
+    covered = np.zeros((60, devices), dtype=int)
+    blocks = list(_pattern_blocks(rows, wanted))
+    for r, on in blocks:
         covered[np.ix_(r, on)] += 1
-    expected = np.zeros((60, 7), dtype=int)
+    expected = np.zeros((60, devices), dtype=int)
     expected[10:50] = wanted
     np.testing.assert_array_equal(covered, expected)
+    assert len(blocks) == len({p.tobytes() for p in patterns[1:]})
     assert list(_pattern_blocks(rows[:0], wanted[:0])) == []
+
+
+def test_ops_whose_dims_differ_in_names_or_values_stay_apart():
+    base = OpSpec("gemm", "float32", 1e6, 1e3, 1e3, {"m": 1.0, "n": 2.0}, False, "aten::mm")
+    others = [replace(base, dims={"m": 2.0, "n": 1.0}), replace(base, dims={"n": 1.0, "m": 2.0}),
+              replace(base, dims={"m": 1.0}), replace(base, dims={"m": 1.0, "n": 2.0, "k": 0.0}), replace(base, dims={})]
+    distinct, inverse, keys = _distinct_ops([base, *others, replace(base)])
+    assert len(distinct) == 6 and inverse.tolist() == [0, 1, 2, 3, 4, 5, 0] and len(keys) == 6
 
 
 class OneDeviceBent(Predictor):

@@ -37,3 +37,14 @@ def test_two_warm_processes_time_projections_in_turn(tmp_path):
     root = str(Path(__file__).resolve().parent.parent)
     this_s, other_s = run_pairs((root, root), pairs=3, layers=24, n_targets=6, layouts=1)
     assert len(this_s) == len(other_s) == 3 and all(s > 0 for s in this_s + other_s)
+
+
+def test_the_pairs_also_time_the_predictor_alone():
+    """``--predictor``: each side times `predict_matrix` on the predictor benchmark's ops (an A/A of this checkout)."""
+    from pathlib import Path
+
+    from benchmarks.projection_speed_paired import run_pairs
+
+    root = str(Path(__file__).resolve().parent.parent)
+    this_s, other_s = run_pairs((root, root), pairs=2, layers=24, n_targets=6, layouts=1, predictor_only=True)
+    assert len(this_s) == len(other_s) == 2 and all(s > 0 for s in this_s + other_s)
