@@ -1492,7 +1492,7 @@ QUOTES += [
     Q(OVERHEAD, "(`benchmarks/results/issue38_speed/predictor_speed_ab.json`): {} ms ({}-{}) -> {} ms ({}-{}).",
       *ab_figures(PRED_AB)),
     Q(OVERHEAD, "`issue38_speed/predictor_speed_paired_2026-12-07.json`): median {} ms against {} ms, ratio {} (quartiles "
-                "{}-{}), faster in {}% of pairs. Both sides are above the {} ms budget",
+                "{}-{}), faster in {}% of pairs, under the {} ms budget that hour",
       F(PRED_PAIRED, "this_median_ms", num(2)), F(PRED_PAIRED, "other_median_ms", num(2)),
       F(PRED_PAIRED, "ratio_median", num(4)), F(PRED_PAIRED, "ratio_quartiles.0", num(4)),
       F(PRED_PAIRED, "ratio_quartiles.2", num(4)), F(PRED_PAIRED, "share_faster", PCT0),

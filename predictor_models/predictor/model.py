@@ -169,12 +169,13 @@ class Predictor:
         for mode, (ups, downs) in sets.items():
             rows = np.flatnonzero(modes == mode)
             lowest = times[rows][:, _padded([members[:1] if own[members[0]] else members for members in downs])].min(axis=2)
-            raised = half[rows]
-            for j, up in enumerate(ups):
-                kept = up[:1] if own[j] else [e for e in up if e == up[0] or not own[downs[e][0]]]
-                out[rows, j] = np.where(raised, lowest[:, kept].max(axis=1), lowest[:, up[0]])
-                if j in twins and len(downs[up[0]]) > 1:
-                    below[rows, j] = times[np.ix_(rows, downs[up[0]][1:])].min(axis=1)
+            # each asked device's kept up-set (itself first), for every device in one gather
+            kept = _padded([up[:1] if own[j] else [e for e in up if e == up[0] or not own[downs[e][0]]]
+                            for j, up in enumerate(ups)])
+            out[rows, :len(ups)] = np.where(half[rows, None], lowest[:, kept].max(axis=2), lowest[:, kept[:, 0]])
+            for j in twins:
+                if len(downs[ups[j][0]]) > 1:
+                    below[rows, j] = times[np.ix_(rows, downs[ups[j][0]][1:])].min(axis=1)
         if twins:
             held = half | np.isin(modes, TWIN_MODES)
             self._hold_to_twins(out, below, distinct_ops, modes, asked, twins, held, own)
