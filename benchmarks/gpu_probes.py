@@ -16,6 +16,12 @@ than measured, `estimate_h200.py`) and any GEMM model judged on whole training s
 - **DRAM efficiency of eager streaming kernels.** Pointwise ops, casts, layer norm and softmax beyond the L2, in
   bf16 and fp32: the share of the catalog's DRAM bandwidth each reaches (the DRAM-ceiling trial of issue 38 asked
   it of Hopper; `benchmarks/results/issue38_dram_ceiling/`).
+- **L2 residency.** The same streaming ops at sizes every current L2 holds, timed warm (back to back, no flush:
+  how Vidur's profiler times its fp16 pointwise ops and norms, the only half-precision ones in the training rows)
+  and cold, as every other probe (``l2_cold_over_warm``). Vidur's H100 adds reach 1.02-1.06 of the DRAM bandwidth at
+  0.5-2x the L2, more than DRAM gives, while the H200's own cold rows of that size (a 5.9M-element bf16 mul, a
+  2,376 x 2,936 bf16 layer norm) run ~1.5x longer than the predictor prices them. A training step's ops read both:
+  the previous op's output (warm if it fits) and activations saved long before (cold).
 
 Each row has its measured device time (CUDA events, a cold L2 before every call: `predictor_models.collection.timer`),
 the shipped predictor's time for the device's catalog entry, and the achieved FLOP/s and bytes/s. Nothing here
@@ -57,6 +63,8 @@ TRAINING_GEMMS = tuple(
                 (f"{label}_weight_grad", out, hidden, tokens, "tn"))
 ) + tuple((f"mpt7b_qkv_weight_grad_{tokens}_tokens", 12288, 4096, tokens, "tn") for tokens in (4096, 32768, 65536))
 STREAMING_SIZES = (2**20, 2**22, 2**24, 2**26, 2**28)   # elements; the largest ones lie far beyond any L2
+WARM_SIZES = (2**20, 2**21)   # elements: 4-24 MB moved, inside the L2 of an A100 (40 MB), H100, H200 or B200
+WARM_OPS = (("aten::add", 2), ("aten::relu", 1))
 NORM_COLS = 4096
 DTYPES = ("bfloat16", "float32")
 
@@ -121,7 +129,33 @@ def probe_cases(smoke: bool) -> list[tuple[str, str, OpSpec, Build]]:
             for name in ("aten::native_layer_norm", "aten::_softmax"):
                 cases.append(("streaming", name, norm_op(rows, NORM_COLS, dtype, name=name),
                               norm_call(dtype, rows, NORM_COLS, name)))
+        for numel in WARM_SIZES:
+            numel //= 16 if smoke else 1
+            rows = max(1, numel // NORM_COLS)
+            for warmth in ("l2_warm", "l2_cold"):
+                for name, inputs in WARM_OPS:
+                    cases.append((warmth, name, elementwise_op(numel, inputs, dtype, name=name),
+                                  pointwise_call(dtype, numel, name)))
+                cases.append((warmth, "aten::native_layer_norm",
+                              norm_op(rows, NORM_COLS, dtype, name="aten::native_layer_norm"),
+                              norm_call(dtype, rows, NORM_COLS, "aten::native_layer_norm")))
     return cases
+
+
+class _Warm:
+    """A backend whose calls are not preceded by an L2 flush: each repeat finds the last one's inputs in the L2."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+
+    def event(self) -> Any:
+        return self._backend.event()
+
+    def synchronize(self) -> None:
+        self._backend.synchronize()
+
+    def flush(self) -> None:
+        pass
 
 
 def run_probes(device: torch.device, smoke: bool, catalog_name: str | None = None) -> dict[str, Any]:
@@ -136,7 +170,8 @@ def run_probes(device: torch.device, smoke: bool, catalog_name: str | None = Non
     for probe, label, op, build in probe_cases(smoke):
         try:
             call = build(torch, device)
-            seconds = time_op(call, backend, budget_ms=10.0 if smoke else 25.0, max_repeats=20 if smoke else 200).seconds
+            seconds = time_op(call, _Warm(backend) if probe == "l2_warm" else backend, budget_ms=10.0 if smoke else 25.0,
+                              max_repeats=20 if smoke else 200).seconds
         except torch.cuda.OutOfMemoryError:   # a smaller GPU: the probe is left out, the others still run
             rows.append({"probe": probe, "label": label, "dtype": op.dtype, "dims": op.dims, "error": "out of memory"})
             continue
@@ -175,9 +210,19 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     training = {r["label"]: {"tflops": r["tflops"], "predicted_over_measured":
                              round(r["predicted_s"] / r["seconds"], 3) if r.get("predicted_s") else None}
                 for r in timed if r["probe"] == "training_gemm"}
+    # each warm row's cold twin (the same op, dtype and size) over it
+    cold = {(r["label"], r["dtype"], _size(r)): r["seconds"] for r in timed if r["probe"] == "l2_cold"}
+    residency = {f"{r['label']}/{r['dtype']}/{_size(r)}": round(cold[(r["label"], r["dtype"], _size(r))] / r["seconds"], 3)
+                 for r in timed if r["probe"] == "l2_warm" and (r["label"], r["dtype"], _size(r)) in cold}
     return {"misaligned_slowdown_per_flop": alignment,
             "streaming_largest_two": {k: round(statistics.mean(v[-2:]), 3) for k, v in streaming.items()},
-            "training_gemms": training}
+            "training_gemms": training, "l2_cold_over_warm": residency}
+
+
+def _size(row: dict[str, Any]) -> int:
+    """A residency row's size: its elements (pointwise) or rows x columns (norms)."""
+    dims = row.get("dims") or {}
+    return int(dims.get("numel") or dims.get("rows", 0) * dims.get("cols", 0))
 
 
 def _cast_op(numel: int, dtype: str) -> OpSpec:

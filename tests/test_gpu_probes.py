@@ -52,6 +52,7 @@ def test_the_probes_run_on_a_cpu_and_sit_beside_the_predictors_time():
         f"{label}/{dtype}" for label, *_ in gpu_probes.ALIGNMENT for dtype in gpu_probes.DTYPES}
     assert all(v > 0 for v in summary["misaligned_slowdown_per_flop"].values())
     assert "aten::_to_copy/bfloat16" in summary["streaming_largest_two"]
+    assert len(summary["l2_cold_over_warm"]) == sum(1 for c in gpu_probes.probe_cases(smoke=True) if c[0] == "l2_warm")
 
 
 def test_without_a_catalog_device_the_rows_say_bytes_per_second_only():
@@ -62,7 +63,45 @@ def test_without_a_catalog_device_the_rows_say_bytes_per_second_only():
         {"probe": "gemm_alignment", "label": "x_padded", "dtype": "float32", "seconds": 1e-3, "tflops": 2.0},
     ])
     assert rows == {"misaligned_slowdown_per_flop": {"x/float32": 2.0},
-                    "streaming_largest_two": {"aten::relu/float32": pytest.approx(80.0)}, "training_gemms": {}}
+                    "streaming_largest_two": {"aten::relu/float32": pytest.approx(80.0)}, "training_gemms": {},
+                    "l2_cold_over_warm": {}}
+
+
+def test_each_warm_probe_fits_every_l2_and_has_a_cold_twin():
+    cases = gpu_probes.probe_cases(smoke=False)
+    cold = [(label, op.dtype, op.bytes_moved) for probe, label, op, _ in cases if probe == "l2_cold"]
+    warm = [(label, op.dtype, op.bytes_moved) for probe, label, op, _ in cases if probe == "l2_warm"]
+    assert len(warm) == len(gpu_probes.DTYPES) * len(gpu_probes.WARM_SIZES) * (len(gpu_probes.WARM_OPS) + 1)
+    assert warm == cold
+    assert all(moved <= 40 * 2**20 for *_, moved in warm)     # inside the A100's L2, the smallest of the four
+
+
+def test_a_warm_probe_is_timed_without_the_flush_and_a_cold_one_with_it():
+    flushes = []
+
+    class Counting(gpu_probes._HostBackend):
+        def flush(self) -> None:
+            flushes.append(1)
+
+    from predictor_models.collection.timer import time_op
+
+    time_op(lambda: None, gpu_probes._Warm(Counting()), budget_ms=0.1, max_repeats=5)
+    assert flushes == []
+    time_op(lambda: None, Counting(), budget_ms=0.1, max_repeats=5)
+    assert len(flushes) >= 5
+
+
+def test_the_summary_gives_each_warm_op_its_cold_twins_time_over_its_own():
+    summary = gpu_probes.summarise([
+        {"probe": "l2_cold", "label": "aten::add", "dtype": "bfloat16", "dims": {"numel": 1024}, "seconds": 3e-6},
+        {"probe": "l2_warm", "label": "aten::add", "dtype": "bfloat16", "dims": {"numel": 1024}, "seconds": 2e-6},
+        {"probe": "l2_cold", "label": "aten::native_layer_norm", "dtype": "float32", "dims": {"rows": 4, "cols": 8},
+         "seconds": 5e-6},
+        {"probe": "l2_warm", "label": "aten::native_layer_norm", "dtype": "float32", "dims": {"rows": 4, "cols": 8},
+         "seconds": 4e-6},
+        {"probe": "l2_warm", "label": "aten::relu", "dtype": "float32", "dims": {"numel": 64}, "seconds": 1e-6},
+    ])
+    assert summary["l2_cold_over_warm"] == {"aten::add/bfloat16/1024": 1.5, "aten::native_layer_norm/float32/32": 1.25}
 
 
 def test_the_training_gemms_are_a_linear_layers_three_and_reduce_over_the_tokens():
