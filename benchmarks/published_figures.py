@@ -239,6 +239,7 @@ LAMBDA_BERT_SDPA = RESULTS + "projection_lambda_bert_autocast_sdpa.json"
 PRED_AB = RESULTS + "issue38_speed/predictor_speed_ab.json"
 PRED_AB_STEP1 = RESULTS + "issue38_speed/predictor_speed_ab_without_blocks.json"
 PRED_PAIRED = RESULTS + "issue38_speed/predictor_speed_paired_2026-12-07.json"
+L2_WARM = RESULTS + "issue38_l2_warm_trial/"
 
 
 def ab_figures(path: str) -> list:
@@ -1793,6 +1794,24 @@ QUOTES += [
       F(PRED_AB, "runs.0.result.ops", INTC), F(PRED_AB, "runs.0.result.devices", INT),
       F(PRED_AB, "runs.0.result.target_ms", INT), *ab_figures(PRED_AB),
       F(PRED_AB_STEP1, "summary.before.median_ms", num(1)), F(PRED_AB_STEP1, "summary.after.median_ms", num(1))),
+    Q(CARD, "the L2 ({}) and with a 5 us kernel floor: the H200's own cold bf16 pointwise rows (held out) {}% -> {}% MAPE, "
+            "Lambda v2 BERT fp16 {}% -> {}% median, fp32 add work violations {} -> {}; but the H200's bf16 steps {}% -> "
+            "{}% (worst {}% -> {}%), and the two classes held out one GPU at a time {}% -> {}% (A40 norms {}% -> {}%)",
+      F(L2_WARM + "fits+floor.json", "warm_rows_left_out", INTC),
+      F(L2_WARM + "shipped.json", "h200_op_rows.elementwise/bfloat16.mape", PCT1),
+      F(L2_WARM + "fits+floor.json", "h200_op_rows.elementwise/bfloat16.mape", PCT1),
+      F(L2_WARM + "shipped.json", "lambda_bert_v2.16-true.median_abs_error", PCT1),
+      F(L2_WARM + "fits+floor.json", "lambda_bert_v2.16-true.median_abs_error", PCT1),
+      F(L2_WARM + "shipped.json", "physics.add_numel/float32", INT),
+      F(L2_WARM + "fits+floor.json", "physics.add_numel/float32", INT),
+      F(L2_WARM + "shipped.json", "h200.bf16-mixed.median_abs_error", PCT1),
+      F(L2_WARM + "fits+floor.json", "h200.bf16-mixed.median_abs_error", PCT1),
+      F(L2_WARM + "shipped.json", "h200.bf16-mixed.worst_abs_error", PCT1),
+      F(L2_WARM + "fits+floor.json", "h200.bf16-mixed.worst_abs_error", PCT1),
+      F(L2_WARM + "folds_fits+floor.json", "pooled.shipped_all", PCT1),
+      F(L2_WARM + "folds_fits+floor.json", "pooled.variant_all", PCT1),
+      F(L2_WARM + "folds_fits+floor.json", "folds.A40/norm.shipped_all", PCT1),
+      F(L2_WARM + "folds_fits+floor.json", "folds.A40/norm.variant_all", PCT1)),
     Q(CARD, "took a further fifth off: paired with the code before, ratio {} (`issue38_speed/predictor_speed_paired_2026-12-07.json`",
       F(PRED_PAIRED, "ratio_median", num(4))),
     Q(CARD, "Weighted by time (WAPE), held-out GEMM error is {}-{}% on A100 PCIe/SXM, A40, H100 and B200 but {}-{}% on "
