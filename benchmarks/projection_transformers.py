@@ -64,17 +64,55 @@ def _model(config: dict, true_half: bool):
     return model.to(torch.bfloat16) if true_half else model
 
 
+class LowPrecisionLayerNorm(torch.nn.LayerNorm):
+    """llm-foundry's ``LPLayerNorm`` (``llmfoundry/models/layers/norm.py``), which its benchmark sets as every MPT's
+    norm (``submit_benchmarks.py``: ``norm_type = "low_precision_layernorm"``): the input, weight and bias cast to
+    autocast's dtype, the layer norm run in it with autocast off. The aten call takes no autocast policy in the
+    capture's emulation, as the source's region turns autocast off."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        half = torch.bfloat16
+        return torch.ops.aten.layer_norm.default(x.to(half), list(self.normalized_shape), self.weight.to(half),
+                                                 self.bias.to(half), self.eps)
+
+
+class FusedCrossEntropy(torch.autograd.Function):
+    """llm-foundry MPT's default loss (``loss_fn: fused_crossentropy``, flash-attn's xentropy kernel): one forward
+    pass over the bf16 logits (each row's log-sum-exp, fp32 inside the kernel), one backward pass writing their
+    gradient; no fp32 copy of the logits. On ``meta`` the two passes stand as one reduction and one softmax over the
+    logits, which read and write what the kernels do."""
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        lse = torch.ops.aten.logsumexp.default(logits, [-1])
+        ctx.save_for_backward(logits)
+        return lse.mean()
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (logits,) = ctx.saved_tensors
+        return torch.ops.aten._softmax.default(logits, -1, False), None
+
+
 def _mpt(name: str, seq: int):
-    """MPT as a GPT-2-style decoder (pre-norm, GELU MLP 4x, biases, learned positions, tied head): the same
-    parameter count as the source's table for every row."""
+    """MPT as llm-foundry's benchmark ran it, on Hugging Face's GPT-2 decoder (pre-norm, MLP 4x, biases, learned
+    positions, tied head: the same parameter count as the source's table for every row): the MLP's exact GELU
+    (``ffn.py``: ``nn.GELU(approximate='none')``, where GPT-2's default is the tanh form, eight pointwise kernels) and
+    low-precision layer norms."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     d_model, heads, layers = MPTS[name]
     cfg = GPT2Config(n_embd=d_model, n_head=heads, n_layer=layers, n_positions=seq, vocab_size=MPT_VOCAB,
-                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, activation_function="gelu")
     cfg._attn_implementation = "sdpa"
     with torch.device("meta"):
-        return GPT2LMHeadModel(cfg)
+        model = GPT2LMHeadModel(cfg)
+    for parent in [model.transformer, *model.transformer.h]:
+        for attr, child in list(parent.named_children()):
+            if type(child) is torch.nn.LayerNorm:
+                lp = LowPrecisionLayerNorm(child.normalized_shape, eps=child.eps, device="meta")
+                setattr(parent, attr, lp)
+    return model
 
 
 def _build(point: dict):
@@ -119,9 +157,13 @@ def transformer_rows(predictor) -> list[dict]:
         model, layers, vocab, precision, optimizer, sharding, inputs = _build(point)
         b, s = point["batch"], point["seq"]
         labels = torch.empty(b * s, dtype=torch.long, device="meta")
-        capture = capture_step(
-            model, inputs, batch_size=b, layers=list(layers),
-            loss_fn=lambda out: torch.nn.functional.cross_entropy(out.logits.view(-1, vocab), labels))
+        if point["model"] in MPTS:
+            def loss_fn(out):
+                return FusedCrossEntropy.apply(out.logits.view(-1, vocab), labels)
+        else:
+            def loss_fn(out):
+                return torch.nn.functional.cross_entropy(out.logits.view(-1, vocab), labels)
+        capture = capture_step(model, inputs, batch_size=b, layers=list(layers), loss_fn=loss_fn)
         if point.get("activation_checkpointing"):   # the package's rule (prenet_callbacks/projection/ops/recompute.py)
             apply_recompute(capture, point["activation_checkpointing"])
         workload = workload_from_capture(capture, parse_precision(precision, "highest", conv_tf32=True), optimizer,
