@@ -118,3 +118,30 @@ def test_checkpointing_shrinks_the_saved_activations_and_estimate_offers_it():
     assert enabled.workload.activation_bytes == pytest.approx(full.workload.activation_bytes)
     with pytest.raises(ValueError, match="activation_checkpointing"):
         estimate(model, batch, targets=["H100"], activation_checkpointing="half")
+
+
+def test_mpt_runs_as_llm_foundrys_benchmark_ran_it(bench):
+    """Exact GELU (one kernel each way, not GPT-2's tanh form), layer norms in bf16 under autocast, and the fused
+    cross-entropy: one pass over the bf16 logits each way, no fp32 copy of them."""
+    from prenet_callbacks.projection.ops.capture import capture_step
+    from prenet_callbacks.projection.estimation import workload_from_capture
+    from prenet_callbacks.projection.pricing.host import ExecutionOptions
+    from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig
+    from prenet_callbacks.projection.ops.precision import parse_precision
+
+    model, layers, vocab, precision, optimizer, _, inputs = bench._build({"model": "mpt-125m", "batch": 2, "seq": 32})
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.LayerNorm)]
+    assert len(norms) == 2 * 12 + 1 and all(isinstance(m, bench.LowPrecisionLayerNorm) for m in norms)
+    labels = torch.empty(2 * 32, dtype=torch.long, device="meta")
+    capture = capture_step(model, inputs, batch_size=2, layers=list(layers),
+                           loss_fn=lambda out: bench.FusedCrossEntropy.apply(out.logits.view(-1, vocab), labels))
+    workload = workload_from_capture(capture, parse_precision(precision, "highest", conv_tf32=True), optimizer,
+                                     ZeroConfig(), ExecutionOptions())
+    ops = [(unit.phase, op) for unit in workload.units for op, _ in unit.ops]
+    names = {op.name for _, op in ops}
+    assert "aten::gelu" in names and "aten::tanh" not in names and "aten::pow" not in names
+    assert {op.dtype for _, op in ops if "layer_norm" in op.name} == {"bfloat16"}
+    logits = 2 * 32 * vocab
+    over_logits = [op for _, op in ops if op.dims.get("numel", op.dims.get("rows", 0) * op.dims.get("cols", 0)) == logits]
+    assert over_logits and all(op.dtype == "bfloat16" for op in over_logits)
+    assert sorted(op.name for op in over_logits if op.op_class != "gemm") == ["aten::_softmax", "aten::logsumexp"]
