@@ -3171,6 +3171,11 @@ QUOTES += [
       F(H200_OPS, op_rows("norm/float32", "shipped", "mape")),
       F(BF16_INPUT + "h200_op_rows.json", op_rows("gemm/bfloat16", "shipped", "mape")),
       F(ALIKE + "h200_op_rows.json", op_rows("gemm/bfloat16", "shipped", "mape"))),
+    Q(CARD, "the roofline variant takes the\n  set's worst case from {}% to {}% (median {}% -> {}%)",
+      F(PROJ, "summary.transformer_step.all.max"),
+      F(GEMM_NET + "steps_roofline_mpt_as_ran/projection_accuracy.json", "summary.transformer_step.all.max"),
+      F(PROJ, "summary.transformer_step.all.median"),
+      F(GEMM_NET + "steps_roofline_mpt_as_ran/projection_accuracy.json", "summary.transformer_step.all.median")),
     Q(CARD, "monotone in the work by construction, bf16 GEMM violations {} -> {} of {} (the rest on GPUs without bf16 "
             "tensor cores). Held out one GPU at a time it beat the class model on every GPU's half-precision GEMMs "
             "({}% against {}% pooled), and on the H200's own rows ({}% against {}%). The whole steps judged otherwise. "
