@@ -27,7 +27,9 @@ times and the FLOPs per board watt, the math mode and tensor-core flag the only 
 ``scaled-half-alike`` (the same without a bf16 input: fp16 and bf16 alike), ``scaled-monotone`` (``scaled-nodev``'s
 inputs with the tile's k-loop time, which grows with the SMs, replaced by log k), ``scaled-roofline``
 (``scaled-half-alike`` with the compute and memory times as one input, their larger: DRAM bandwidth then moves a
-compute-bound GEMM's inputs not at all).
+compute-bound GEMM's inputs not at all), ``scaled-roofline-nopower`` (that without the FLOPs per board watt: at
+equal time on the peak an H100 does 1.8x an A100's FLOPs per board watt, which a monotone input reads as a larger op;
+its fit was 1.26x too slow on the H100's large fp16 GEMMs in sample).
 """
 from __future__ import annotations
 
@@ -98,9 +100,12 @@ def scaled_features(pairs, inputs: str) -> tuple[np.ndarray, np.ndarray]:
     """The second trial's input matrices for the variant ``inputs`` (module docstring)."""
     from predictor_models.predictor.kernel_features import _log, tiled_view
 
-    mono, free = time_features(pairs, bf16_input=inputs not in ("scaled-half-alike", "scaled-roofline"))
-    if inputs == "scaled-roofline":
+    mono, free = time_features(pairs, bf16_input=inputs not in ("scaled-half-alike", "scaled-roofline",
+                                                                "scaled-roofline-nopower"))
+    if inputs.startswith("scaled-roofline"):
         mono = [np.maximum(mono[0], mono[1])] + mono[2:]
+    if inputs == "scaled-roofline-nopower":   # without the FLOPs per board watt (the last monotone input)
+        mono = mono[:-1]
     if inputs == "scaled-monotone":
         mono = mono[:5] + [_log(tiled_view(pairs)[4])] + mono[7:]
     if inputs == "scaled":
@@ -213,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpus", nargs="*", help="held-out GPUs (default: every GPU with GEMM rows)")
     parser.add_argument("--seed", type=int, default=20250101)
     parser.add_argument("--inputs", choices=("work", "scaled", "scaled-nodev", "scaled-half-alike", "scaled-monotone",
-                                                   "scaled-roofline"), default="work",
+                                                   "scaled-roofline", "scaled-roofline-nopower"), default="work",
                         help="the network's monotone inputs: work sizes and times (the first trial), or times only")
     parser.add_argument("--json", help="write the folds here")
     parser.add_argument("--whole-steps", metavar="DIR",

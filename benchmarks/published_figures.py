@@ -3176,6 +3176,8 @@ QUOTES += [
       F(GEMM_NET + "steps_roofline_mpt_as_ran/projection_accuracy.json", "summary.transformer_step.all.max"),
       F(PROJ, "summary.transformer_step.all.median"),
       F(GEMM_NET + "steps_roofline_mpt_as_ran/projection_accuracy.json", "summary.transformer_step.all.median")),
+    Q(CARD, "and the whole steps fall back to the class model's (Lambda v2 BERT fp16 {}%)",
+      F(GEMM_NET + "steps_roofline_nopower/projection_lambda_bert_v2.json", "summary.16-true.median_abs_error")),
     Q(CARD, "monotone in the work by construction, bf16 GEMM violations {} -> {} of {} (the rest on GPUs without bf16 "
             "tensor cores). Held out one GPU at a time it beat the class model on every GPU's half-precision GEMMs "
             "({}% against {}% pooled), and on the H200's own rows ({}% against {}%). The whole steps judged otherwise. "
