@@ -42,6 +42,12 @@ LIMITS = {"fits": 1.0, "twice": 2.0}   # working set over the L2 below which a r
 VARIANTS = ("shipped", *LIMITS, *(f"{name}+floor" for name in LIMITS))
 
 
+def warm_rows(ts, limit: float) -> np.ndarray:
+    """Which rows of ``ts`` a warm L2 served: streaming rows of `WARM_SOURCES` moving less than ``limit`` x the L2."""
+    return (np.isin(ts.source, WARM_SOURCES) & np.isin(ts.ops.op_class, STREAMING)
+            & (ts.ops.bytes < limit * ts.devices.l2_bytes))
+
+
 def refit_models(limit: float) -> tuple[dict, int]:
     """The two streaming classes refit without the warm rows below ``limit`` x the L2; and how many were left out."""
     from threadpoolctl import threadpool_limits
@@ -50,8 +56,7 @@ def refit_models(limit: float) -> tuple[dict, int]:
     from predictor_models.train import DEFAULT_MEMBERS, load_training_set
 
     ts, _ = load_training_set(None, None, None)
-    warm = (np.isin(ts.source, WARM_SOURCES) & np.isin(ts.ops.op_class, STREAMING)
-            & (ts.ops.bytes < limit * ts.devices.l2_bytes))
+    warm = warm_rows(ts, limit)
     kept = ts.take(np.flatnonzero(~warm))
     with threadpool_limits(1):
         return fit_models(kept, classes=STREAMING, members=DEFAULT_MEMBERS, seed=SEED), int(warm.sum())
@@ -72,9 +77,9 @@ def install(variant: str) -> int:
         adjust = predictor.adjust_times
 
         def floored(cols, devs, times, bound):
+            adjusted = adjust(cols, devs, times, bound)
             streaming = np.isin(cols.op_class, STREAMING)[:, None]
-            return np.where(streaming, np.maximum(adjust(cols, devs, times, bound), KERNEL_FLOOR_S),
-                            adjust(cols, devs, times, bound))
+            return np.where(streaming, np.maximum(adjusted, KERNEL_FLOOR_S), adjusted)
 
         predictor.adjust_times = floored
     return left_out
@@ -93,9 +98,7 @@ def folds(variant: str) -> dict:
     from predictor_models.train import DEFAULT_MEMBERS, load_training_set
 
     ts, _ = load_training_set(None, None, None)
-    limit = LIMITS[variant.removesuffix("+floor")]
-    warm = (np.isin(ts.source, WARM_SOURCES) & np.isin(ts.ops.op_class, STREAMING)
-            & (ts.ops.bytes < limit * ts.devices.l2_bytes))
+    warm = warm_rows(ts, LIMITS[variant.removesuffix("+floor")])
     out: dict = {}
     gpus = sorted({str(g) for g, c in zip(ts.gpu, ts.ops.op_class) if c in STREAMING})
     for gpu in gpus:

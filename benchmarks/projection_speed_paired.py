@@ -138,13 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.result_file import write_result
 
     if args.predictor:
-        print(write_result(args.out or str(HERE / "results/predictor_speed_paired.json"), "projection_speed_paired",
-                           argv, against=other_root, timed="predict_matrix", ops=10_000, devices=40,
-                           **summarise(this_s, other_s), target_ms=100))
-        return 0
-    print(write_result(args.out or str(HERE / "results/projection_speed_paired.json"), "projection_speed_paired", argv,
-                       against=other_root, layers=args.layers, targets=args.targets, layout_targets=args.layouts,
-                       **summarise(this_s, other_s), target_ms=50))
+        default, fields = "predictor_speed_paired.json", {"timed": "predict_matrix", "ops": 10_000, "devices": 40}
+        budget_ms = 100
+    else:
+        default, fields = "projection_speed_paired.json", {"layers": args.layers, "targets": args.targets,
+                                                           "layout_targets": args.layouts}
+        budget_ms = 50
+    print(write_result(args.out or str(HERE / "results" / default), "projection_speed_paired", argv, against=other_root,
+                       **fields, **summarise(this_s, other_s), target_ms=budget_ms))
     return 0
 
 

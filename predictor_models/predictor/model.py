@@ -408,9 +408,10 @@ def _pattern_blocks(rows: np.ndarray, wanted: np.ndarray):
     else:
         codes = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).reshape(-1)
     _, first, which = np.unique(codes, return_index=True, return_inverse=True)
+    which = which.reshape(-1)
     for i, row in enumerate(first.tolist()):
         if wanted[row].any():
-            yield rows[which.reshape(-1) == i], np.flatnonzero(wanted[row])
+            yield rows[which == i], np.flatnonzero(wanted[row])
 
 
 def _padded(sets: list) -> np.ndarray:
