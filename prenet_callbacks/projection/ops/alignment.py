@@ -2,11 +2,15 @@
 
 cuBLAS's tensor-core kernels want 16-byte-aligned matrix dimensions (8 elements in FP16/BF16,
 4 in TF32; the "Tensor Core usage" restrictions in the cuBLAS documentation). Other sizes still run,
-on slower kernels: the acceptance run on an H200 (benchmarks/results/gpu/) measured bf16-mixed
-steps of GPT-2-small (vocabulary 50257, an odd number) at 1.9x and of BERT-base (30522) at up to
-1.8x what the projection gave, while their fp32 steps, which use no tensor cores, were within 3%.
-The predictor has no rows of such GEMMs, so the projection assumes aligned speed; this module
-finds the GEMMs concerned and says so, with the fix (pad the dimension, as nanoGPT pads 50257 to 50304).
+on other kernels, and what that costs depends on the GPU, the shape and the library version: nothing on
+an H100's 8193 x 2501 x 5008 bf16 GEMM (509 against 502 TFLOP/s padded, float8_experimental PR 145),
+25-30x on a bf16 ``mm`` of a transposed 100,000 x odd operand (pytorch/pytorch issue 106469), ~100x on
+an A100 bf16 linear that fell to a CUTLASS ``align1`` kernel (pytorch/pytorch issue 146817). The predictor
+has no rows of such GEMMs, so the projection assumes aligned speed; this module finds the GEMMs concerned
+and says so, with the fix (pad the dimension, as nanoGPT pads 50257 to 50304). The H200 acceptance run does
+not tell the cost either: `estimate()` is 29% short of its bf16 GPT-2 steps (a 50,257-token head) as it is 30-33%
+short of its ResNet-50 steps, which have no such GEMM, and within 6% of BERT's at batch 32 (30,522 tokens)
+(`benchmarks/estimate_h200.py`); its probes time the heads' GEMMs beside padded twins (`benchmarks/gpu_probes.py`).
 """
 from __future__ import annotations
 
@@ -58,6 +62,6 @@ def unaligned_gemm_note(ops: Iterable[tuple[OpSpec, float]]) -> str | None:
         return None
     worst = max(sizes, key=sizes.get)
     return (f"{unaligned / total:.0%} of the GEMM work has a dimension that is not a multiple of 16 bytes "
-            f"(e.g. {worst}): cuBLAS runs such GEMMs on slower kernels than the projection assumes, so the "
-            f"step may take longer than projected (up to 1.9x measured on an H200); padding {worst} to a "
-            f"multiple of 64 avoids it")
+            f"(e.g. {worst}): cuBLAS may run such GEMMs on slower kernels than the projection assumes "
+            f"(from no cost to many times, by GPU, shape and library), so the step may take longer than "
+            f"projected; padding {worst} to a multiple of 64 avoids it")
