@@ -19,7 +19,9 @@ Needs only what a stock CUDA PyTorch image has (torch, lightning, numpy, scikit-
    the estimate per op class; beside each timed step the SM clock, board power and clock caps (`gpu_clocks.py`).
 6. Kernel probes (`gpu_probes.py`): misaligned half-precision GEMMs beside their padded twins, bf16 GEMMs of
    training-step shapes (a linear layer's three, weight gradients over 4K-64K tokens), and the DRAM bandwidth share
-   of eager streaming kernels beyond the L2, each beside the shipped predictor's time.
+   of eager streaming kernels beyond the L2, streaming kernels in a warm and a cold L2, and ResNet-50's batch norms
+   in bf16, fp16 and fp32 (PyTorch runs bf16 ones on its own kernels, not cuDNN's), each beside the shipped
+   predictor's time.
 
 Without a GPU it runs the CPU parts at a small size (``--smoke``) and lists what it skipped and why.
 """

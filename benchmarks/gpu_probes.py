@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python benchmarks/gpu_acceptance.py --only probes --out /tmp/probes.json   # seconds on a GPU
 
-Three questions that no public per-op data answers and that the H200's bf16 steps (about 30% faster predicted
+Questions that no public per-op data answers and that the H200's bf16 steps (about 30% faster predicted
 than measured, `estimate_h200.py`) and any GEMM model judged on whole training steps turn on:
 
 - **Misaligned GEMMs.** A half-precision GEMM whose leading dimension is not a multiple of 16 bytes (GPT-2's
@@ -22,6 +22,13 @@ than measured, `estimate_h200.py`) and any GEMM model judged on whole training s
   0.5-2x the L2, more than DRAM gives, while the H200's own cold rows of that size (a 5.9M-element bf16 mul, a
   2,376 x 2,936 bf16 layer norm) run ~1.5x longer than the predictor prices them. A training step's ops read both:
   the previous op's output (warm if it fits) and activations saved long before (cold).
+- **Batch norm in bf16.** PyTorch sends a batch norm to cuDNN in fp32 and in fp16 (with fp32 weights, as autocast
+  leaves them), never in bf16 (`_select_batch_norm_backend` in ATen's `Normalization.cpp`): a bf16 one runs ATen's
+  own kernels, whose statistics and backward reductions launch one block per channel in NCHW (`Normalization.cuh`).
+  The predictor prices it from its bytes, as if it ran at fp32's share of the bandwidth. ResNet-50's bf16-mixed
+  steps on the H200 took about as long as its 32-true ones (34 against 36 ms at batch 64), where `estimate()` gives
+  bf16 ~1.5x faster. Each probe times training-mode forward and backward of ResNet-50's batch norm shapes (batch 64)
+  in NCHW and channels-last, in bf16, fp16 and fp32 (``batch_norm_over_fp32``: each half dtype's time over fp32's).
 
 Each row has its measured device time (CUDA events, a cold L2 before every call: `predictor_models.collection.timer`),
 the shipped predictor's time for the device's catalog entry, and the achieved FLOP/s and bytes/s. Nothing here
@@ -67,6 +74,10 @@ WARM_SIZES = (2**20, 2**21)   # elements: 4-24 MB moved, inside the L2 of an A10
 WARM_OPS = (("aten::add", 2), ("aten::relu", 1))
 NORM_COLS = 4096
 DTYPES = ("bfloat16", "float32")
+# (label, channels, height = width): ResNet-50's batch norms at its stem, first stage, third and fourth, batch 64
+BATCH_NORMS = (("stem", 64, 112), ("layer1_out", 256, 56), ("layer3_out", 1024, 14), ("layer4_out", 2048, 7))
+BATCH_NORM_BATCH = 64
+BATCH_NORM_DTYPES = ("bfloat16", "float16", "float32")
 
 
 def misaligned(size: int) -> bool:
@@ -139,6 +150,15 @@ def probe_cases(smoke: bool) -> list[tuple[str, str, OpSpec, Build]]:
                 cases.append((warmth, "aten::native_layer_norm",
                               norm_op(rows, NORM_COLS, dtype, name="aten::native_layer_norm"),
                               norm_call(dtype, rows, NORM_COLS, "aten::native_layer_norm")))
+    batch = 2 if smoke else BATCH_NORM_BATCH
+    for label, channels, side in BATCH_NORMS:
+        channels, side = (max(4, channels // 64), max(2, side // 8)) if smoke else (channels, side)
+        for dtype in BATCH_NORM_DTYPES:
+            for layout in ("nchw", "channels_last"):
+                for backward in (False, True):
+                    cases.append(("batch_norm", f"{label}/{layout}/{'backward' if backward else 'forward'}",
+                                  batch_norm_op(batch, channels, side, dtype, backward),
+                                  _batch_norm(dtype, batch, channels, side, layout, backward)))
     return cases
 
 
@@ -216,7 +236,25 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                  for r in timed if r["probe"] == "l2_warm" and (r["label"], r["dtype"], _size(r)) in cold}
     return {"misaligned_slowdown_per_flop": alignment,
             "streaming_largest_two": {k: round(statistics.mean(v[-2:]), 3) for k, v in streaming.items()},
-            "training_gemms": training, "l2_cold_over_warm": residency}
+            "training_gemms": training, "l2_cold_over_warm": residency,
+            "batch_norm_over_fp32": batch_norm_ratios(timed)}
+
+
+def batch_norm_ratios(timed: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """Per batch norm probe (shape, layout, phase): each half dtype's time over fp32's, and the predictor's bf16 time
+    over the measured one (below 1: priced too fast)."""
+    rows = {(r["label"], r["dtype"]): r for r in timed if r["probe"] == "batch_norm"}
+    out: dict[str, dict[str, float | None]] = {}
+    for (label, dtype), r in rows.items():
+        fp32 = rows.get((label, "float32"))
+        if dtype == "float32" or fp32 is None:
+            continue
+        entry = out.setdefault(label, {})
+        entry[f"{dtype}_over_fp32"] = round(r["seconds"] / fp32["seconds"], 3)
+        if dtype == "bfloat16":
+            entry["bf16_predicted_over_measured"] = round(r["predicted_s"] / r["seconds"], 3) if r.get("predicted_s") \
+                else None
+    return out
 
 
 def _size(row: dict[str, Any]) -> int:
@@ -231,6 +269,48 @@ def _cast_op(numel: int, dtype: str) -> OpSpec:
     source = 6 - width[dtype]   # the other dtype's width (4 + 2 = 6)
     return OpSpec("data_movement", dtype, 0.0, numel * source, numel * width[dtype], {"numel": numel}, False,
                   "aten::_to_copy")
+
+
+def batch_norm_op(batch: int, channels: int, side: int, dtype: str, backward: bool) -> OpSpec:
+    """A training-mode batch norm of a ``batch x channels x side x side`` input as a projection prices it: captured in
+    fp32 (`predictor_models.aten.costs`: one row per channel over ``batch * side**2`` values; the forward reads the
+    input, weights and running statistics and writes the output and saved statistics, the backward reads the output
+    gradient and the input), then under autocast for a half ``dtype`` (`projection.ops.precision.convert`: batch
+    norm runs in its input's dtype, its weights stay fp32)."""
+    from prenet_callbacks.projection.ops.precision import convert, parse_precision
+
+    numel = batch * channels * side * side
+    if backward:
+        spec = OpSpec("norm", "float32", 8.0 * numel, 4.0 * (2 * numel + 5 * channels), 4.0 * (numel + 2 * channels),
+                      {"rows": channels, "cols": batch * side * side, "backward": 1}, False,
+                      "aten::native_batch_norm_backward")
+    else:
+        spec = OpSpec("norm", "float32", 5.0 * numel, 4.0 * (numel + 4 * channels), 4.0 * (numel + 2 * channels),
+                      {"rows": channels, "cols": batch * side * side, "backward": 0}, False, "aten::native_batch_norm")
+    if dtype == "float32":
+        return spec
+    precision = parse_precision("bf16-mixed" if dtype == "bfloat16" else "16-mixed")
+    return convert(spec, precision, "bwd" if backward else "fwd")
+
+
+def _batch_norm(dtype: str, batch: int, channels: int, side: int, layout: str, backward: bool) -> Build:
+    """Training-mode batch norm as autocast leaves it: the input in ``dtype``, weights and statistics in fp32; the
+    backward is autograd's (so the backend the forward chose), the forward's graph kept and reused."""
+    def build(torch: Any, device: Any) -> Callable[[], Any]:
+        fn = torch.nn.functional
+        x = torch.randn(batch, channels, side, side, device=device, dtype=getattr(torch, dtype))
+        if layout == "channels_last":
+            x = x.contiguous(memory_format=torch.channels_last)
+        weight = torch.ones(channels, device=device, requires_grad=backward)
+        bias = torch.zeros(channels, device=device, requires_grad=backward)
+        mean, var = torch.zeros(channels, device=device), torch.ones(channels, device=device)
+        if not backward:
+            return lambda: fn.batch_norm(x, mean, var, weight, bias, training=True)
+        x.requires_grad_(True)
+        y = fn.batch_norm(x, mean, var, weight, bias, training=True)
+        grad = torch.randn_like(y)
+        return lambda: torch.autograd.grad(y, (x, weight, bias), grad, retain_graph=True)
+    return build
 
 
 def gemm_operands(dtype: str, m: int, n: int, k: int, layout: str, device: Any) -> tuple[torch.Tensor, torch.Tensor]:

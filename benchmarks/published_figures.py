@@ -240,6 +240,7 @@ PRED_AB = RESULTS + "issue38_speed/predictor_speed_ab.json"
 PRED_AB_STEP1 = RESULTS + "issue38_speed/predictor_speed_ab_without_blocks.json"
 PRED_PAIRED = RESULTS + "issue38_speed/predictor_speed_paired_2026-12-07.json"
 L2_WARM = RESULTS + "issue38_l2_warm_trial/"
+BN_TRIAL = RESULTS + "issue38_bf16_batch_norm/trial.json"
 
 
 def ab_figures(path: str) -> list:
@@ -514,6 +515,17 @@ def h200_est(model: str, batch: int, precision: str, key: str = "error") -> Call
     """One step of estimate_h200.json."""
     return lambda d: next(r[key] for r in d["rows"] if (r["model"], r["batch"], r["precision"])
                           == (model, batch, precision))
+
+
+def resnet_bf16_over_fp32(batch: int, key: str) -> Callable[[Any], float]:
+    """ResNet-50's bf16-mixed step over its 32-true one at ``batch`` in estimate_h200.json (measured or predicted)."""
+    return lambda d: h200_est("resnet50", batch, "bf16-mixed", key)(d) / h200_est("resnet50", batch, "32-true", key)(d)
+
+
+def resnet_error(variant: str, batch: int) -> Callable[[Any], float]:
+    """The bf16 batch norm trial's ResNet-50 bf16-mixed error at ``batch`` in one variant."""
+    return lambda d: next(r["error"] for r in d["variants"][variant]["rows"]
+                          if (r["model"], r["batch"], r["precision"]) == ("resnet50", batch, "bf16-mixed"))
 
 
 def previous(src: str) -> tuple[F, ...]:
@@ -1811,6 +1823,13 @@ QUOTES += [
       F(PRED_AB, "runs.0.result.ops", INTC), F(PRED_AB, "runs.0.result.devices", INT),
       F(PRED_AB, "runs.0.result.target_ms", INT), *ab_figures(PRED_AB),
       F(PRED_AB_STEP1, "summary.before.median_ms", num(1)), F(PRED_AB_STEP1, "summary.after.median_ms", num(1))),
+    Q(CARD, "element-rate-bound kernel), those steps go from {}% / {}% to {}% / {}% (bf16 median {}% -> {}%,\n  "
+            "worst unchanged at BERT's {}%)",
+      *(F(BN_TRIAL, resnet_error(variant, batch), SPCT1) for variant in ("shipped", "bf16_batch_norm_at_fp32")
+        for batch in (64, 128)),
+      F(BN_TRIAL, "variants.shipped.summary.bf16-mixed.median_abs_error", PCT1),
+      F(BN_TRIAL, "variants.bf16_batch_norm_at_fp32.summary.bf16-mixed.median_abs_error", PCT1),
+      F(BN_TRIAL, "variants.bf16_batch_norm_at_fp32.summary.bf16-mixed.worst_abs_error", PCT1)),
     Q(CARD, "the L2 ({}) and with a 5 us kernel floor: the H200's own cold bf16 pointwise rows (held out) {}% -> {}% MAPE, "
             "Lambda v2 BERT fp16 {}% -> {}% median, fp32 add work violations {} -> {}; but the H200's bf16 steps {}% -> "
             "{}% (worst {}% -> {}%), and the two classes held out one GPU at a time {}% -> {}% (A40 norms {}% -> {}%)",
@@ -1940,6 +1959,10 @@ QUOTES += [
       F(PROJ, fp32_step_ratio(min), num(1)), F(PROJ, fp32_step_ratio(max), num(1))),
     Q(PROJECTION, "was covered {} % without itself: `band_table.json` at f8dd814).",
       F(BANDS_BEFORE_ROOMS + "@f8dd814", "sets.relative_anchored.coverage_without_it", PCT0)),
+    Q(GPU_RUNS, "The H200's bf16-mixed ResNet-50 steps took {} and {} of its 32-true ones\n(batch 64 and 128), where "
+                "`estimate()` gives {} and {}",
+      *(F(H200_EST, resnet_bf16_over_fp32(batch, key), num(2)) for key in ("measured_step_s", "predicted_step_s")
+        for batch in (64, 128))),
     Q(GPU_RUNS, "what the bf16 steps miss (up to {}% of the step, `benchmarks/results/estimate_h200.json`)",
       F(H200_EST + "@b86e3c5", lambda d: max(-r["error"] for r in d["rows"] if r["precision"] == "bf16-mixed"), PCT0)),
     Q(ACCURACY, "The compiled set's band is narrower ({}%)", F(COMPILED, "summary.median_band_half_width", PCT0)),

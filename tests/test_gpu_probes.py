@@ -53,6 +53,10 @@ def test_the_probes_run_on_a_cpu_and_sit_beside_the_predictors_time():
     assert all(v > 0 for v in summary["misaligned_slowdown_per_flop"].values())
     assert "aten::_to_copy/bfloat16" in summary["streaming_largest_two"]
     assert len(summary["l2_cold_over_warm"]) == sum(1 for c in gpu_probes.probe_cases(smoke=True) if c[0] == "l2_warm")
+    shapes = {label for label, *_ in gpu_probes.BATCH_NORMS}
+    assert {label.split("/")[0] for label in summary["batch_norm_over_fp32"]} == shapes
+    assert all(set(v) == {"bfloat16_over_fp32", "float16_over_fp32", "bf16_predicted_over_measured"}
+               and all(x > 0 for x in v.values()) for v in summary["batch_norm_over_fp32"].values())
 
 
 def test_without_a_catalog_device_the_rows_say_bytes_per_second_only():
@@ -64,7 +68,7 @@ def test_without_a_catalog_device_the_rows_say_bytes_per_second_only():
     ])
     assert rows == {"misaligned_slowdown_per_flop": {"x/float32": 2.0},
                     "streaming_largest_two": {"aten::relu/float32": pytest.approx(80.0)}, "training_gemms": {},
-                    "l2_cold_over_warm": {}}
+                    "l2_cold_over_warm": {}, "batch_norm_over_fp32": {}}
 
 
 def test_each_warm_probe_fits_every_l2_and_has_a_cold_twin():
@@ -125,3 +129,54 @@ def test_the_summary_gives_each_training_gemm_its_rate_and_the_predictors_ratio(
     ])
     assert summary["training_gemms"] == {"x_weight_grad": {"tflops": 500.0, "predicted_over_measured": 0.5},
                                          "y_forward": {"tflops": 700.0, "predicted_over_measured": None}}
+
+
+def test_each_batch_norm_probe_has_its_three_dtypes_in_both_layouts_and_both_phases():
+    cases = [c for c in gpu_probes.probe_cases(smoke=False) if c[0] == "batch_norm"]
+    by_label: dict[str, set[str]] = {}
+    for _, label, op, _ in cases:
+        by_label.setdefault(label, set()).add(op.dtype)
+    assert len(by_label) == len(gpu_probes.BATCH_NORMS) * 2 * 2
+    assert all(dtypes == set(gpu_probes.BATCH_NORM_DTYPES) for dtypes in by_label.values())
+    stem = next(op for _, label, op, _ in cases if label == "stem/nchw/forward" and op.dtype == "float32")
+    assert stem.dims == {"rows": 64, "cols": 64 * 112 * 112, "backward": 0}
+
+
+def test_a_batch_norm_probe_is_priced_as_a_projection_prices_the_captured_op():
+    """The probe's op is the capture's fp32 batch norm under autocast: the same rows, columns and bytes."""
+    from torch import nn
+
+    from prenet_callbacks import estimate
+
+    with torch.device("meta"):
+        module, x = nn.BatchNorm2d(16), torch.randn(4, 16, 6, 6)
+    est = estimate(module, x, targets=["H200-SXM"], precision="32-true", loss_fn=lambda y: y.float().sum())
+    captured = {s.dims["backward"]: s for unit in est.workload.units for s, _ in unit.ops if s.op_class == "norm"}
+    for backward in (False, True):
+        probe = gpu_probes.batch_norm_op(4, 16, 6, "float32", backward)
+        assert (probe.name, probe.dims, probe.bytes_read, probe.bytes_written, probe.flops) == (
+            captured[int(backward)].name, captured[int(backward)].dims, captured[int(backward)].bytes_read,
+            captured[int(backward)].bytes_written, captured[int(backward)].flops)
+    half = gpu_probes.batch_norm_op(4, 16, 6, "bfloat16", False)
+    assert half.dtype == "bfloat16" and half.bytes_written * 2 == captured[0].bytes_written
+
+
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+def test_a_batch_norm_probe_runs_training_mode_with_fp32_weights_and_times_autograds_backward(layout):
+    cpu = torch.device("cpu")
+    forward = gpu_probes._batch_norm("bfloat16", 2, 4, 3, layout, backward=False)(torch, cpu)
+    out = forward()
+    assert out.dtype == torch.bfloat16
+    assert out.is_contiguous(memory_format=torch.channels_last) == (layout == "channels_last")
+    backward = gpu_probes._batch_norm("bfloat16", 2, 4, 3, layout, backward=True)(torch, cpu)
+    grad_x, grad_w, grad_b = backward()
+    assert grad_x.dtype == torch.bfloat16 and grad_w.dtype == torch.float32 and grad_b.dtype == torch.float32
+    assert backward()[0].shape == (2, 4, 3, 3)      # the kept graph runs again
+
+
+def test_the_summary_gives_each_half_batch_norm_its_time_over_fp32s():
+    rows = [{"probe": "batch_norm", "label": "stem/nchw/forward", "dtype": dtype, "seconds": seconds,
+             "predicted_s": predicted}
+            for dtype, seconds, predicted in (("float32", 2e-4, 2e-4), ("bfloat16", 2e-4, 1e-4), ("float16", 1e-4, 1e-4))]
+    assert gpu_probes.summarise(rows)["batch_norm_over_fp32"] == {
+        "stem/nchw/forward": {"bfloat16_over_fp32": 1.0, "bf16_predicted_over_measured": 0.5, "float16_over_fp32": 0.5}}
