@@ -8,8 +8,8 @@ an H100's 8193 x 2501 x 5008 bf16 GEMM (509 against 502 TFLOP/s padded, float8_e
 an A100 bf16 linear that fell to a CUTLASS ``align1`` kernel (pytorch/pytorch issue 146817). The predictor
 has no rows of such GEMMs, so the projection assumes aligned speed; this module finds the GEMMs concerned
 and says so, with the fix (pad the dimension, as nanoGPT pads 50257 to 50304). The H200 acceptance run does
-not tell the cost either: `estimate()` is 29% short of its bf16 GPT-2 steps (a 50,257-token head) as it is 30-33%
-short of its ResNet-50 steps, which have no such GEMM, and within 6% of BERT's at batch 32 (30,522 tokens)
+not tell the cost either: `estimate()` is 29% short of its bf16 GPT-2 steps (a 50,257-token head, odd) and within 6%
+of BERT's at batch 32 (30,522 tokens, even), but as short of ResNet-50's (30-33%), which have no such GEMM
 (`benchmarks/estimate_h200.py`); its probes time the heads' GEMMs beside padded twins (`benchmarks/gpu_probes.py`).
 """
 from __future__ import annotations
