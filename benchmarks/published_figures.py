@@ -241,6 +241,7 @@ PRED_AB_STEP1 = RESULTS + "issue38_speed/predictor_speed_ab_without_blocks.json"
 PRED_PAIRED = RESULTS + "issue38_speed/predictor_speed_paired_2026-12-07.json"
 L2_WARM = RESULTS + "issue38_l2_warm_trial/"
 BN_TRIAL = RESULTS + "issue38_bf16_batch_norm/trial.json"
+BEFORE_GEMM_NET = "@f96d563"   # the result files before the GEMM network priced half-precision GEMMs (2026-12-07)
 
 
 def ab_figures(path: str) -> list:
@@ -280,7 +281,7 @@ QUOTES += [
           ("splits.development.wall_error_at_pace.median_abs", PCT1),
           ("splits.development.median_band_half_width", PCT0), ("splits.development.wall_in_band", INT),
           ("splits.development.runs", INT)))),
-    Q(README, "| per-op predictor on {} GPUs it never saw | {}% MAPE (the paper's method: {}%) |",
+    Q(README, "| per-op predictor on {} GPUs it never saw | {}% MAPE (the paper's method: {}%);",
       F(HELDOUT, gpus("heldout"), INT), F(HELDOUT, "summary.mape"), F(HELDOUT, "summary.baseline_mape")),
     Q(README, "| whole models across GPUs (Gavel, NeuSight) | {}% absolute, {}% relative speed |",
       F(PROJ, "summary.absolute_all.median"), F(PROJ, "summary.relative_speed_neusight_nvidia.mape")),
@@ -1260,14 +1261,14 @@ QUOTES += [
                   "steps, within {}-{} % before, are {}-{} % too fast",
       F(PROJ + "@4969abf", transformer("mpt-125m", "A100-SXM4-80GB"), PCT0),
       F(PROJ + "@4969abf", transformer("mpt-350m", "A100-SXM4-80GB"), PCT0),
-      F(PROJ, transformer("mpt-125m", "A100-SXM4-80GB"), PCT0),
-      F(PROJ, transformer("mpt-350m", "A100-SXM4-80GB"), PCT0),
+      F(PROJ + BEFORE_GEMM_NET, transformer("mpt-125m", "A100-SXM4-80GB"), PCT0),
+      F(PROJ + BEFORE_GEMM_NET, transformer("mpt-350m", "A100-SXM4-80GB"), PCT0),
       F(PROJ + "@4969abf", lambda d: statistics.mean(r["ape"] for r in d["transformers"] if r["gpu"] == "A100-SXM4-40GB"
                                                      and r["activation_checkpointing"] == "full"), PCT0),
-      F(PROJ, transformer("mpt-13b", "A100-SXM4-40GB"), PCT0), F(PROJ, transformer("mpt-7b", "A100-SXM4-40GB"), PCT0),
+      F(PROJ + BEFORE_GEMM_NET, transformer("mpt-13b", "A100-SXM4-40GB"), PCT0), F(PROJ + BEFORE_GEMM_NET, transformer("mpt-7b", "A100-SXM4-40GB"), PCT0),
       *(F(PROJ + at, lambda d, pick=pick: pick(r["ape"] for r in d["transformers"]
                                                if r["gpu"] == "H100-SXM5" and r["model"].startswith("mpt")), PCT0)
-        for at in ("@4969abf", "") for pick in (min, max))),
+        for at in ("@4969abf", BEFORE_GEMM_NET) for pick in (min, max))),
     Q(PROJECTION, "(the model's bus bandwidth is {}-{} % too high there); on 2- and 4-GPU XLA rings on H100 the "
                   "Vidur-fitted efficiencies are {}-{} % too high.",
       F(PROJ, collectives("B200", min), PCT0), F(PROJ, collectives("B200", max), PCT0),
@@ -3041,7 +3042,8 @@ BEFORE_TWINS = "@072c988"    # the result files as committed before the compute-
 
 
 def before_after(path: str, key: str, fmt: Fmt = SPCT1) -> list[F]:
-    return [F(path + BEFORE_TWINS, key, fmt), F(path, key, fmt)]
+    """A figure before the compute twins and right after them (the files before the GEMM network of 2026-12-07)."""
+    return [F(path + BEFORE_TWINS, key, fmt), F(path + BEFORE_GEMM_NET, key, fmt)]
 
 
 QUOTES += [
@@ -3059,13 +3061,13 @@ QUOTES += [
       *before_after(LAMBDA_BERT_V2, "summary.32-true.worst_abs_error", PCT1),
       F(LAMBDA_BERT_V2 + BEFORE_TWINS, "summary.16-true.relative_speed_mape"),
       F(LAMBDA_BERT_V2 + BEFORE_TWINS, "summary.32-true.relative_speed_mape"),
-      F(LAMBDA_BERT_V2, "summary.16-true.relative_speed_mape"), F(LAMBDA_BERT_V2, "summary.32-true.relative_speed_mape"),
-      F(LAMBDA_V2, "summary.16-mixed.median_error", SPCT1),
-      F(LAMBDA_V2 + BEFORE_TWINS, v2_step("GH200-96GB", "16-mixed"), SPCT1), F(LAMBDA_V2, v2_step("GH200-96GB", "16-mixed"), SPCT1),
-      F(LAMBDA_V2 + BEFORE_TWINS, v2_step("H200-SXM", "16-mixed"), SPCT1), F(LAMBDA_V2, v2_step("H200-SXM", "16-mixed"), SPCT1)),
+      F(LAMBDA_BERT_V2 + BEFORE_GEMM_NET, "summary.16-true.relative_speed_mape"), F(LAMBDA_BERT_V2 + BEFORE_GEMM_NET, "summary.32-true.relative_speed_mape"),
+      F(LAMBDA_V2 + BEFORE_GEMM_NET, "summary.16-mixed.median_error", SPCT1),
+      F(LAMBDA_V2 + BEFORE_TWINS, v2_step("GH200-96GB", "16-mixed"), SPCT1), F(LAMBDA_V2 + BEFORE_GEMM_NET, v2_step("GH200-96GB", "16-mixed"), SPCT1),
+      F(LAMBDA_V2 + BEFORE_TWINS, v2_step("H200-SXM", "16-mixed"), SPCT1), F(LAMBDA_V2 + BEFORE_GEMM_NET, v2_step("H200-SXM", "16-mixed"), SPCT1)),
     Q(CARD, "(0\nviolations against measured GPUs); against any GPU of the generation, bf16 ops, {} -> {} of {}",
-      F(PHYSICS + BEFORE_TWINS, BF16_EVERY + "violations", INTC), F(PHYSICS, BF16_EVERY + "violations", INTC),
-      F(PHYSICS, BF16_EVERY + "comparisons", INTC)),
+      F(PHYSICS + BEFORE_TWINS, BF16_EVERY + "violations", INTC), F(PHYSICS + BEFORE_GEMM_NET, BF16_EVERY + "violations", INTC),
+      F(PHYSICS + BEFORE_GEMM_NET, BF16_EVERY + "comparisons", INTC)),
     Q(CARD, "kept), the GH200's FP32 BERT-large; median {}% unchanged. Held out, the H200's `estimate()` steps, every row "
             "moving\ntoward its measurement: fp32 median {}% -> {}% (worst {}% -> {}%), bf16 {}% -> {}% (worst {}% -> {}%).",
       F(RESULTS + "issue38_compute_twin/none.json", "development.hopper_step_median_abs_error"),
@@ -3094,7 +3096,8 @@ def gavel_abs(pick: Callable, k80: bool = False) -> Callable[[Any], float]:
 
 
 def then_now(path: str, value, fmt: Fmt = PCT1) -> list[F]:
-    return [F(path + BEFORE_FP32_NET, value, fmt), F(path, value, fmt)]
+    """A figure before the FP32 convolution network and right after it (the files before the GEMM network)."""
+    return [F(path + BEFORE_FP32_NET, value, fmt), F(path + BEFORE_GEMM_NET, value, fmt)]
 
 
 QUOTES += [
@@ -3110,10 +3113,10 @@ QUOTES += [
             "the K80, a 2014 Kepler GPU no per-op data measures: its steps' median error {}% -> {}% (too fast), so "
             "absolute steps over all GPUs {}% -> {}% MAPE (median {}% -> {}%)",
       F(FP32_FOLDS, "summary.conv.network"), F(FP32_FOLDS, "summary.conv.class_model"),
-      *then_now(PHYSICS, conv_work("float32", "violations"), INT), F(PHYSICS, conv_work("float32", "steps"), INTC),
+      *then_now(PHYSICS, conv_work("float32", "violations"), INT), F(PHYSICS + BEFORE_GEMM_NET, conv_work("float32", "steps"), INTC),
       *then_now(PHYSICS, "generation_dominance.every_figure.violations", INTC),
-      F(PHYSICS, "generation_dominance.every_figure.comparisons", INTC),
-      F(PHYSICS, conv_work("tf32", "violations"), INT), F(PHYSICS, conv_work("tf32", "steps"), INTC),
+      F(PHYSICS + BEFORE_GEMM_NET, "generation_dominance.every_figure.comparisons", INTC),
+      F(PHYSICS + BEFORE_GEMM_NET, conv_work("tf32", "violations"), INT), F(PHYSICS + BEFORE_GEMM_NET, conv_work("tf32", "steps"), INTC),
       *then_now(PROJ, "summary.relative_speed_gavel_without_k80.mape"),
       *then_now(PROJ, "summary.relative_speed_gavel_without_k80.max", PCT0),
       *then_now(PROJ, "summary.relative_speed_nvidia_pascal_and_newer.mape"),
@@ -3188,12 +3191,14 @@ def bf16_gemm_work(d: Any) -> int:
 
 
 QUOTES += [
-    Q(CARD, "All 108 ops {}% MAPE (median {}%); bf16 GEMMs {}% (median {}%: too fast), fp32 GEMMs {}% ({}%: the "
-            "NeuSight lag), bf16 convolutions {}% as shipped against {}% without the kernel network, fp32 norms {}%. A "
-            "GEMM network whose inputs are times on the device took the bf16 GEMMs to {}-{}%",
+    Q(CARD, "All 108 ops\n{}% MAPE (median {}%); bf16 GEMMs {}% (median {}%: too fast) by the GEMM network against {}% by "
+            "the class\nmodel that priced them before, fp32 GEMMs {}% ({}%: the NeuSight lag), bf16 convolutions {}% as "
+            "shipped against\n{}% without the kernel network, fp32 norms {}%. The GEMM network's earlier variants took the "
+            "bf16 GEMMs to\n{}-{}%",
       F(H200_OPS, op_rows("all", "shipped", "mape")), F(H200_OPS, op_rows("all", "shipped", "median_error"), SPCT1),
       F(H200_OPS, op_rows("gemm/bfloat16", "shipped", "mape")),
       F(H200_OPS, op_rows("gemm/bfloat16", "shipped", "median_error"), SPCT1),
+      F(H200_OPS, op_rows("gemm/bfloat16", "class_models", "mape")),
       F(H200_OPS, op_rows("gemm/float32", "shipped", "mape")),
       F(H200_OPS, op_rows("gemm/float32", "shipped", "median_error"), SPCT1),
       F(H200_OPS, op_rows("conv/bfloat16", "shipped", "mape")),
@@ -3202,9 +3207,9 @@ QUOTES += [
       F(BF16_INPUT + "h200_op_rows.json", op_rows("gemm/bfloat16", "shipped", "mape")),
       F(ALIKE + "h200_op_rows.json", op_rows("gemm/bfloat16", "shipped", "mape"))),
     Q(CARD, "the roofline variant takes the\n  set's worst case from {}% to {}% (median {}% -> {}%)",
-      F(PROJ, "summary.transformer_step.all.max"),
+      F(PROJ + BEFORE_GEMM_NET, "summary.transformer_step.all.max"),
       F(GEMM_NET + "steps_roofline_mpt_as_ran/projection_accuracy.json", "summary.transformer_step.all.max"),
-      F(PROJ, "summary.transformer_step.all.median"),
+      F(PROJ + BEFORE_GEMM_NET, "summary.transformer_step.all.median"),
       F(GEMM_NET + "steps_roofline_mpt_as_ran/projection_accuracy.json", "summary.transformer_step.all.median")),
     Q(CARD, "and the whole steps fall back to the class model's (Lambda v2 BERT fp16 {}%)",
       F(GEMM_NET + "steps_roofline_nopower/projection_lambda_bert_v2.json", "summary.16-true.median_abs_error")),
@@ -3212,8 +3217,8 @@ QUOTES += [
             "tensor cores). Held out one GPU at a time it beat the class model on every GPU's half-precision GEMMs "
             "({}% against {}% pooled), and on the H200's own rows ({}% against {}%). The whole steps judged otherwise. "
             "With fp16 and bf16 alike, the transformer set went {}% -> {}% median, worst {}% -> {}%",
-      F(PHYSICS, bf16_gemm_work, INT), F(ALIKE + "predictor_physics.json", bf16_gemm_work, INT),
-      F(PHYSICS, lambda d: sum(d["work"][f"gemm_{dim}/bfloat16"]["steps"] for dim in ("m", "k")), INTC),
+      F(PHYSICS + BEFORE_GEMM_NET, bf16_gemm_work, INT), F(ALIKE + "predictor_physics.json", bf16_gemm_work, INT),
+      F(PHYSICS + BEFORE_GEMM_NET, lambda d: sum(d["work"][f"gemm_{dim}/bfloat16"]["steps"] for dim in ("m", "k")), INTC),
       F(GEMM_NET + "folds_times_half_alike.json", "summary.half.network+floor"),
       F(GEMM_NET + "folds_times_half_alike.json", "summary.half.class_model"),
       F(ALIKE + "h200_op_rows.json", op_rows("gemm/bfloat16", "shipped", "mape")),
@@ -3224,9 +3229,9 @@ QUOTES += [
                                                      "summary.transformer_step.all.max")),
     Q(CARD, "though Lambda's BERT fp16 v2 went {}% -> {}% and the H200's bf16 steps {}% -> {}%. With a bf16 input (the "
             "variant that kept the transformer set, {}%)",
-      F(LAMBDA_BERT_V2, "summary.16-true.median_abs_error"),
+      F(LAMBDA_BERT_V2 + BEFORE_GEMM_NET, "summary.16-true.median_abs_error"),
       F(ALIKE + "projection_lambda_bert_v2.json", "summary.16-true.median_abs_error"),
-      F(H200_EST, "summary.bf16-mixed.median_abs_error"),
+      F(H200_EST + BEFORE_GEMM_NET, "summary.bf16-mixed.median_abs_error"),
       F(ALIKE + "estimate_h200.json", "summary.bf16-mixed.median_abs_error"),
       F(BF16_INPUT + "projection_accuracy.json", "summary.transformer_step.all.median")),
     Q(CARD, "The bf16 convolutions' {} violations all lie there ({} of {} steps where bf16 runs); the bf16 GEMMs keep {} of "
@@ -3241,6 +3246,89 @@ QUOTES += [
     Q(CARD, "nor a wider network (64x32 units) changed that or brought the transformer set back ({}% and {}% median)",
       F(GEMM_NET + "steps_roofline/projection_accuracy.json", "summary.transformer_step.all.median"),
       F(GEMM_NET + "steps_roofline_64x32/projection_accuracy.json", "summary.transformer_step.all.median")),
+]
+
+
+GEMM_LOGO = GEMM_NET + "logo_against_shipped.json"
+NOPOWER_FOLDS = GEMM_NET + "folds_roofline_nopower.json"
+SMALL_NET = GEMM_NET + "small_16x8/"
+
+
+def bf16_gemm_where_run(key: str) -> Callable[[Any], int]:
+    """bf16 GEMM grid steps (``key``: violations or steps) on GPUs whose catalog entry runs bf16."""
+    return lambda d: sum(d["work"][f"gemm_{m}/bfloat16"]["where_supported"][key] for m in "mk")
+
+
+def fold_half(gpu: str, key: str) -> Callable[[Any], float]:
+    """One held-out GPU's half-precision GEMM MAPE in a GEMM-network folds file."""
+    return lambda d: next(f["half"][key] for f in d["folds"] if f["gpu"] == gpu)
+
+
+def small_logo(key: str) -> Callable[[Any], float]:
+    """The 16 x 8 network's folds against `evaluate`'s rows, pooled or its worst GPU (`gemm_network_logo.compare`)."""
+    def value(d: Any) -> float:
+        from benchmarks.gemm_network_logo import compare
+        result = compare(d, load(ROOT_EVAL))
+        return result["pooled"]["network"] if key == "pooled" else result["worst_gpu"]["network"]
+    return value
+
+
+ROOT_EVAL = "predictor_models/pretrained/heldout_eval.json"
+
+QUOTES += [
+    Q(CARD, "bf16 GEMMs faster at twice the work {} -> {} of\n  {} steps where bf16 runs ({} -> {} over every GPU",
+      F(PHYSICS + BEFORE_GEMM_NET, bf16_gemm_where_run("violations"), INT), F(PHYSICS, bf16_gemm_where_run("violations"), INT),
+      F(PHYSICS, bf16_gemm_where_run("steps"), INTC), F(PHYSICS + BEFORE_GEMM_NET, bf16_gemm_work, INT),
+      F(PHYSICS, bf16_gemm_work, INT)),
+    Q(CARD, "stronger GPUs of a generation priced slower on bf16 ops (every figure)\n  {} -> {} of {}.",
+      F(PHYSICS + BEFORE_GEMM_NET, BF16_EVERY + "violations", INTC), F(PHYSICS, BF16_EVERY + "violations", INTC),
+      F(PHYSICS, BF16_EVERY + "comparisons", INTC)),
+    Q(CARD, "the folds beside `evaluate`'s on the same\n  {} rows): pooled {}% MAPE against the class models' {}% ({}% as a "
+            "projection priced them); the worst GPU\n  {}% (B200) against {}% (B200); A100 SXM4 {}% against {}%, A40 {}% "
+            "against {}%, H100 {}% against {}%.",
+      F(GEMM_LOGO, "pooled.n", INTC), F(GEMM_LOGO, "pooled.network"), F(GEMM_LOGO, "pooled.class_models"),
+      F(GEMM_LOGO, "pooled.class_models_shipped"), F(GEMM_LOGO, "worst_gpu.network"),
+      F(GEMM_LOGO, "worst_gpu.class_models_shipped"),
+      *(F(GEMM_LOGO, f"by_gpu.{gpu}.{key}") for gpu in ("A100-SXM4-80GB", "A40", "H100-SXM5")
+        for key in ("network", "class_models_shipped"))),
+    Q(README, "{}% with half-precision GEMMs by the GEMM network, as shipped",
+      F(GEMM_LOGO, "every_class.with_network")),
+    Q(CARD, "Over every class's held-out rows, as shipped: {}% -> {}% MAPE",
+      F(GEMM_LOGO, "every_class.shipped_before"), F(GEMM_LOGO, "every_class.with_network")),
+    Q(CARD, "{}%\n  against {}% pooled (T4 {}% against {}%, V100 {}% against {}%). On the H200's own bf16 GEMM rows, which no\n"
+            "  training source has, {}% against {}%",
+      F(NOPOWER_FOLDS, "summary.half.network+floor"), F(NOPOWER_FOLDS, "summary.half.class_model"),
+      F(NOPOWER_FOLDS, fold_half("T4", "network+floor")), F(NOPOWER_FOLDS, fold_half("T4", "class_model")),
+      F(NOPOWER_FOLDS, fold_half("V100-SXM2-16GB", "network+floor")),
+      F(NOPOWER_FOLDS, fold_half("V100-SXM2-16GB", "class_model")),
+      F(H200_OPS, op_rows("gemm/bfloat16", "shipped", "mape")), F(H200_OPS, op_rows("gemm/bfloat16", "class_models", "mape"))),
+    Q(CARD, "the H200's bf16 `estimate()`\n  steps {}% -> {}% median, worst {}% -> {}%; the transformer set {}% -> {}%, worst {}% "
+            "-> {}%; Lambda's\n  BERT v1 AMP {}% -> {}%, worst {}% -> {}%; v2 AMP {}% -> {}%, worst {}% -> {}%; BERT with "
+            "autocast and\n  SDPA {}% -> {}%, worst {}% -> {}%",
+      *(F(path + at, key) for path, keys in (
+          (H200_EST, ("summary.bf16-mixed.median_abs_error", "summary.bf16-mixed.worst_abs_error")),
+          (PROJ, ("summary.transformer_step.all.median", "summary.transformer_step.all.max")),
+          (LAMBDA_BERT, ("summary.16-true.median_abs_error", "summary.16-true.worst_abs_error")),
+          (LAMBDA_BERT_V2, ("summary.16-true.median_abs_error", "summary.16-true.worst_abs_error")),
+          (RESULTS + "projection_lambda_bert_autocast_sdpa.json",
+           ("summary.16-mixed.median_abs_error", "summary.16-mixed.worst_abs_error")))
+        for key in keys for at in (BEFORE_GEMM_NET, ""))),
+    Q(CARD, "(v2 BERT B200 {}% -> {}%)",
+      F(LAMBDA_BERT_V2 + BEFORE_GEMM_NET, lambda d: min(r["error"] for r in d["rows"] if r["gpu"] == "B200"
+                                                         and r["precision"] == "16-true"), SPCT1),
+      F(LAMBDA_BERT_V2, lambda d: min(r["error"] for r in d["rows"] if r["gpu"] == "B200"
+                                       and r["precision"] == "16-true"), SPCT1)),
+    Q(CARD, "a smaller network (16 x 8 units, `small_16x8/`) was about\n  as good (pooled {}%, worst GPU {}%; transformer "
+            "worst {}%, H200 bf16 worst {}%)",
+      F(SMALL_NET + "folds_16x8.json", small_logo("pooled")), F(SMALL_NET + "folds_16x8.json", small_logo("worst")),
+      F(SMALL_NET + "steps/projection_accuracy.json", "summary.transformer_step.all.max"),
+      F(SMALL_NET + "steps/estimate_h200.json", "summary.bf16-mixed.worst_abs_error")),
+    Q(CARD, "paired with the code before, {}x\n  (`issue38_speed/predictor_speed_paired_gemm_network_blocked_run1.json`; {}x "
+            "before the network ran in blocks",
+      F(RESULTS + "issue38_speed/predictor_speed_paired_gemm_network_blocked_run1.json", "ratio_median", num(2)),
+      F(RESULTS + "issue38_speed/predictor_speed_paired_gemm_network_unblocked.json", "ratio_median", num(2))),
+    Q(CARD, "(a real model's few distinct GEMMs) {}x",
+      F(RESULTS + "issue38_speed/projection_speed_paired_gemm_network.json", "ratio_median", num(2))),
 ]
 
 

@@ -19,7 +19,7 @@ from typing import Sequence
 from predictor_models.paths import check_output_path
 
 
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 DEFAULT_MEMBERS = 3
 
 
@@ -125,7 +125,7 @@ def extra_lookup(extra: Sequence[str], devices: set[str]):
 def train(data: str | Path | None, out: str | Path, *, extra: Sequence[str] | None = None, sources: Sequence[str] | None = None,
           members: int = DEFAULT_MEMBERS, date: str | None = None, weight_decay: dict[str, float] | None = None,
           remove_host_lag: bool = False, networks: bool = True, log=print) -> Path:
-    """Fit every class model (and, unless ``networks`` is False, the tiled-kernel network) and write the
+    """Fit every class model (and, unless ``networks`` is False, the tiled-kernel and GEMM networks) and write the
     artifact; returns its path."""
     from threadpoolctl import threadpool_limits
 
@@ -141,7 +141,7 @@ def train(data: str | Path | None, out: str | Path, *, extra: Sequence[str] | No
     log(f"loaded {len(ts)} samples on {len(set(ts.gpu))} GPUs in {time.time() - start:.0f} s")
     with threadpool_limits(1):
         models = fit_models(ts, members=members, seed=SEED, weight_decay=weight_decay)
-        network = _fit_network(ts, SEED, log) if networks else None
+        fitted = _fit_networks(ts, SEED, log) if networks else []
     counts = {}
     for cls in sorted(models):
         mask = ts.ops.op_class == cls
@@ -159,26 +159,32 @@ def train(data: str | Path | None, out: str | Path, *, extra: Sequence[str] | No
         "members": members,
         "weight_decay": {cls: decay for cls, decay in sorted(weight_decays(weight_decay).items()) if cls in models},
         "host_lag_removed": bool(remove_host_lag),
-        "networks": [{"prices": list(network.classes), "modes": list(network.modes),
-                      "harness_lags_s": network.members[0].lags}] if network else [],
+        "networks": [{"prices": list(net.classes), "modes": list(net.modes), "inputs": net.inputs,
+                      "harness_lags_s": net.members[0].lags} for net in fitted],
     }
-    path = save_predictor(Predictor(models, metadata, networks=[network] if network else []), out)
+    path = save_predictor(Predictor(models, metadata, networks=fitted), out)
     log(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB) in {time.time() - start:.0f} s")
     return path
 
 
-def _fit_network(ts, seed: int, log):
+def _fit_networks(ts, seed: int, log) -> list:
+    """The tiled-kernel network (half-precision and FP32 convolutions) and the GEMM network (half-precision GEMMs),
+    those the data has rows for."""
     import torch
 
-    from predictor_models.predictor.training import fit_network
+    from predictor_models.predictor.training import fit_gemm_network, fit_network
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)   # one thread: the same file on every run of one machine
     try:
-        start = time.time()
-        network = fit_network(ts, seed=seed)
-        log(f"fitted the tiled-kernel network in {time.time() - start:.0f} s")
-        return network
+        fitted = []
+        for name, fit in (("tiled-kernel", fit_network), ("GEMM", fit_gemm_network)):
+            start = time.time()
+            network = fit(ts, seed=seed)
+            if network is not None:
+                log(f"fitted the {name} network in {time.time() - start:.0f} s")
+                fitted.append(network)
+        return fitted
     finally:
         torch.set_num_threads(threads)
 
@@ -194,7 +200,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--date", default=None, help="date recorded in the metadata (default: today)")
     add_weight_decay_argument(parser)
     parser.add_argument("--no-networks", action="store_true",
-                        help="skip the tiled-kernel network (half-precision convolutions then use the per-class "
+                        help="skip the kernel networks (half-precision convolutions and GEMMs then use the per-class "
                              "model; a quicker train)")
     parser.add_argument("--remove-host-lag", action="store_true",
                         help="learn kernel times: take off the host lag that NeuSight's per-op timings carry "

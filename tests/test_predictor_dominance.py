@@ -150,21 +150,23 @@ def test_the_guarantee_holds_across_separate_predictions(shipped):
 
 
 def test_the_raw_model_breaks_it_and_the_envelope_keeps_the_roofline(shipped):
+    """The class model's bf16 GEMMs (the shipped GEMM network's are left out here: it does not break the order on
+    these) price the H200 slower than the H100; the envelope fixes that."""
+    class_gemms = Predictor(shipped.models, shipped.metadata, shipped.heldout, shipped.default_utilisation,
+                            [net for net in shipped.networks if "gemm" not in net.classes])
     ops = [gemm_op(1, m, n, k, "bfloat16") for m in (512, 4096, 16384) for n in (768, 3072) for k in (768, 3072)]
     devices = [lookup_hardware("H200"), lookup_hardware("H100")]
-    held = shipped.predict_matrix(ops, devices)
-    shipped.device_envelope = False
-    try:
-        raw = shipped.predict_matrix(ops, devices)
-    finally:
-        shipped.device_envelope = True
+    held = class_gemms.predict_matrix(ops, devices)
+    class_gemms.device_envelope = False
+    raw = class_gemms.predict_matrix(ops, devices)
+    class_gemms.device_envelope = True
     assert np.any(raw[:, 0] > raw[:, 1] * 1.01)            # the H200 priced slower than the H100: what is fixed
     assert np.all(held[:, 0] <= held[:, 1] * (1 + 1e-6))
     assert np.all(held[:, 1] <= raw[:, 1] * (1 + 1e-9))     # the envelope only takes a weaker device's time ...
-    scaled = held[:, 1] * _bounds(shipped, ops, devices[0]) / _bounds(shipped, ops, devices[1])
+    scaled = held[:, 1] * _bounds(class_gemms, ops, devices[0]) / _bounds(class_gemms, ops, devices[1])
     assert np.all(held[:, 0] <= np.maximum(raw[:, 0], scaled) * (1 + 1e-9))   # ... or, unmeasured, its twin's
     for j, device in enumerate(devices):
-        assert np.all(held[:, j] >= shipped.bound_seconds(ops, device) * (1 - 1e-9))
+        assert np.all(held[:, j] >= class_gemms.bound_seconds(ops, device) * (1 - 1e-9))
 
 
 def test_a_calibrated_device_keeps_its_own_times(shipped):
@@ -229,4 +231,7 @@ def test_a_compute_bound_gemm_takes_its_twins_time_and_fp32_ops_are_left_alone(s
         raw = shipped.predict_matrix(fp32, [gh200])[0, 0]
     finally:
         shipped.device_envelope = True
-    assert shipped.predict_matrix(fp32, [gh200])[0, 0] == pytest.approx(raw, rel=1e-9)   # not held: its own
+    # not held to a twin: its own time (to rounding: the GH200 dominates the H100 in every figure, so its envelope
+    # compares the two, and the H100's own time is the higher here)
+    assert shipped.predict_matrix(fp32, [h100])[0, 0] > raw
+    assert shipped.predict_matrix(fp32, [gh200])[0, 0] == pytest.approx(raw, rel=1e-7)

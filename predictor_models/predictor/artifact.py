@@ -5,8 +5,9 @@ A ``predictor.json`` may also hold a calibration (format ``prenet-calibration``,
 
 Layout: ``{"format": "prenet-predictor", "format_version": 3, "metadata": {...},
 "default_utilisation": u, "launch_s": s, "classes": {op_class: {"features": [...], "members": [mlp...]}},
-"networks": [{"classes": [...], "modes": [...], "mono_features": [...], "free_features": [...],
-"members": [monotone network...]}]}`` (version 2 files, without networks, still load).
+"networks": [{"classes": [...], "modes": [...], "inputs": kind, "floor_s": s, "mono_features": [...],
+"free_features": [...], "members": [monotone network...]}]}`` (version 2 files, without networks, still load; a
+network without ``inputs`` has the tiled-kernel inputs and no floor).
 ``heldout_errors.json`` beside it (written by ``evaluate --update-card``) holds per-class MAPE.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from .bound import LAUNCH_S
 from .features import FEATURES
 from .files import ARTIFACT_NAME, CALIBRATION_FORMAT, HELDOUT_NAME, PREDICTOR_FORMAT, PRETRAINED_DIR
-from .kernel_features import FREE_NAMES, MONO_NAMES
+from .kernel_features import INPUTS
 from .mlp import from_json, to_json
 from .model import KernelNetwork, Predictor
 from .mono import MonoNet
@@ -47,8 +48,9 @@ def save_predictor(predictor: Predictor, out_dir: str | Path) -> Path:
             cls: {"features": FEATURES[cls][1], "members": [to_json(m) for m in members]}
             for cls, members in sorted(predictor.models.items())
         },
-        "networks": [{"classes": list(net.classes), "modes": list(net.modes), "mono_features": list(MONO_NAMES),
-                      "free_features": list(FREE_NAMES), "members": [m.to_json() for m in net.members]}
+        "networks": [{"classes": list(net.classes), "modes": list(net.modes), "inputs": net.inputs,
+                      "floor_s": net.floor_s, "mono_features": list(INPUTS[net.inputs][1]),
+                      "free_features": list(INPUTS[net.inputs][2]), "members": [m.to_json() for m in net.members]}
                      for net in predictor.networks],
     }
     path = out / ARTIFACT_NAME
@@ -116,12 +118,19 @@ def _load_cached(path_text: str, _mtime_key: float) -> Predictor:
 
 def _network(entry: dict) -> KernelNetwork:
     """A stored network, refused unless its inputs are this code's and its weights keep their signs."""
-    if tuple(entry["mono_features"]) != MONO_NAMES or tuple(entry["free_features"]) != FREE_NAMES:
+    inputs = entry.get("inputs", "tiled")
+    if inputs not in INPUTS:
+        raise ValueError(f"a kernel network's kind of inputs {inputs!r} is not this code's ({', '.join(INPUTS)})")
+    _, mono_names, free_names = INPUTS[inputs]
+    if tuple(entry["mono_features"]) != mono_names or tuple(entry["free_features"]) != free_names:
         raise ValueError("a kernel network's inputs differ from this code's")
     members = tuple(MonoNet.from_json(m) for m in entry["members"])
-    if not members or any(m.w1m.shape[0] != len(MONO_NAMES) or m.w1f.shape[0] != len(FREE_NAMES) for m in members):
+    if not members or any(m.w1m.shape[0] != len(mono_names) or m.w1f.shape[0] != len(free_names) for m in members):
         raise ValueError("a kernel network's width does not match its inputs")
-    return KernelNetwork(tuple(entry["classes"]), tuple(entry["modes"]), members)
+    floor_s = float(entry.get("floor_s", 0.0))
+    if not floor_s >= 0.0:
+        raise ValueError(f"a kernel network's floor {floor_s!r} is not a non-negative time")
+    return KernelNetwork(tuple(entry["classes"]), tuple(entry["modes"]), members, inputs, floor_s)
 
 
 def _load_calibration(path: Path, doc: dict) -> Predictor:

@@ -82,9 +82,47 @@ def tiled_features(p: Pairs) -> tuple[list[np.ndarray], list[np.ndarray]]:
     return mono, free
 
 
-def feature_arrays(p: Pairs) -> tuple[np.ndarray, np.ndarray]:
-    """``(pairs, monotone)`` and ``(pairs, free)`` float64 matrices, pairs flattened in C order."""
-    mono, free = tiled_features(p)
+# The GEMM network's inputs (2026-12-07): only times on the device among the monotone inputs, so that a GPU faster
+# than the training ones reads as a smaller op (raw sizes let a network learn each trained GPU's times from the sizes,
+# and a held-out H100's half-precision GEMMs came out 42-85% off, `benchmarks/results/issue38_gemm_scaled_network/`).
+# Compute and memory time are one input, their larger (DRAM bandwidth cannot move a compute-bound GEMM); the FLOPs per
+# board watt are left out (at equal time on the peak an H100 does 1.8x an A100's FLOPs per watt, which a monotone
+# input can only read as a larger op: the H100's large fp16 GEMMs came out 1.26x too slow in sample).
+GEMM_MONO_NAMES = ("log_roofline_s", "log_tiled_compute_s", "log_waves", "log_whole_waves", "log_tile_k_s",
+                   "log_whole_waves_tile_k_s", "log_bytes_over_l2")
+GEMM_FREE_NAMES = ("tf32", "half", "fp64", "tensor_core")
+
+
+def gemm_time_features(p: Pairs) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(monotone, free) input columns of the GEMM network (names: `GEMM_MONO_NAMES`, `GEMM_FREE_NAMES`). Each monotone
+    input is non-decreasing in b, m, n and k: the roofline time, the whole tiles' FLOPs at peak, the waves of tiles
+    over the SMs and their whole number, one tile's k-loop on one SM's share of the peak and that times the whole
+    waves, and the bytes against the L2. fp16 and bf16 read alike (no bf16 input: bf16 GEMMs are measured by one
+    harness only, and the input learnt that harness)."""
+    _, b, m, n, k, _ = tiled_view(p)
+    waves = b * np.ceil(m / TILE) * np.ceil(n / TILE) / p.dev.sms
+    tile_k_s = 2.0 * TILE * TILE * k * p.dev.sms / p.peak
+    mono = [
+        _log(np.maximum(p.ops.flops / p.peak, p.ops.bytes / p.dev.bandwidth)),
+        _log(2.0 * b * _padded(m) * _padded(n) * k / p.peak),
+        _log(waves), _log(np.ceil(waves)),
+        _log(tile_k_s), _log(np.ceil(waves) * tile_k_s),
+        _log(p.ops.bytes / p.dev.l2_bytes),
+    ]
+    mode = p.ops.mode
+    free = [(mode == 1) + 0.0 * b, ((mode == 2) | (mode == 3)) + 0.0 * b, (mode == 4) + 0.0 * b, p.tensor + 0.0 * b]
+    return mono, free
+
+
+# A network's kind of inputs: its feature function and the names of its monotone and free inputs.
+INPUTS = {"tiled": (tiled_features, MONO_NAMES, FREE_NAMES),
+          "gemm_times": (gemm_time_features, GEMM_MONO_NAMES, GEMM_FREE_NAMES)}
+
+
+def feature_arrays(p: Pairs, inputs: str = "tiled") -> tuple[np.ndarray, np.ndarray]:
+    """``(pairs, monotone)`` and ``(pairs, free)`` float64 matrices of the network inputs ``inputs`` (`INPUTS`), pairs
+    flattened in C order."""
+    mono, free = INPUTS[inputs][0](p)
     flat = lambda cols: np.stack([np.broadcast_to(np.asarray(c, dtype=np.float64), p.shape).reshape(-1)  # noqa: E731
                                   for c in cols], axis=1)
     return flat(mono), flat(free)

@@ -64,6 +64,8 @@ class KernelNetwork:
     classes: tuple[str, ...]
     modes: tuple[str, ...]
     members: tuple[MonoNet, ...]
+    inputs: str = "tiled"     # its kind of inputs (`kernel_features.INPUTS`)
+    floor_s: float = 0.0      # no kernel priced below this (the fastest kernel-timed one in its training rows)
 
     def covers(self, cols) -> np.ndarray:
         """Which rows of ``cols`` (`OpColumns`) it prices, before the device's tensor-core check."""
@@ -71,8 +73,9 @@ class KernelNetwork:
         return np.isin(cols.op_class, self.classes) & np.isin(cols.mode, modes)
 
     def log_seconds(self, pairs) -> np.ndarray:
-        mono, free = feature_arrays(pairs)
-        return (sum(member(mono, free) for member in self.members) / len(self.members)).reshape(pairs.shape)
+        mono, free = feature_arrays(pairs, self.inputs)
+        log_s = (sum(member(mono, free) for member in self.members) / len(self.members)).reshape(pairs.shape)
+        return np.maximum(log_s, np.log(self.floor_s)) if self.floor_s > 0 else log_s
 
 
 class Predictor:

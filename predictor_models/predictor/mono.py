@@ -18,6 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 
+ROWS_PER_BLOCK = 4096   # rows a call computes at once: a block's hidden activations stay in the CPU's cache
+
+
 def softplus(x: np.ndarray) -> np.ndarray:
     return np.logaddexp(0.0, x)
 
@@ -65,7 +68,19 @@ class MonoNet:
             raise ValueError("monotone network arrays do not fit together")
 
     def __call__(self, mono: np.ndarray, free: np.ndarray) -> np.ndarray:
-        """log seconds for rows of ``mono`` ``(n, m)`` and ``free`` ``(n, f)``."""
+        """log seconds for rows of ``mono`` ``(n, m)`` and ``free`` ``(n, f)``, `ROWS_PER_BLOCK` rows at a time (each
+        block's hidden activations stay in the CPU's cache: 130,000 rows took 139 ms so against 224 ms in one pass,
+        2026-12-07; every row's arithmetic is the same either way)."""
+        n = mono.shape[0]
+        if n <= ROWS_PER_BLOCK:
+            return self._rows(mono, free)
+        out = np.empty(n)
+        for start in range(0, n, ROWS_PER_BLOCK):
+            stop = min(n, start + ROWS_PER_BLOCK)
+            out[start:stop] = self._rows(mono[start:stop], free[start:stop])
+        return out
+
+    def _rows(self, mono: np.ndarray, free: np.ndarray) -> np.ndarray:
         z = (mono - self.mean) / self.scale
         h1 = activate(z @ self.w1m + free @ self.w1f + self.b1)
         h2 = activate(h1 @ self.w2 + free @ self.w2f + self.b2)

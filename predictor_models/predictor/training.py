@@ -13,7 +13,7 @@ from predictor_models.hardware import UnknownHardwareError
 from .bound import bound_seconds, paired
 from .devices import DeviceColumns, device_columns
 from .features import FEATURES, feature_matrix
-from .kernel_features import FREE_NAMES, MONO_NAMES, feature_arrays
+from .kernel_features import FREE_NAMES, GEMM_FREE_NAMES, GEMM_MONO_NAMES, MONO_NAMES, feature_arrays
 from .mlp import fit_mlp
 from .model import KernelNetwork
 from .mono_fit import fit_mono
@@ -48,6 +48,15 @@ NETWORK_TRAINED_ON = ("gemm", "conv")
 NETWORK_PRICES = ("conv",)
 NETWORK_MODES = ("fp16", "bf16", "fp32")
 NETWORK_CAP = 4000
+# The GEMM network (2026-12-07, `kernel_features.gemm_time_features`): trained on every GEMM in every mode (capped as
+# the tiled-kernel network's rows are), it prices fp16 and bf16 GEMMs (and the attention GEMMs `expand` makes) on GPUs
+# with tensor cores for them, at or above the fastest kernel-timed GEMM of its rows. Monotone in b, m, n and k by
+# construction, which the class model is not (305 bf16 grid steps faster at twice the work), and better on held-out
+# GPUs' half-precision GEMMs (`benchmarks/gemm_work_network_folds.py --inputs scaled-roofline-nopower`). FP32 and TF32
+# GEMMs stay with the class model: NeuSight's FP32 rows carry its harness lag, and a network learnt without it priced
+# held-out FP32 GEMMs worse (`benchmarks/results/issue38_network_fp32/`).
+GEMM_NETWORK_PRICES = ("gemm",)
+GEMM_NETWORK_MODES = ("fp16", "bf16")
 # Sources that train the network only: DeepBench's kernels (cuDNN 6-7, pre-Ampere) carry the only half-precision
 # convolutions there are, which the network needs; in the per-class FP32 models they moved the Lambda FP32 steps
 # from 5.9% to 16.7% median error (a trial of 2026-12-05, the development set), so those keep their 1.1 sources.
@@ -207,3 +216,25 @@ def fit_network(ts: TrainingSet, *, members: int = 1, seed: int = SEED, cap: int
     nets = tuple(fit_mono(mono, free, sub.seconds, lag_group=group, lag_names=names, seed=seed + i,
                           mono_names=MONO_NAMES, free_names=FREE_NAMES) for i in range(members))
     return KernelNetwork(NETWORK_PRICES, NETWORK_MODES, nets)
+
+
+def kernel_floor_s(ts: TrainingSet, rows: np.ndarray) -> float:
+    """The fastest op among ``rows`` that a kernel-timed source measured (not a harness whose times hold its host
+    lag, `HOST_LAG_SOURCES`); 0 when there is none."""
+    timed = rows[~np.isin(ts.source[rows], list(HOST_LAG_SOURCES))]
+    return float(ts.seconds[timed].min()) if timed.size else 0.0
+
+
+def fit_gemm_network(ts: TrainingSet, *, members: int = 1, seed: int = SEED,
+                     cap: int = NETWORK_CAP) -> KernelNetwork | None:
+    """The GEMM network (`GEMM_NETWORK_PRICES` in `GEMM_NETWORK_MODES`; every GEMM row trains it, harness lags learnt
+    beside it); None without rows."""
+    rows = np.flatnonzero(ts.ops.op_class == "gemm")
+    if rows.size < MIN_CLASS_ROWS:
+        return None
+    sub = ts.take(balanced_rows(ts, rows, cap=cap, seed=seed, by_kernel=True))
+    mono, free = feature_arrays(paired(sub.ops, sub.devices), "gemm_times")
+    names, group = harness_lag_groups(sub.source, sub.gpu)
+    nets = tuple(fit_mono(mono, free, sub.seconds, lag_group=group, lag_names=names, seed=seed + i,
+                          mono_names=GEMM_MONO_NAMES, free_names=GEMM_FREE_NAMES) for i in range(members))
+    return KernelNetwork(GEMM_NETWORK_PRICES, GEMM_NETWORK_MODES, nets, "gemm_times", kernel_floor_s(ts, rows))
