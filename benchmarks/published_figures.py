@@ -3313,6 +3313,14 @@ QUOTES += [
           (RESULTS + "projection_lambda_bert_autocast_sdpa.json",
            ("summary.16-mixed.median_abs_error", "summary.16-mixed.worst_abs_error")))
         for key in keys for at in (BEFORE_GEMM_NET, ""))),
+    Q(CARD, "v2 BERT {}% -> {}%, BERT with autocast alone {}% -> {}%, the H200's {}% -> {}%)",
+      F(LAMBDA_BERT_V2 + BEFORE_GEMM_NET, "summary.16-true.worst_abs_error"),
+      F(LAMBDA_BERT_V2, "summary.16-true.worst_abs_error"),
+      F(RESULTS + "projection_lambda_bert_autocast.json" + BEFORE_GEMM_NET, "summary.16-mixed.worst_abs_error"),
+      F(RESULTS + "projection_lambda_bert_autocast.json", "summary.16-mixed.worst_abs_error"),
+      F(H200_EST + BEFORE_GEMM_NET, "summary.bf16-mixed.worst_abs_error"), F(H200_EST, "summary.bf16-mixed.worst_abs_error")),
+    Q(CARD, "the worst over every development set, a K80\n  step's {}% (then a host-bound CNN step's {}%), does not move",
+      F(PROJ, "summary.absolute_all.max"), F(PROJ, "summary.hostbound_step.max")),
     Q(CARD, "(v2 BERT B200 {}% -> {}%)",
       F(LAMBDA_BERT_V2 + BEFORE_GEMM_NET, lambda d: min(r["error"] for r in d["rows"] if r["gpu"] == "B200"
                                                          and r["precision"] == "16-true"), SPCT1),
