@@ -3335,6 +3335,11 @@ QUOTES += [
             "before the network ran in blocks",
       F(RESULTS + "issue38_speed/predictor_speed_paired_gemm_network_blocked_run1.json", "ratio_median", num(2)),
       F(RESULTS + "issue38_speed/predictor_speed_paired_gemm_network_unblocked.json", "ratio_median", num(2))),
+    Q(OVERHEAD, "1.24x the code before (median {} against {} ms, a busier hour;",
+      F(RESULTS + "issue38_speed/predictor_speed_paired_gemm_network_blocked_run1.json", "this_median_ms", num(1)),
+      F(RESULTS + "issue38_speed/predictor_speed_paired_gemm_network_blocked_run1.json", "other_median_ms", num(1))),
+    Q(OVERHEAD, "A real projection, whose model has a few distinct GEMM shapes, pays {}x",
+      F(RESULTS + "issue38_speed/projection_speed_paired_gemm_network.json", "ratio_median", num(2))),
     Q(CARD, "(a real model's few distinct GEMMs) {}x",
       F(RESULTS + "issue38_speed/projection_speed_paired_gemm_network.json", "ratio_median", num(2))),
 ]

@@ -45,8 +45,19 @@ DEFAULTS = {
     "MI250X": "MI250X",
 }
 
-# Figures missing from the curated table that we fill as labelled estimates (see each note).
+# Figures missing from the curated table that we fill as labelled estimates (see each note). "fields" are peaks
+# (TFLOPS by precision); "l2_cache_mb" an L2 the table lacks (the predictor reads a GPU without one as 4 MB).
+_GH200_L2 = ("ESTIMATED L2: 50 MB, the H100 SXM5's (the same GH100 part with 132 SMs); not in a stored source (a GPU "
+             "without the figure reads as 4 MB, and the GEMM network and the class models read the L2).")
 ESTIMATES = {
+    "GH200-96GB": {
+        "fields": {}, "l2_cache_mb": 50,
+        "note": "GPU part of the GH200 superchip (original HBM3 version; CPU side has up to 480 GB LPDDR5X). " + _GH200_L2,
+    },
+    "GH200-HBM3e": {
+        "fields": {}, "l2_cache_mb": 50,
+        "note": "HBM3e refresh of GH200 (141 GB, 4.8 TB/s); single-source (stas00); other fields unconfirmed. " + _GH200_L2,
+    },
     "H100-NVL": {
         "fields": {"tf32": 417.5, "fp16": 835.5, "bf16": 835.5, "fp8": 1670.5, "fp64": 30.0},
         "interconnect_bandwidth_gbs": 600,
@@ -100,7 +111,6 @@ NOTES = {
     "P4": "No tensor cores; native FP16 at 1/64 rate. 20 SMs (deviceQuery; NeuSight's 40 is wrong). 75 W board.",
     "P40": "No tensor cores; native FP16 at 1/64 rate. 12 TFLOPS FP32, 346 GB/s, 250 W.",
     "A10G": "AWS G5 variant of GA102: 80 SMs; NVIDIA/AWS datasheet 35 FP32 / 70 FP16 dense.",
-    "GH200-HBM3e": "HBM3e refresh of GH200 (141 GB, 4.8 TB/s); single-source (stas00); other fields unconfirmed.",
 }
 
 # FP32 on matrix cores (dense TFLOPS) where it beats the vector FP32 column: CDNA1/CDNA2 run FP32

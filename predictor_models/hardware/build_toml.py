@@ -85,7 +85,9 @@ def build_accelerators(rows: list[dict[str, str]]) -> str:
         if estimate:
             for key, value in estimate["fields"].items():
                 values[f"{key}_tflops"] = value
-            values["estimated"] = sorted(estimate["fields"])
+            values["estimated"] = sorted(estimate["fields"])   # precisions only: the note says an estimated L2
+            if "l2_cache_mb" in estimate:
+                values["l2_cache_mb"] = estimate["l2_cache_mb"]
             if "interconnect_bandwidth_gbs" in estimate:
                 values["interconnect_bandwidth_gbs"] = estimate["interconnect_bandwidth_gbs"]
         for key, value in NETWORK.get(name, {}).items():
