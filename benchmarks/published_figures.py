@@ -523,6 +523,15 @@ def resnet_bf16_over_fp32(batch: int, key: str) -> Callable[[Any], float]:
     return lambda d: h200_est("resnet50", batch, "bf16-mixed", key)(d) / h200_est("resnet50", batch, "32-true", key)(d)
 
 
+FLASH_IO = RESULTS + "issue38_flash_io/"
+
+
+def llama_1b(seq: int) -> Callable[[Any], float]:
+    """The flash-IO trial's Llama-3.2-1B H200 step error at ``seq`` tokens."""
+    return lambda d: next(r["predicted_s"] / r["measured_s"] - 1 for r in d["transformers"]["rows"]
+                          if r["model"] == "llama-3.2-1b" and r["seq"] == seq)
+
+
 def resnet_error(variant: str, batch: int) -> Callable[[Any], float]:
     """The bf16 batch norm trial's ResNet-50 bf16-mixed error at ``batch`` in one variant."""
     return lambda d: next(r["error"] for r in d["variants"][variant]["rows"]
@@ -1824,6 +1833,15 @@ QUOTES += [
       F(PRED_AB, "runs.0.result.ops", INTC), F(PRED_AB, "runs.0.result.devices", INT),
       F(PRED_AB, "runs.0.result.target_ms", INT), *ab_figures(PRED_AB),
       F(PRED_AB_STEP1, "summary.before.median_ms", num(1)), F(PRED_AB_STEP1, "summary.after.median_ms", num(1))),
+    Q(CARD, "too slow by {}% at 768 tokens to {}% at 16K, come within\n  {}% to {}%; but the transformer set's worst case goes "
+            "{}% -> {}% (the H100 steps further too fast), the\n  H200's bf16 `estimate()` steps {}% -> {}%, and Lambda's "
+            "BERT with SDPA {}% -> {}%.",
+      F(FLASH_IO + "shipped.json", llama_1b(768), SPCT1), F(FLASH_IO + "shipped.json", llama_1b(16384), SPCT1),
+      F(FLASH_IO + "flash_io.json", lambda d: min(llama_1b(s)(d) for s in (768, 1024, 2048, 4096, 8192, 16384)), SPCT1),
+      F(FLASH_IO + "flash_io.json", lambda d: max(llama_1b(s)(d) for s in (768, 1024, 2048, 4096, 8192, 16384)), SPCT1),
+      *(F(FLASH_IO + v + ".json", "transformers.summary.all.max") for v in ("shipped", "flash_io")),
+      *(F(FLASH_IO + v + ".json", "h200.bf16-mixed.worst_abs_error") for v in ("shipped", "flash_io")),
+      *(F(FLASH_IO + v + ".json", "lambda_bert_sdpa.16-mixed.worst_abs_error") for v in ("shipped", "flash_io"))),
     Q(CARD, "element-rate-bound kernel), those steps go from {}% / {}% to {}% / {}% (bf16 median {}% -> {}%,\n  "
             "worst unchanged at BERT's {}%)",
       *(F(BN_TRIAL, resnet_error(variant, batch), SPCT1) for variant in ("shipped", "bf16_batch_norm_at_fp32")
