@@ -50,6 +50,12 @@ DEFAULTS = {
 _GH200_L2 = ("ESTIMATED L2: 50 MB, the H100 SXM5's (the same GH100 part with 132 SMs); not in a stored source (a GPU "
              "without the figure reads as 4 MB, and the GEMM network and the class models read the L2).")
 ESTIMATES = {
+    "A16": {
+        "fields": {"bf16": 17.9},
+        "note": "Per GPU; an A16 board holds 4 GPUs. TDP is per board (left empty). ESTIMATED bf16: the fp16 tensor "
+        "rate, as on every Ampere GPU's tensor cores; no bf16 figure in a stored source (without one, its bf16 "
+        "GEMMs fell to the class model, not monotone in their work).",
+    },
     "GH200-96GB": {
         "fields": {}, "l2_cache_mb": 50,
         "note": "GPU part of the GH200 superchip (original HBM3 version; CPU side has up to 480 GB LPDDR5X). " + _GH200_L2,
