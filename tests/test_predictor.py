@@ -225,10 +225,10 @@ class _StandIn:
 def test_a_peak_the_catalog_lacks_is_noted_and_a_faulty_device_raises():
     from predictor_models.predictor.devices import device_columns
 
-    a16, h100 = lookup_hardware("A16"), lookup_hardware("H100")
-    cols = device_columns([h100, a16])
-    assert cols.notes == ("A16: no published bf16 peak in the catalog; its fp32 peak stands in",)
-    assert cols.peaks[1, 3] == cols.peaks[1, 0]                     # bf16 column = fp32 peak
+    a10g, h100 = lookup_hardware("A10G"), lookup_hardware("H100")
+    cols = device_columns([h100, a10g])
+    assert cols.notes == ("A10G: no published fp64 peak in the catalog; its fp32 peak stands in",)
+    assert cols.peaks[1, 4] == cols.peaks[1, 0]                     # fp64 column = fp32 peak
     assert cols.take(np.array([0])).notes == () and cols.take(np.array([1, 1])).notes == cols.notes
     # a precision the hardware lacks is physics (libraries run fp32), not a gap: no note
     assert device_columns([lookup_hardware("A100-PCIe-40GB")]).notes == ()
