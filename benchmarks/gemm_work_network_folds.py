@@ -100,12 +100,13 @@ def scaled_features(pairs, inputs: str) -> tuple[np.ndarray, np.ndarray]:
     """The second trial's input matrices for the variant ``inputs`` (module docstring)."""
     from predictor_models.predictor.kernel_features import _log, tiled_view
 
-    mono, free = time_features(pairs, bf16_input=inputs not in ("scaled-half-alike", "scaled-roofline",
-                                                                "scaled-roofline-nopower"))
+    if inputs == "scaled-roofline-nopower":   # what ships since 2026-12-07: the predictor's own inputs
+        from predictor_models.predictor.kernel_features import feature_arrays
+
+        return feature_arrays(pairs, "gemm_times")
+    mono, free = time_features(pairs, bf16_input=inputs not in ("scaled-half-alike", "scaled-roofline"))
     if inputs.startswith("scaled-roofline"):
         mono = [np.maximum(mono[0], mono[1])] + mono[2:]
-    if inputs == "scaled-roofline-nopower":   # without the FLOPs per board watt (the last monotone input)
-        mono = mono[:-1]
     if inputs == "scaled-monotone":
         mono = mono[:5] + [_log(tiled_view(pairs)[4])] + mono[7:]
     if inputs == "scaled":
@@ -115,10 +116,9 @@ def scaled_features(pairs, inputs: str) -> tuple[np.ndarray, np.ndarray]:
 
 def kernel_floor(ts, rows: np.ndarray) -> float:
     """The fastest GEMM among ``rows`` that a kernel-timed source (not NeuSight's events around one call) measured."""
-    from predictor_models.predictor.training import HOST_LAG_SOURCES
+    from predictor_models.predictor.training import kernel_floor_s
 
-    timed = rows[~np.isin(ts.source[rows], list(HOST_LAG_SOURCES))]
-    return float(ts.seconds[timed].min()) if timed.size else 0.0
+    return kernel_floor_s(ts, rows)
 
 
 def fit_on(ts, rows: np.ndarray, inputs: str, seed: int, **fit_options):

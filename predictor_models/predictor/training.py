@@ -13,9 +13,10 @@ from predictor_models.hardware import UnknownHardwareError
 from .bound import bound_seconds, paired
 from .devices import DeviceColumns, device_columns
 from .features import FEATURES, feature_matrix
-from .kernel_features import FREE_NAMES, GEMM_FREE_NAMES, GEMM_MONO_NAMES, MONO_NAMES, feature_arrays
+from .kernel_features import INPUTS, feature_arrays
 from .mlp import fit_mlp
 from .model import KernelNetwork
+from .mono import MonoNet
 from .mono_fit import fit_mono
 from .optable import OpColumns, op_columns
 
@@ -208,14 +209,8 @@ def harness_lag_groups(source: np.ndarray, gpu: np.ndarray) -> tuple[list[str], 
 def fit_network(ts: TrainingSet, *, members: int = 1, seed: int = SEED, cap: int = NETWORK_CAP) -> KernelNetwork | None:
     """The tiled-kernel network (`NETWORK_TRAINED_ON` rows, harness lags learnt beside it); None without rows."""
     rows = np.flatnonzero(np.isin(ts.ops.op_class, NETWORK_TRAINED_ON))
-    if rows.size < MIN_CLASS_ROWS:
-        return None
-    sub = ts.take(balanced_rows(ts, rows, cap=cap, seed=seed, by_kernel=True))
-    mono, free = feature_arrays(paired(sub.ops, sub.devices))
-    names, group = harness_lag_groups(sub.source, sub.gpu)
-    nets = tuple(fit_mono(mono, free, sub.seconds, lag_group=group, lag_names=names, seed=seed + i,
-                          mono_names=MONO_NAMES, free_names=FREE_NAMES) for i in range(members))
-    return KernelNetwork(NETWORK_PRICES, NETWORK_MODES, nets)
+    nets = _fit_members(ts, rows, "tiled", members=members, seed=seed, cap=cap)
+    return KernelNetwork(NETWORK_PRICES, NETWORK_MODES, nets) if nets else None
 
 
 def kernel_floor_s(ts: TrainingSet, rows: np.ndarray) -> float:
@@ -230,11 +225,20 @@ def fit_gemm_network(ts: TrainingSet, *, members: int = 1, seed: int = SEED,
     """The GEMM network (`GEMM_NETWORK_PRICES` in `GEMM_NETWORK_MODES`; every GEMM row trains it, harness lags learnt
     beside it); None without rows."""
     rows = np.flatnonzero(ts.ops.op_class == "gemm")
+    nets = _fit_members(ts, rows, "gemm_times", members=members, seed=seed, cap=cap)
+    return (KernelNetwork(GEMM_NETWORK_PRICES, GEMM_NETWORK_MODES, nets, "gemm_times", kernel_floor_s(ts, rows))
+            if nets else None)
+
+
+def _fit_members(ts: TrainingSet, rows: np.ndarray, inputs: str, *, members: int, seed: int,
+                 cap: int) -> tuple[MonoNet, ...]:
+    """``members`` monotone networks of the kind of inputs ``inputs`` on ``rows`` (capped per source, GPU, class,
+    kernel and mode), each with its harness lags learnt beside it; empty with too few rows."""
     if rows.size < MIN_CLASS_ROWS:
-        return None
+        return ()
     sub = ts.take(balanced_rows(ts, rows, cap=cap, seed=seed, by_kernel=True))
-    mono, free = feature_arrays(paired(sub.ops, sub.devices), "gemm_times")
+    mono, free = feature_arrays(paired(sub.ops, sub.devices), inputs)
     names, group = harness_lag_groups(sub.source, sub.gpu)
-    nets = tuple(fit_mono(mono, free, sub.seconds, lag_group=group, lag_names=names, seed=seed + i,
-                          mono_names=GEMM_MONO_NAMES, free_names=GEMM_FREE_NAMES) for i in range(members))
-    return KernelNetwork(GEMM_NETWORK_PRICES, GEMM_NETWORK_MODES, nets, "gemm_times", kernel_floor_s(ts, rows))
+    _, mono_names, free_names = INPUTS[inputs]
+    return tuple(fit_mono(mono, free, sub.seconds, lag_group=group, lag_names=names, seed=seed + i,
+                          mono_names=mono_names, free_names=free_names) for i in range(members))
