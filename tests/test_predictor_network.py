@@ -17,6 +17,7 @@ from predictor_models.predictor.devices import device_columns
 from predictor_models.predictor.expand import conv_kernels, is_depthwise
 from predictor_models.predictor.kernel_features import MONO_NAMES, tiled_features
 from predictor_models.predictor.model import KernelNetwork
+from predictor_models.predictor import mono
 from predictor_models.predictor.mono import MonoNet
 from predictor_models.predictor.optable import op_columns
 from predictor_models.predictor.training import build_training_set, fit_models, fit_network
@@ -40,6 +41,36 @@ def test_a_monotone_network_never_falls_when_a_monotone_input_grows():
             bumped = mono.copy()
             bumped[:, j] += rng.uniform(0, 4, size=400)
             assert np.all(net(bumped, free) >= base - 1e-12)
+
+
+def test_the_units_are_tanh_and_softplus_and_never_fall_even_at_the_last_bit():
+    """`mono.tanh` and `mono.softplus` are built from exp and log for speed: the same functions to ~1e-16 from
+    -1e4 to 1e4 (no overflow), and non-decreasing on a fine sorted sweep, including around 0 and their caps."""
+    rng = np.random.default_rng(5)
+    x = np.sort(np.concatenate([rng.normal(scale=s, size=20_000) for s in (1e-12, 1e-6, 1e-2, 1.0, 10.0, 40.0, 1e4)]
+                               + [np.linspace(lo, hi, 5_000) for lo, hi in ((-20.1, -19.9), (39.9, 40.1), (19.9, 20.1))]))
+    with np.errstate(all="raise"):
+        tanh, softplus = mono.tanh(x, np.empty_like(x)), mono.softplus(x, np.empty_like(x))
+    np.testing.assert_allclose(tanh, np.tanh(x), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(softplus, np.logaddexp(0.0, x), rtol=1e-15, atol=1e-15)
+    assert np.all(np.diff(tanh) >= 0) and np.all(np.diff(softplus) >= 0)
+
+
+def test_the_network_computes_its_documented_layers():
+    """The folded, units-first evaluation is the module docstring's formula, layer by layer."""
+    rng = np.random.default_rng(6)
+    net = _random_net(rng)
+    inputs, free = rng.normal(size=(5_000, 5)) * 3, rng.normal(size=(5_000, 3))
+
+    def act(h):
+        half = h.shape[1] // 2
+        return np.concatenate([np.tanh(h[:, :half]), np.logaddexp(0.0, h[:, half:])], axis=1)
+
+    z = (inputs - net.mean) / net.scale
+    h1 = act(z @ net.w1m + free @ net.w1f + net.b1)
+    h2 = act(h1 @ net.w2 + free @ net.w2f + net.b2)
+    expected = h2 @ net.w3 + z @ net.ws + free @ net.w3f + net.b3
+    np.testing.assert_allclose(net(inputs, free), expected, rtol=1e-12, atol=1e-12)
 
 
 def test_a_network_whose_signs_are_broken_is_refused():

@@ -21,16 +21,46 @@ import numpy as np
 ROWS_PER_BLOCK = 4096   # rows a call computes at once: a block's hidden activations stay in the CPU's cache
 
 
-def softplus(x: np.ndarray) -> np.ndarray:
-    return np.logaddexp(0.0, x)
+# the arguments' range: beyond it each unit is constant to the last bit (tanh is +-1.0, softplus 0.0 below and
+# x itself above, where 1 + exp(x) rounds to exp(x)); exp never overflows nor reaches its slow subnormal results
+TANH_RANGE = (-20.0, 20.0)
+SOFTPLUS_RANGE = (-40.0, 40.0)
+
+
+def tanh(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """tanh(x) = 1 - 2 / (exp(2x) + 1), into ``out``: one exp and a few cheap passes, twice as fast as NumPy's tanh
+    on this machine (which has no vectorised float64 tanh without AVX-512). Each step is non-decreasing in x in
+    floating point too (exp, adding, 2/y then negated), so a unit never falls as its input grows; absolute error
+    ~1e-16."""
+    np.clip(x, *TANH_RANGE, out=out)
+    out *= 2.0
+    np.exp(out, out=out)
+    out += 1.0
+    np.divide(-2.0, out, out=out)
+    out += 1.0
+    return out
+
+
+def softplus(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """softplus(x) = max(x, log(1 + exp(x clipped to its range))), into ``out`` (not ``x``: the last step reads
+    it): exp and log, 1.7x as fast as NumPy's logaddexp here, and non-decreasing step by step in floating point
+    (logaddexp fell at the last bit 5 times on a fine sweep of 200,000 points)."""
+    np.clip(x, *SOFTPLUS_RANGE, out=out)
+    np.exp(out, out=out)
+    out += 1.0
+    np.log(out, out=out)
+    np.maximum(out, x, out=out)
+    return out
 
 
 def activate(h: np.ndarray) -> np.ndarray:
-    """Half the units tanh, half softplus (both non-decreasing)."""
-    half = h.shape[-1] // 2
+    """Half the units tanh, half softplus (both non-decreasing), for ``h`` of shape ``(units, rows)``: each half is
+    one contiguous block, so every pass runs over it at once (on rows of 16 units a pass paid its per-row cost
+    4,096 times a block and took twice as long)."""
+    half = h.shape[0] // 2
     out = np.empty_like(h)
-    out[..., :half] = np.tanh(h[..., :half])
-    out[..., half:] = softplus(h[..., half:])
+    tanh(h[:half], out=out[:half])
+    softplus(h[half:], out=out[half:])
     return out
 
 
@@ -71,20 +101,39 @@ class MonoNet:
         """log seconds for rows of ``mono`` ``(n, m)`` and ``free`` ``(n, f)``, `ROWS_PER_BLOCK` rows at a time (each
         block's hidden activations stay in the CPU's cache: 130,000 rows took 139 ms so against 224 ms in one pass,
         2026-12-07; every row's arithmetic is the same either way)."""
-        n = mono.shape[0]
+        inputs = np.concatenate([mono, free], axis=1)   # one product a block for both kinds of input
+        n = inputs.shape[0]
         if n <= ROWS_PER_BLOCK:
-            return self._rows(mono, free)
+            return self._rows(inputs)
         out = np.empty(n)
         for start in range(0, n, ROWS_PER_BLOCK):
             stop = min(n, start + ROWS_PER_BLOCK)
-            out[start:stop] = self._rows(mono[start:stop], free[start:stop])
+            out[start:stop] = self._rows(inputs[start:stop])
         return out
 
-    def _rows(self, mono: np.ndarray, free: np.ndarray) -> np.ndarray:
-        z = (mono - self.mean) / self.scale
-        h1 = activate(z @ self.w1m + free @ self.w1f + self.b1)
-        h2 = activate(h1 @ self.w2 + free @ self.w2f + self.b2)
-        return h2 @ self.w3 + z @ self.ws + free @ self.w3f + self.b3
+    def __post_init__(self) -> None:
+        # every layer's part from the inputs (the monotone ones standardised, the free ones), and the skip path,
+        # folded into one product per block, units first: ``(h1 + h2 + 1, m + f)``; scale > 0, so the monotone
+        # inputs' weights keep their signs
+        h1, h2 = self.w2.shape
+        m, f = self.mean.shape[0], self.w1f.shape[0]
+        from_inputs = np.zeros((h1 + h2 + 1, m + f))
+        from_inputs[:h1, :m] = (self.w1m / self.scale[:, None]).T
+        from_inputs[-1, :m] = self.ws / self.scale
+        from_inputs[:, m:] = np.concatenate([self.w1f, self.w2f, self.w3f[:, None]], axis=1).T
+        shift = self.mean / self.scale
+        bias = np.concatenate([self.b1 - shift @ self.w1m, self.b2, [self.b3 - shift @ self.ws]])
+        object.__setattr__(self, "_fused", (from_inputs, bias[:, None], np.ascontiguousarray(self.w2.T)))
+
+    def _rows(self, inputs: np.ndarray) -> np.ndarray:
+        # units along the first axis, rows along the second: each layer's tanh and softplus halves are contiguous
+        from_inputs, bias, w2_t = self._fused
+        h1 = w2_t.shape[1]
+        pre = from_inputs @ inputs.T
+        pre += bias
+        hidden = w2_t @ activate(pre[:h1])
+        hidden += pre[h1:-1]
+        return self.w3 @ activate(hidden) + pre[-1]
 
     def to_json(self) -> dict:
         arrays = {k: getattr(self, k).tolist() for k in ("mean", "scale", "w1m", "w1f", "b1", "w2", "w2f", "b2",
