@@ -3274,6 +3274,12 @@ SMALL_NET = GEMM_NET + "small_16x8/"
 NET_SPEED = RESULTS + "issue38_speed/predictor_speed_paired_gemm_network_blocked_run1.json"
 NET_SPEED_UNBLOCKED = RESULTS + "issue38_speed/predictor_speed_paired_gemm_network_unblocked.json"
 NET_PROJECTION_SPEED = RESULTS + "issue38_speed/projection_speed_paired_gemm_network.json"
+UNITS_SPEED = RESULTS + "issue38_speed/mono_units_speed.json"
+UNITS_PAIRED = RESULTS + "issue38_speed/predictor_speed_paired_fast_activations_run2.json"
+UNITS_PAIRED_RUN1 = RESULTS + "issue38_speed/predictor_speed_paired_fast_activations_run1.json"
+UNITS_VS_BEFORE_NET = RESULTS + "issue38_speed/predictor_speed_paired_fast_activations_vs_before_gemm_network.json"
+UNITS_ABSOLUTE = RESULTS + "issue38_speed/predictor_speed_fast_activations.json"
+UNITS_PROJECTION = RESULTS + "issue38_speed/projection_speed_paired_fast_activations.json"
 
 
 def bf16_gemm_where_run(key: str) -> Callable[[Any], int]:
@@ -3363,6 +3369,32 @@ QUOTES += [
     *(Q(doc, text, F(NET_PROJECTION_SPEED, "ratio_median", num(2))) for doc, text in (
         (OVERHEAD, "A real projection, whose model has a few distinct GEMM shapes, pays {}x"),
         (CARD, "(a real model's few distinct GEMMs) {}x"))),
+    Q(OVERHEAD, "16 x 4,096 units, tanh {} against NumPy's {} ms, softplus {} against {} ms; the benchmark's {} network "
+                "rows {} against {} ms",
+      *(F(UNITS_SPEED, f"units.{side}.median_ms", num(2)) for side in ("tanh", "numpy_tanh", "softplus", "numpy_logaddexp")),
+      F(UNITS_SPEED, "network_rows", INTC),
+      *(F(UNITS_SPEED, f"networks.{side}.median_ms", num(1)) for side in ("shipped", "textbook"))),
+    Q(CARD, "the benchmark's network rows {} against {} ms",
+      *(F(UNITS_SPEED, f"networks.{side}.median_ms", num(1)) for side in ("shipped", "textbook"))),
+    *(Q(doc, text, *(F(source, key, num(digits)) for source, key, digits in figures)) for doc, text, figures in (
+        (OVERHEAD, "median {} against {} ms, ratio {} (quartiles {}-{}), faster in {}% of pairs",
+         ((UNITS_PAIRED, "this_median_ms", 1), (UNITS_PAIRED, "other_median_ms", 1), (UNITS_PAIRED, "ratio_median", 2),
+          (UNITS_PAIRED, "ratio_quartiles.0", 2), (UNITS_PAIRED, "ratio_quartiles.2", 2))
+         + ((UNITS_PAIRED, lambda d: 100 * d["share_faster"], 0),)),
+        (CARD, "the\n  whole benchmark paired {}x of the code before ({} against {} ms",
+         ((UNITS_PAIRED, "ratio_median", 2), (UNITS_PAIRED, "this_median_ms", 1), (UNITS_PAIRED, "other_median_ms", 1))),
+        (OVERHEAD, "kept rows along the first axis gave {} (quartiles {}-{})",
+         ((UNITS_PAIRED_RUN1, "ratio_median", 2), (UNITS_PAIRED_RUN1, "ratio_quartiles.0", 2),
+          (UNITS_PAIRED_RUN1, "ratio_quartiles.2", 2))),
+        (OVERHEAD, "Against the code before the GEMM network (f96d563): {}x (quartiles {}-{};",
+         ((UNITS_VS_BEFORE_NET, "ratio_median", 2), (UNITS_VS_BEFORE_NET, "ratio_quartiles.0", 2),
+          (UNITS_VS_BEFORE_NET, "ratio_quartiles.2", 2))),
+        (CARD, "and {}x the code before the GEMM network.", ((UNITS_VS_BEFORE_NET, "ratio_median", 2),)),
+        (OVERHEAD, "`python -m benchmarks.predictor_speed --repeats 9` right after: median {} ms (best {};",
+         ((UNITS_ABSOLUTE, "median_ms", 1), (UNITS_ABSOLUTE, "best_ms", 1))),
+        (OVERHEAD, "few, is unchanged: {} (quartiles {}-{};",
+         ((UNITS_PROJECTION, "ratio_median", 2), (UNITS_PROJECTION, "ratio_quartiles.0", 2),
+          (UNITS_PROJECTION, "ratio_quartiles.2", 2))))),
 ]
 
 
