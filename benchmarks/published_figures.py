@@ -242,6 +242,7 @@ PRED_PAIRED = RESULTS + "issue38_speed/predictor_speed_paired_2026-12-07.json"
 L2_WARM = RESULTS + "issue38_l2_warm_trial/"
 BN_TRIAL = RESULTS + "issue38_bf16_batch_norm/trial.json"
 BEFORE_GEMM_NET = "@f96d563"   # the result files before the GEMM network priced half-precision GEMMs (2026-12-07)
+BEFORE_UP_SETS = "@f149ee3"    # the result files before unmeasured GPUs joined the half-precision up-sets (2026-12-07)
 
 
 def ab_figures(path: str) -> list:
@@ -1211,7 +1212,7 @@ QUOTES += [
       F(PROJ, "summary.transformer_step.H100 (all variants).n", INT), F(PROJ, transformer("llama-3-8b", "H100-SXM5")),
       F(PROJ, "summary.transformer_step.A100 (all variants).median"),
       F(PROJ, "summary.transformer_step.A100 (all variants).n", INT)),
-    Q(PROJECTION, "H200 (Llama-3.2-1B, {} batch/sequence shapes) {} % | {} % (H100 {} %, A100 {} %) with MPT built as "
+    Q(PROJECTION, "H200 (Llama-3.2-1B, {} batch/sequence shapes, clock-locked at 1,500 MHz) {} % | {} % (H100 {} %, A100 {} %) with MPT built as "
                   "GPT-2 runs (the file at 4969abf); {} % over {} points (A100 {} % n={}, H100 {} % n={}) before the MPT points",
       F(PROJ, "summary.transformer_step.H200-SXM.n", INT), F(PROJ, "summary.transformer_step.H200-SXM.median"),
       F(PROJ + "@4969abf", "summary.transformer_step.all.median"),
@@ -3309,15 +3310,15 @@ QUOTES += [
       F(PHYSICS, bf16_gemm_where_run("steps"), INTC), F(PHYSICS + BEFORE_GEMM_NET, bf16_gemm_work, INT),
       F(PHYSICS, bf16_gemm_work, INT)),
     Q(CARD, "stronger GPUs of a generation priced slower on bf16 ops (every figure)\n  {} -> {} of {}.",
-      F(PHYSICS + BEFORE_GEMM_NET, BF16_EVERY + "violations", INTC), F(PHYSICS, BF16_EVERY + "violations", INTC),
-      F(PHYSICS, BF16_EVERY + "comparisons", INTC)),
+      F(PHYSICS + BEFORE_GEMM_NET, BF16_EVERY + "violations", INTC),
+      F(PHYSICS + BEFORE_UP_SETS, BF16_EVERY + "violations", INTC), F(PHYSICS, BF16_EVERY + "comparisons", INTC)),
     Q(CARD, "the folds beside `evaluate`'s on the same\n  {} rows): pooled {}% MAPE against the class models' {}% ({}% as a "
             "projection priced them); the worst GPU\n  {}% (B200) against {}% (B200); A100 SXM4 {}% against {}%, A40 {}% "
             "against {}%, H100 {}% against {}%.",
       F(GEMM_LOGO, "pooled.n", INTC), F(GEMM_LOGO, "pooled.network"), F(GEMM_LOGO, "pooled.class_models"),
-      F(GEMM_LOGO, "pooled.class_models_shipped"), F(GEMM_LOGO, "worst_gpu.network"),
+      F(GEMM_LOGO + BEFORE_UP_SETS, "pooled.class_models_shipped"), F(GEMM_LOGO, "worst_gpu.network"),
       F(GEMM_LOGO, "worst_gpu.class_models_shipped"),
-      *(F(GEMM_LOGO, f"by_gpu.{gpu}.{key}") for gpu in ("A100-SXM4-80GB", "A40", "H100-SXM5")
+      *(F(GEMM_LOGO + BEFORE_UP_SETS, f"by_gpu.{gpu}.{key}") for gpu in ("A100-SXM4-80GB", "A40", "H100-SXM5")
         for key in ("network", "class_models_shipped"))),
     Q(README, "{}% with half-precision GEMMs by the GEMM network, as shipped",
       F(GEMM_LOGO, "every_class.with_network")),
@@ -3340,7 +3341,7 @@ QUOTES += [
           (LAMBDA_BERT_V2, ("summary.16-true.median_abs_error", "summary.16-true.worst_abs_error")),
           (RESULTS + "projection_lambda_bert_autocast_sdpa.json",
            ("summary.16-mixed.median_abs_error", "summary.16-mixed.worst_abs_error")))
-        for key in keys for at in (BEFORE_GEMM_NET, ""))),
+        for key in keys for at in (BEFORE_GEMM_NET, BEFORE_UP_SETS))),
     Q(CARD, "v2 BERT {}% -> {}%, BERT with autocast alone {}% -> {}%, the H200's {}% -> {}%)",
       F(LAMBDA_BERT_V2 + BEFORE_GEMM_NET, "summary.16-true.worst_abs_error"),
       F(LAMBDA_BERT_V2, "summary.16-true.worst_abs_error"),
@@ -3395,6 +3396,52 @@ QUOTES += [
         (OVERHEAD, "few, is unchanged: {} (quartiles {}-{};",
          ((UNITS_PROJECTION, "ratio_median", 2), (UNITS_PROJECTION, "ratio_quartiles.0", 2),
           (UNITS_PROJECTION, "ratio_quartiles.2", 2))))),
+]
+
+UP_SETS = RESULTS + "issue38_unmeasured_up_sets/"
+PEAK_BW_SMS = "generation_dominance.peak_bandwidth_sms."
+EVERY_FIGURE = "generation_dominance.every_figure."
+
+
+def h200_llama_errors(pick: Callable) -> Callable[[Any], float]:
+    """``pick`` (min or max) of the transformer set's H200 rows' signed errors, predicted / measured - 1."""
+    return lambda d: pick(r["predicted_s"] / r["measured_s"] - 1 for r in d["transformers"] if r["gpu"] == "H200-SXM")
+
+
+QUOTES += [
+    Q(CARD, "(every figure) {} -> {} of {}; counting the peak, bandwidth and SMs only, as the issue states the "
+            "property, {} ->\n  {} of {}",
+      F(PHYSICS + BEFORE_UP_SETS, BF16_EVERY + "violations", INT), F(PHYSICS, BF16_EVERY + "violations", INT),
+      F(PHYSICS, BF16_EVERY + "comparisons", INTC),
+      F(PHYSICS + BEFORE_UP_SETS, PEAK_BW_SMS + "bf16_ops.violations", INTC),
+      F(PHYSICS, PEAK_BW_SMS + "bf16_ops.violations", INTC), F(PHYSICS, PEAK_BW_SMS + "bf16_ops.comparisons", INTC)),
+    Q(CARD, "over\n  every op, fp32 included, {} -> {} of {}",
+      F(PHYSICS + BEFORE_UP_SETS, EVERY_FIGURE + "violations", INTC), F(PHYSICS, EVERY_FIGURE + "violations", INTC),
+      F(PHYSICS, EVERY_FIGURE + "comparisons", INTC)),
+    Q(CARD, "As shipped, every class {}% ->\n  {}% MAPE; the H100's GEMMs {}% -> {}%, its pointwise ops {}% -> {}%, its "
+            "norms {}% -> {}%, the A40's\n  norms {}% -> {}%",
+      F(HELDOUT + BEFORE_UP_SETS, "summary.shipped_mape", Fmt(2, 100)), F(HELDOUT, "summary.shipped_mape", Fmt(2, 100)),
+      *(F(HELDOUT + at, held(op, gpu, "shipped_mape")) for op, gpu in (("gemm", "H100-SXM5"), ("elementwise", "H100-SXM5"),
+                                                                      ("norm", "H100-SXM5"), ("norm", "A40"))
+        for at in (BEFORE_UP_SETS, ""))),
+    Q(CARD, "every class stays\n  {}%.", F(GEMM_LOGO, "every_class.with_network")),
+    Q(CARD, "Its six Llama-3.2-1B steps go from {}..{}% to {}..{}% too slow",
+      *(F(PROJ + at, h200_llama_errors(pick), SPCT1) for at in (BEFORE_UP_SETS, "") for pick in (min, max))),
+    Q(CARD, "the set's\n  median {}% unchanged, its worst {}% -> {}%",
+      F(PROJ, "summary.transformer_step.all.median"), F(PROJ + BEFORE_UP_SETS, "summary.transformer_step.all.max"),
+      F(PROJ, "summary.transformer_step.all.max")),
+    Q(CARD, "`benchmarks/results/issue38_unmeasured_up_sets/predictor_speed_up_sets_cost.json`): {}x, a busy hour ({} "
+            "against\n  {} ms); paired against the code before (`projection_speed_paired.py --against DIR --predictor`) {}x",
+      F(UP_SETS + "predictor_speed_up_sets_cost.json", "paired_ratio_median", num(2)),
+      F(UP_SETS + "predictor_speed_up_sets_cost.json", "median_ms", INT),
+      F(UP_SETS + "predictor_speed_up_sets_cost.json", "without_unmeasured_up_sets_median_ms", INT),
+      F(UP_SETS + "predictor_speed_paired_all_rows_priced.json", "ratio_median", num(2))),
+    Q(CARD, "a 500-layer projection onto 40 targets {}x (quartiles {}-{},",
+      F(UP_SETS + "projection_speed_paired_all_rows_priced.json", "ratio_median", num(2)),
+      F(UP_SETS + "projection_speed_paired_all_rows_priced.json", "ratio_quartiles.0", num(2)),
+      F(UP_SETS + "projection_speed_paired_all_rows_priced.json", "ratio_quartiles.2", num(2))),
+    Q(CARD, "(`predictor_speed_paired_half_rows_only.json`, {}x)",
+      F(UP_SETS + "predictor_speed_paired_half_rows_only.json", "ratio_median", num(2))),
 ]
 
 

@@ -14,12 +14,14 @@ them a prediction names:
 
       A dominates B  =>  down(A) contains down(B)  =>  env(A) = min over down(A) <= min over down(B) <= env(B);
 
-- the *up-set* of a device: itself and the GPUs the training data measures that dominate it. On a half-precision op
-  its time is the largest envelope time over its up-set, so for A measured, A dominating B puts A in up(B) and
-  time(A) = env(A) <= time(B). A measured device is never raised (every measured GPU above it holds its down-set, so
-  none has a larger envelope time): only GPUs the data does not measure are. The order then holds on half-precision
-  ops whenever either GPU of a pair is measured; between two unmeasured GPUs it is not enforced (an up-set over
-  every GPU enforces it, at 13 more GPUs priced for a 40-target table: `benchmarks/results/issue38_half_upsets/`).
+- the *up-set* of a device: itself and every catalog GPU of its generation that dominates it, measured or not. On a
+  half-precision op its time is the largest time over its up-set (each member at its envelope time, raised to its
+  compute twins below), so A dominating B puts A in up(B), up(A) is contained in up(B), and time(A) <= time(B):
+  the order holds between any two GPUs of a generation on half-precision ops, whichever devices a prediction names
+  (`stronger_unmeasured` adds the catalog GPUs above the ones asked for; since 2026-12-07, before which only measured
+  GPUs were in the up-sets and two unmeasured GPUs, an H200 and an H100 NVL, could be priced out of order). A
+  measured device is never raised: every GPU above it holds it in its down-set, and its twin raise stops at it, so
+  none has a larger time.
   fp32 ops keep the envelope time alone: their public per-op times carry each harness machine's host lag (NeuSight's
   events around one call), so raising a GPU to a stronger one's fp32 times would raise it to another machine's lag
   (measured: held-out P4 norms 7.1% -> 19.4% MAPE, `benchmarks/results/issue38_upset_trial/`).
@@ -32,6 +34,7 @@ them a prediction names:
   compute-bound op), never above the time of a measured GPU it dominates (so the down-set order stands). The models read
   bandwidth, L2 and power through learned features and had priced the H200's and GH200's compute-bound TF32 GEMMs 2-24%
   faster than the H100's. fp32 (non-TF32) ops are left alone, for the harness lag of their training times, as above.
+  The twin raise comes before the up-sets' maximum, so a device above a raised one is raised with it.
 
 `tests/test_predictor_dominance.py` checks all three on random ops and catalog subsets. None breaks the other
 guarantees: no time falls below its own device's roofline (a minimum over weaker devices, a maximum raises), and a
@@ -96,12 +99,14 @@ def _cached_key(device) -> tuple:
     return (device.name, generation(device), tuple(_figures([device])[0].tolist()))
 
 
-def envelope_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int],
-                  measured: Sequence[str] = ()) -> tuple[list, dict[int, tuple[list[np.ndarray], list[np.ndarray]]]]:
+def envelope_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int], measured: Sequence[str] = (),
+                  unmeasured_above: bool = False) -> tuple[list, dict[int, tuple[list[np.ndarray], list[np.ndarray]]]]:
     """The devices to predict and, per mode (indices into `MODES`), the envelope's sets:
 
-    - ``ups``: per device asked for, indices into ``downs`` of itself (first) and of the ``measured`` catalog devices
-      of its generation that dominate it in that mode;
+    - ``ups``: per device asked for, indices into ``downs`` of itself (first) and of the devices of its generation
+      that dominate it in that mode: the ``measured`` catalog devices and, with ``unmeasured_above``, the other
+      devices asked for (`Predictor.predict_matrix` asks for every catalog GPU above each of its devices,
+      `stronger_unmeasured`, so that the up-sets span the catalog whichever devices a prediction names);
     - ``downs``: per device of those, indices into the returned device list of its down-set: itself first, then the
       devices of ``measured`` (the GPUs the training data holds) it dominates.
 
@@ -115,15 +120,15 @@ def envelope_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int],
     extra = [d for d in catalog if d.name not in asked and d.name in trusted]   # no set holds an unmeasured other
     keys = tuple(device_key(d) for d in devices)
     order, sets = _envelope_sets(keys, tuple(device_key(d) for d in extra), tuple(sorted(set(modes))),
-                                 tuple(d.name in trusted for d in devices))
+                                 tuple(d.name in trusted for d in devices), unmeasured_above)
     pool = devices + extra
     as_arrays = lambda lists: [np.asarray(x, dtype=np.int64) for x in lists]  # noqa: E731
     return [pool[i] for i in order], {mode: (as_arrays(ups), as_arrays(downs)) for mode, (ups, downs) in sets.items()}
 
 
 @lru_cache(maxsize=64)
-def _envelope_sets(asked: tuple, extra: tuple, modes: tuple,
-                   asked_measured: tuple) -> tuple[list[int], dict[int, tuple[list[list[int]], list[list[int]]]]]:
+def _envelope_sets(asked: tuple, extra: tuple, modes: tuple, asked_measured: tuple,
+                   unmeasured_above: bool = False) -> tuple[list[int], dict[int, tuple[list[list[int]], list[list[int]]]]]:
     keys = list(asked) + list(extra)
     measured = np.array(list(asked_measured) + [True] * len(extra), dtype=bool)
     gens = np.array([k[1] for k in keys], dtype=object)
@@ -150,7 +155,8 @@ def _envelope_sets(asked: tuple, extra: tuple, modes: tuple,
         ups, downs = [], []
         for a in range(len(asked)):
             up = []
-            for u in itself_then_measured(a, below[:, a]):      # a and the measured devices above it
+            above = below[:, a] if unmeasured_above else below[:, a] & measured
+            for u in [a] + [y for y in np.flatnonzero(above).tolist() if y != a]:    # a and the devices above it
                 if u not in env:
                     env[u] = len(downs)
                     downs.append([placed(b) for b in itself_then_measured(u, below[u])])   # u and those below
@@ -158,6 +164,31 @@ def _envelope_sets(asked: tuple, extra: tuple, modes: tuple,
             ups.append(up)
         sets[mode] = (ups, downs)
     return order, sets
+
+
+def stronger_unmeasured(devices: Sequence, catalog: Sequence, measured: Sequence[str] = ()) -> list:
+    """The catalog GPUs the data does not measure, not among ``devices``, that dominate one of ``devices`` in some math
+    mode (same generation, at least its figures, `_compared`): what a half-precision op's up-sets must price beside
+    them so that no GPU is faster than a stronger one, measured or not, whichever devices a prediction names."""
+    names = {d.name for d in devices}
+    trusted = frozenset(measured)
+    pool = [d for d in catalog if d.name not in names and d.name not in trusted]
+    found = _stronger(tuple(device_key(d) for d in devices), tuple(device_key(d) for d in pool))
+    return [pool[k] for k in found]
+
+
+@lru_cache(maxsize=64)
+def _stronger(asked: tuple, pool: tuple) -> tuple[int, ...]:
+    if not asked or not pool:
+        return ()
+    figs = lambda keys: np.array([k[2] for k in keys], dtype=np.float64).reshape(len(keys), -1)  # noqa: E731
+    mine, theirs = figs(asked), figs(pool)
+    same = np.array([[p[1] == a[1] and bool(a[1]) for a in asked] for p in pool])      # (pool, asked)
+    above = np.zeros(same.shape, dtype=bool)
+    for mode in range(len(MODES)):
+        above |= np.all(_compared(theirs, mode)[:, None, :] >= _compared(mine, mode)[None, :, :] * (1 - _TOLERANCE),
+                        axis=2)
+    return tuple(np.flatnonzero((above & same).any(axis=1)).tolist())
 
 
 def twin_sets(devices: Sequence, catalog: Sequence, measured: Sequence[str] = ()) -> dict[int, list]:

@@ -12,7 +12,7 @@ from predictor_models.op_spec import OpSpec
 
 from .bound import bound_seconds, matrix, roofline_seconds
 from .devices import MODES, device_columns
-from .dominance import device_key, envelope_sets, twin_sets
+from .dominance import device_key, envelope_sets, stronger_unmeasured, twin_sets
 from .expand import PROXIED, conv_kernels, expand, is_depthwise
 from .features import FEATURES
 from .kernel_features import feature_arrays
@@ -99,6 +99,8 @@ class Predictor:
         self.monotone: frozenset[str] = HELD_DTYPES
         # each device between the GPUs of its generation below and above it (dominance.py); False: raw
         self.device_envelope: bool = True
+        # on half-precision ops, unmeasured GPUs above a device in its up-set too (dominance.stronger_unmeasured)
+        self.unmeasured_up_sets: bool = True
         self._memo: PriceTable | None = None   # the `remembering` scope's times: per device, by op
         self._memo_ladder: frozenset[str] = self.monotone   # the ladder the scope's times were priced with
         self._metadata = dict(metadata)
@@ -158,54 +160,37 @@ class Predictor:
         # half-precision ops only are raised to the GPUs above: the fp32 training times carry each harness's host lag
         half = np.fromiter((op.dtype in HELD_DTYPES for op in distinct_ops), dtype=bool, count=len(distinct_ops))
         measured = self._metadata.get("trained_on") or ()
-        # an unmeasured device is also held up to its compute twins (same generation, SMs and peaks): priced with them
-        twins = twin_sets(devices, _catalog_devices(), measured)
+        catalog = _catalog_devices()
         names = {d.name for d in devices}
-        asked = devices + list({t.name: t for ts in twins.values() for t in ts if t.name not in names}.values())
-        pool, sets = envelope_sets(asked, _catalog_devices(), modes.tolist(), measured)
+        # every catalog GPU above one asked for, measured or not, is in its up-set on half-precision ops: priced too
+        # (a measured device is never raised by them: each holds it in its down-set, so only unmeasured ones need them)
+        unmeasured = [d for d in devices if d.name not in set(measured)]
+        above = stronger_unmeasured(unmeasured, catalog, measured) if self.unmeasured_up_sets and half.any() else []
+        # an unmeasured device is also held up to its compute twins (same generation, SMs and peaks): priced with them
+        named = devices + above
+        found = twin_sets(named, catalog, measured)
+        named_names = names | {d.name for d in above}
+        asked = named + list({t.name: t for ts in found.values() for t in ts if t.name not in named_names}.values())
+        where = {d.name: i for i, d in enumerate(asked)}
+        twins = {i: [where[t.name] for t in ts] for i, ts in found.items()}     # by index into ``asked``
+        pool, sets = envelope_sets(asked, catalog, modes.tolist(), measured, unmeasured_above=self.unmeasured_up_sets)
         times = self._remembered(distinct_ops, keys, pool)
         # a device whose times an adjustment corrects (a calibration measured on it) keeps its own, and raises no
         # other device: what it measured is that machine's, not its generation's
         own = self.adjusted_devices([d.name for d in pool])
+        held = half | np.isin(modes, TWIN_MODES)
+        bounds = _twin_bounds(distinct_ops, modes, held, asked) if twins else None
         out = np.empty((len(distinct_ops), len(asked)))
-        below = np.full(out.shape, np.inf)      # the fastest measured device each one dominates, itself aside
         for mode, (ups, downs) in sets.items():
             rows = np.flatnonzero(modes == mode)
             lowest = times[rows][:, _padded([members[:1] if own[members[0]] else members for members in downs])].min(axis=2)
+            if twins:
+                _hold_to_twins(lowest, times[rows], downs, [held[rows], bounds[rows]], twins, own)
             # each asked device's kept up-set (itself first), for every device in one gather
             kept = _padded([up[:1] if own[j] else [e for e in up if e == up[0] or not own[downs[e][0]]]
                             for j, up in enumerate(ups)])
             out[rows, :len(ups)] = np.where(half[rows, None], lowest[:, kept].max(axis=2), lowest[:, kept[:, 0]])
-            for j in twins:
-                if len(downs[ups[j][0]]) > 1:
-                    below[rows, j] = times[np.ix_(rows, downs[ups[j][0]][1:])].min(axis=1)
-        if twins:
-            held = half | np.isin(modes, TWIN_MODES)
-            self._hold_to_twins(out, below, distinct_ops, modes, asked, twins, held, own)
         return out[:, :len(devices)][inverse]
-
-    @staticmethod
-    def _hold_to_twins(out: np.ndarray, below: np.ndarray, ops: list[OpSpec], modes: np.ndarray, asked: list,
-                       twins: dict[int, list], held: np.ndarray, own: np.ndarray) -> None:
-        """Raise each unmeasured device's ``held`` rows (half precision and TF32) in ``out`` to its compute twins'
-        times scaled by their roofline bounds (`dominance.twin_sets`), never above ``below`` (the fastest measured
-        device it dominates): more bandwidth on the same SMs and tensor cores buys the memory-bound part only. A
-        calibrated device neither moves nor moves another."""
-        rows = np.flatnonzero(held)
-        if not rows.size:
-            return
-        where = {d.name: j for j, d in enumerate(asked)}
-        # each op's roofline on each device, as `bound_seconds` takes it, without building the ops' columns again
-        devs = device_columns(asked)
-        flops = np.fromiter((max(ops[i].flops, 0.0) for i in rows), dtype=float, count=rows.size)
-        moved = np.fromiter((max(ops[i].bytes_moved, 0.0) for i in rows), dtype=float, count=rows.size)
-        bounds = roofline_seconds(flops[:, None], moved[:, None], devs.peaks[:, modes[rows]].T, devs.bandwidth[None, :])
-        for j, found in twins.items():
-            columns = [where[t.name] for t in found if not own[where[t.name]]]
-            if own[j] or not columns:
-                continue
-            floor = np.max(out[np.ix_(rows, columns)] * bounds[:, [j]] / bounds[:, columns], axis=1)
-            out[rows, j] = np.maximum(out[rows, j], np.minimum(floor, below[rows, j]))
 
     @contextlib.contextmanager
     def remembering(self):
@@ -379,6 +364,42 @@ class Predictor:
     def count_unmodelled(self, ops: Sequence[OpSpec]) -> int:
         """How many ops fall back to the bound with the default utilisation."""
         return sum(1 for op in ops if not self.is_modelled(op))
+
+
+def _twin_bounds(ops: list[OpSpec], modes: np.ndarray, held: np.ndarray, devices: list) -> np.ndarray:
+    """Each op's roofline on each device, as `bound_seconds` takes it (ones where an op is not ``held``)."""
+    out = np.ones((len(ops), len(devices)))
+    rows = np.flatnonzero(held)
+    if rows.size:
+        devs = device_columns(devices)
+        flops = np.fromiter((max(ops[i].flops, 0.0) for i in rows), dtype=float, count=rows.size)
+        moved = np.fromiter((max(ops[i].bytes_moved, 0.0) for i in rows), dtype=float, count=rows.size)
+        out[rows] = roofline_seconds(flops[:, None], moved[:, None], devs.peaks[:, modes[rows]].T, devs.bandwidth[None, :])
+    return out
+
+
+def _hold_to_twins(lowest: np.ndarray, times: np.ndarray, downs: list, held_bounds: list, twins: dict[int, list],
+                   own: np.ndarray) -> None:
+    """Raise, in place, each unmeasured device's envelope times ``lowest`` (one column per entry of ``downs``, rows of
+    one math mode) on its ``held`` rows (half precision and TF32) to its compute twins' envelope times scaled by their
+    roofline bounds (`dominance.twin_sets`), never above the fastest measured device it dominates (the rest of its
+    down-set in ``times``): more bandwidth on the same SMs and tensor cores buys the memory-bound part only. It runs
+    before the up-sets take their maximum, so a device above a raised one is raised with it. A calibrated device
+    neither moves nor moves another. ``twins`` is keyed by device index (``downs`` entries name devices first)."""
+    held, bounds = held_bounds
+    rows = np.flatnonzero(held)
+    if not rows.size:
+        return
+    entry = {members[0]: e for e, members in enumerate(downs)}
+    for e, members in enumerate(downs):
+        j = int(members[0])
+        found = [entry[t] for t in twins.get(j, ()) if t in entry and not own[downs[entry[t]][0]]]
+        if own[j] or not found:
+            continue
+        twin_devices = [int(downs[t][0]) for t in found]
+        scaled = np.max(lowest[np.ix_(rows, found)] * bounds[rows][:, [j]] / bounds[rows][:, twin_devices], axis=1)
+        below = times[np.ix_(rows, members[1:])].min(axis=1) if len(members) > 1 else np.inf
+        lowest[rows, e] = np.maximum(lowest[rows, e], np.minimum(scaled, below))
 
 
 def _catalog_devices() -> list:
