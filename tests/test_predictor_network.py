@@ -58,19 +58,12 @@ def test_the_units_are_tanh_and_softplus_and_never_fall_even_at_the_last_bit():
 
 def test_the_network_computes_its_documented_layers():
     """The folded, units-first evaluation is the module docstring's formula, layer by layer."""
+    from benchmarks.mono_units_speed import textbook     # the formula rows first, NumPy's units
+
     rng = np.random.default_rng(6)
     net = _random_net(rng)
     inputs, free = rng.normal(size=(5_000, 5)) * 3, rng.normal(size=(5_000, 3))
-
-    def act(h):
-        half = h.shape[1] // 2
-        return np.concatenate([np.tanh(h[:, :half]), np.logaddexp(0.0, h[:, half:])], axis=1)
-
-    z = (inputs - net.mean) / net.scale
-    h1 = act(z @ net.w1m + free @ net.w1f + net.b1)
-    h2 = act(h1 @ net.w2 + free @ net.w2f + net.b2)
-    expected = h2 @ net.w3 + z @ net.ws + free @ net.w3f + net.b3
-    np.testing.assert_allclose(net(inputs, free), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(net(inputs, free), textbook(net, inputs, free), rtol=1e-12, atol=1e-12)
 
 
 def test_a_network_whose_signs_are_broken_is_refused():

@@ -126,14 +126,27 @@ def envelope_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int], me
     return [pool[i] for i in order], {mode: (as_arrays(ups), as_arrays(downs)) for mode, (ups, downs) in sets.items()}
 
 
+def _key_arrays(keys: Sequence[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    """Generations and figures (`_figures` rows) of device keys (`device_key`)."""
+    gens = np.array([k[1] for k in keys], dtype=object)
+    figs = np.array([k[2] for k in keys], dtype=np.float64).reshape(len(keys), len(MODES) + len(_OTHER_FIGURES))
+    return gens, figs
+
+
+def _dominance(gens_a: np.ndarray, figs_a: np.ndarray, gens_b: np.ndarray, figs_b: np.ndarray, mode: int) -> np.ndarray:
+    """``[i, j]``: device i of the first set dominates device j of the second in ``mode`` (same, named generation, at
+    least every figure `_compared` reads; a figure missing on either side, NaN, compares False)."""
+    same = (gens_a[:, None] == gens_b[None, :]) & (gens_a != "")[:, None]
+    fa, fb = _compared(figs_a, mode), _compared(figs_b, mode)
+    return same & np.all(fa[:, None, :] >= fb[None, :, :] * (1 - _TOLERANCE), axis=2)
+
+
 @lru_cache(maxsize=64)
 def _envelope_sets(asked: tuple, extra: tuple, modes: tuple, asked_measured: tuple,
                    unmeasured_above: bool = False) -> tuple[list[int], dict[int, tuple[list[list[int]], list[list[int]]]]]:
     keys = list(asked) + list(extra)
     measured = np.array(list(asked_measured) + [True] * len(extra), dtype=bool)
-    gens = np.array([k[1] for k in keys], dtype=object)
-    figs = np.array([k[2] for k in keys], dtype=np.float64).reshape(len(keys), len(MODES) + len(_OTHER_FIGURES))
-    same = (gens[:, None] == gens[None, :]) & (gens != "")[:, None]
+    gens, figs = _key_arrays(keys)
     order = list(range(len(asked)))        # the devices asked for keep their places
     index = {i: i for i in order}
 
@@ -143,23 +156,21 @@ def _envelope_sets(asked: tuple, extra: tuple, modes: tuple, asked_measured: tup
             order.append(b)
         return index[b]
 
-    def itself_then_measured(x: int, related: np.ndarray) -> list[int]:
-        return [x] + [y for y in np.flatnonzero(related & measured).tolist() if y != x]
+    def itself_then(x: int, related: np.ndarray) -> list[int]:
+        return [x] + [y for y in np.flatnonzero(related).tolist() if y != x]
 
     sets: dict[int, tuple[list[list[int]], list[list[int]]]] = {}
     for mode in modes:
-        f = _compared(figs, mode)
-        # below[a, b]: a >= b in every figure; a figure missing on either side (NaN) compares False
-        below = same & np.all(f[:, None, :] >= f[None, :, :] * (1 - _TOLERANCE), axis=2)
+        below = _dominance(gens, figs, gens, figs, mode)     # below[a, b]: a dominates b
         env: dict[int, int] = {}           # device -> its place in ``downs``
         ups, downs = [], []
         for a in range(len(asked)):
             up = []
             above = below[:, a] if unmeasured_above else below[:, a] & measured
-            for u in [a] + [y for y in np.flatnonzero(above).tolist() if y != a]:    # a and the devices above it
+            for u in itself_then(a, above):                                 # a and the devices above it
                 if u not in env:
                     env[u] = len(downs)
-                    downs.append([placed(b) for b in itself_then_measured(u, below[u])])   # u and those below
+                    downs.append([placed(b) for b in itself_then(u, below[u] & measured)])   # u and those below
                 up.append(env[u])
             ups.append(up)
         sets[mode] = (ups, downs)
@@ -181,14 +192,11 @@ def stronger_unmeasured(devices: Sequence, catalog: Sequence, measured: Sequence
 def _stronger(asked: tuple, pool: tuple) -> tuple[int, ...]:
     if not asked or not pool:
         return ()
-    figs = lambda keys: np.array([k[2] for k in keys], dtype=np.float64).reshape(len(keys), -1)  # noqa: E731
-    mine, theirs = figs(asked), figs(pool)
-    same = np.array([[p[1] == a[1] and bool(a[1]) for a in asked] for p in pool])      # (pool, asked)
-    above = np.zeros(same.shape, dtype=bool)
+    (gens_a, figs_a), (gens_p, figs_p) = _key_arrays(asked), _key_arrays(pool)
+    above = np.zeros((len(pool), len(asked)), dtype=bool)
     for mode in range(len(MODES)):
-        above |= np.all(_compared(theirs, mode)[:, None, :] >= _compared(mine, mode)[None, :, :] * (1 - _TOLERANCE),
-                        axis=2)
-    return tuple(np.flatnonzero((above & same).any(axis=1)).tolist())
+        above |= _dominance(gens_p, figs_p, gens_a, figs_a, mode)
+    return tuple(np.flatnonzero(above.any(axis=1)).tolist())
 
 
 def twin_sets(devices: Sequence, catalog: Sequence, measured: Sequence[str] = ()) -> dict[int, list]:

@@ -164,7 +164,8 @@ class Predictor:
         names = {d.name for d in devices}
         # every catalog GPU above one asked for, measured or not, is in its up-set on half-precision ops: priced too
         # (a measured device is never raised by them: each holds it in its down-set, so only unmeasured ones need them)
-        unmeasured = [d for d in devices if d.name not in set(measured)]
+        trusted = set(measured)
+        unmeasured = [d for d in devices if d.name not in trusted]
         above = stronger_unmeasured(unmeasured, catalog, measured) if self.unmeasured_up_sets and half.any() else []
         # an unmeasured device is also held up to its compute twins (same generation, SMs and peaks): priced with them
         named = devices + above
@@ -185,7 +186,7 @@ class Predictor:
             rows = np.flatnonzero(modes == mode)
             lowest = times[rows][:, _padded([members[:1] if own[members[0]] else members for members in downs])].min(axis=2)
             if twins:
-                _hold_to_twins(lowest, times[rows], downs, [held[rows], bounds[rows]], twins, own)
+                _hold_to_twins(lowest, times[rows], downs, held[rows], bounds[rows], twins, own)
             # each asked device's kept up-set (itself first), for every device in one gather
             kept = _padded([up[:1] if own[j] else [e for e in up if e == up[0] or not own[downs[e][0]]]
                             for j, up in enumerate(ups)])
@@ -378,18 +379,19 @@ def _twin_bounds(ops: list[OpSpec], modes: np.ndarray, held: np.ndarray, devices
     return out
 
 
-def _hold_to_twins(lowest: np.ndarray, times: np.ndarray, downs: list, held_bounds: list, twins: dict[int, list],
-                   own: np.ndarray) -> None:
+def _hold_to_twins(lowest: np.ndarray, times: np.ndarray, downs: list, held: np.ndarray, bounds: np.ndarray,
+                   twins: dict[int, list], own: np.ndarray) -> None:
     """Raise, in place, each unmeasured device's envelope times ``lowest`` (one column per entry of ``downs``, rows of
     one math mode) on its ``held`` rows (half precision and TF32) to its compute twins' envelope times scaled by their
     roofline bounds (`dominance.twin_sets`), never above the fastest measured device it dominates (the rest of its
     down-set in ``times``): more bandwidth on the same SMs and tensor cores buys the memory-bound part only. It runs
     before the up-sets take their maximum, so a device above a raised one is raised with it. A calibrated device
-    neither moves nor moves another. ``twins`` is keyed by device index (``downs`` entries name devices first)."""
-    held, bounds = held_bounds
+    neither moves nor moves another. ``twins`` is keyed by device index (``downs`` entries name devices first);
+    ``bounds`` are the rows' rooflines per device (`_twin_bounds`)."""
     rows = np.flatnonzero(held)
     if not rows.size:
         return
+    bounds = bounds[rows]
     entry = {members[0]: e for e, members in enumerate(downs)}
     for e, members in enumerate(downs):
         j = int(members[0])
@@ -397,7 +399,7 @@ def _hold_to_twins(lowest: np.ndarray, times: np.ndarray, downs: list, held_boun
         if own[j] or not found:
             continue
         twin_devices = [int(downs[t][0]) for t in found]
-        scaled = np.max(lowest[np.ix_(rows, found)] * bounds[rows][:, [j]] / bounds[rows][:, twin_devices], axis=1)
+        scaled = np.max(lowest[np.ix_(rows, found)] * bounds[:, [j]] / bounds[:, twin_devices], axis=1)
         below = times[np.ix_(rows, members[1:])].min(axis=1) if len(members) > 1 else np.inf
         lowest[rows, e] = np.maximum(lowest[rows, e], np.minimum(scaled, below))
 
