@@ -252,10 +252,8 @@ def batch_norm_ratios(timed: list[dict[str, Any]]) -> dict[str, dict[str, float 
         entry = out.setdefault(label, {})
         entry[f"{dtype}_over_fp32"] = round(r["seconds"] / fp32["seconds"], 3)
         if dtype == "bfloat16":
-            # four significant figures, not three decimals: on a CPU (the tests) the GPU's predicted time is a
-            # thousandth of the measured one or less, which three decimals would round to 0
-            entry["bf16_predicted_over_measured"] = float(f"{r['predicted_s'] / r['seconds']:.4g}") \
-                if r.get("predicted_s") else None
+            entry["bf16_predicted_over_measured"] = round(r["predicted_s"] / r["seconds"], 3) if r.get("predicted_s") \
+                else None
     return out
 
 
