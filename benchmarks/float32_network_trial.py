@@ -15,7 +15,6 @@ The float64 units rest on exp and log that fell nowhere on fine sweeps (`tests/t
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -24,6 +23,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.step_errors import publish
 
 
 def float32_range(lo: float, hi: float, chunk: int = 1 << 25):
@@ -107,14 +108,14 @@ def main(argv=None) -> int:
     parser.add_argument("--pairs", type=int, default=30)
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
+    timing, exp = speed(args.pairs), drops(np.exp, -40.0, 40.0)
     result = {"benchmark": "float32_network_trial", "command": "python benchmarks/float32_network_trial.py"
               + (f" --pairs {args.pairs}" if args.pairs != 30 else ""), "date": time.strftime("%Y-%m-%d %H:%M"),
-              "numpy": np.__version__, "speed": speed(args.pairs),
-              "float32_exp_over_minus40_to_40": drops(np.exp, -40.0, 40.0)}
-    print(json.dumps(result, indent=1))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
-    return 0
+              "numpy": np.__version__, "speed": timing, "float32_exp_over_minus40_to_40": exp,
+              "summary": {"float32_over_float64": timing["ratio_median"],
+                          "largest_relative_change": timing["largest_relative_change"],
+                          "float32_exp_drops": exp["drops"], "float32_inputs": exp["inputs"]}}
+    return publish(result, args.json)
 
 
 if __name__ == "__main__":
