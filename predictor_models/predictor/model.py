@@ -161,7 +161,6 @@ class Predictor:
         half = np.fromiter((op.dtype in HELD_DTYPES for op in distinct_ops), dtype=bool, count=len(distinct_ops))
         measured = self._metadata.get("trained_on") or ()
         catalog = _catalog_devices()
-        names = {d.name for d in devices}
         # every catalog GPU above one asked for, measured or not, is in its up-set on half-precision ops: priced too
         # (a measured device is never raised by them: each holds it in its down-set, so only unmeasured ones need them)
         trusted = set(measured)
@@ -170,7 +169,7 @@ class Predictor:
         # an unmeasured device is also held up to its compute twins (same generation, SMs and peaks): priced with them
         named = devices + above
         found = twin_sets(named, catalog, measured)
-        named_names = names | {d.name for d in above}
+        named_names = {d.name for d in named}
         asked = named + list({t.name: t for ts in found.values() for t in ts if t.name not in named_names}.values())
         where = {d.name: i for i, d in enumerate(asked)}
         twins = {i: [where[t.name] for t in ts] for i, ts in found.items()}     # by index into ``asked``
