@@ -243,6 +243,7 @@ L2_WARM = RESULTS + "issue38_l2_warm_trial/"
 BN_TRIAL = RESULTS + "issue38_bf16_batch_norm/trial.json"
 BEFORE_GEMM_NET = "@f96d563"   # the result files before the GEMM network priced half-precision GEMMs (2026-12-07)
 BEFORE_UP_SETS = "@f149ee3"    # the result files before unmeasured GPUs joined the half-precision up-sets (2026-12-07)
+BEFORE_DESCENDING = "@b260cbd"  # the result files before fp32 pointwise ops and norms were held from above (2026-12-07)
 
 
 def ab_figures(path: str) -> list:
@@ -2244,7 +2245,7 @@ QUOTES += [
       F(RESULTS + "issue38_fp32_grid_trial/estimate_h200.json", "summary.32-true.median_abs_error", Fmt(2, 100)),
       F(RESULTS + "issue38_work_grid/projection_accuracy.json", "summary.hostbound_step.max", PCT1),
       F(RESULTS + "issue38_fp32_grid_trial/projection_accuracy.json", "summary.hostbound_step.max", PCT1),
-      F(HELDOUT, lambda d: _fp32_fold(d, "A100-PCIe-40GB", "norm"), PCT1),
+      F(HELDOUT + BEFORE_DESCENDING, lambda d: _fp32_fold(d, "A100-PCIe-40GB", "norm"), PCT1),
       F(RESULTS + "issue38_fp32_grid_trial/heldout_eval.json", lambda d: _fp32_fold(d, "A100-PCIe-40GB", "norm"), PCT1),
       F(RESULTS + "issue38_work_grid/predictor_physics.json", "generation_dominance.every_figure.violations", INTC),
       F(RESULTS + "issue38_fp32_grid_trial/predictor_physics.json", "generation_dominance.every_figure.violations",
@@ -3214,15 +3215,15 @@ QUOTES += [
             "the class\nmodel that priced them before, fp32 GEMMs {}% ({}%: the NeuSight lag), bf16 convolutions {}% as "
             "shipped against\n{}% without the kernel network, fp32 norms {}%. The GEMM network's earlier variants took the "
             "bf16 GEMMs to\n{}-{}%",
-      F(H200_OPS, op_rows("all", "shipped", "mape")), F(H200_OPS, op_rows("all", "shipped", "median_error"), SPCT1),
-      F(H200_OPS, op_rows("gemm/bfloat16", "shipped", "mape")),
-      F(H200_OPS, op_rows("gemm/bfloat16", "shipped", "median_error"), SPCT1),
-      F(H200_OPS, op_rows("gemm/bfloat16", "class_models", "mape")),
-      F(H200_OPS, op_rows("gemm/float32", "shipped", "mape")),
-      F(H200_OPS, op_rows("gemm/float32", "shipped", "median_error"), SPCT1),
-      F(H200_OPS, op_rows("conv/bfloat16", "shipped", "mape")),
-      F(H200_OPS, op_rows("conv/bfloat16", "class_models", "mape")),
-      F(H200_OPS, op_rows("norm/float32", "shipped", "mape")),
+      F(H200_OPS + BEFORE_DESCENDING, op_rows("all", "shipped", "mape")), F(H200_OPS + BEFORE_DESCENDING, op_rows("all", "shipped", "median_error"), SPCT1),
+      F(H200_OPS + BEFORE_DESCENDING, op_rows("gemm/bfloat16", "shipped", "mape")),
+      F(H200_OPS + BEFORE_DESCENDING, op_rows("gemm/bfloat16", "shipped", "median_error"), SPCT1),
+      F(H200_OPS + BEFORE_DESCENDING, op_rows("gemm/bfloat16", "class_models", "mape")),
+      F(H200_OPS + BEFORE_DESCENDING, op_rows("gemm/float32", "shipped", "mape")),
+      F(H200_OPS + BEFORE_DESCENDING, op_rows("gemm/float32", "shipped", "median_error"), SPCT1),
+      F(H200_OPS + BEFORE_DESCENDING, op_rows("conv/bfloat16", "shipped", "mape")),
+      F(H200_OPS + BEFORE_DESCENDING, op_rows("conv/bfloat16", "class_models", "mape")),
+      F(H200_OPS + BEFORE_DESCENDING, op_rows("norm/float32", "shipped", "mape")),
       F(BF16_INPUT + "h200_op_rows.json", op_rows("gemm/bfloat16", "shipped", "mape")),
       F(ALIKE + "h200_op_rows.json", op_rows("gemm/bfloat16", "shipped", "mape"))),
     Q(CARD, "the roofline variant takes the\n  set's worst case from {}% to {}% (median {}% -> {}%)",
@@ -3344,12 +3345,13 @@ QUOTES += [
         for key in keys for at in (BEFORE_GEMM_NET, BEFORE_UP_SETS))),
     Q(CARD, "v2 BERT {}% -> {}%, BERT with autocast alone {}% -> {}%, the H200's {}% -> {}%)",
       F(LAMBDA_BERT_V2 + BEFORE_GEMM_NET, "summary.16-true.worst_abs_error"),
-      F(LAMBDA_BERT_V2, "summary.16-true.worst_abs_error"),
+      F(LAMBDA_BERT_V2 + BEFORE_DESCENDING, "summary.16-true.worst_abs_error"),
       F(RESULTS + "projection_lambda_bert_autocast.json" + BEFORE_GEMM_NET, "summary.16-mixed.worst_abs_error"),
-      F(RESULTS + "projection_lambda_bert_autocast.json", "summary.16-mixed.worst_abs_error"),
-      F(H200_EST + BEFORE_GEMM_NET, "summary.bf16-mixed.worst_abs_error"), F(H200_EST, "summary.bf16-mixed.worst_abs_error")),
+      F(RESULTS + "projection_lambda_bert_autocast.json" + BEFORE_DESCENDING, "summary.16-mixed.worst_abs_error"),
+      F(H200_EST + BEFORE_GEMM_NET, "summary.bf16-mixed.worst_abs_error"),
+      F(H200_EST + BEFORE_DESCENDING, "summary.bf16-mixed.worst_abs_error")),
     Q(CARD, "the worst over every development set, a K80\n  step's {}% (then a host-bound CNN step's {}%), does not move",
-      F(PROJ, "summary.absolute_all.max"), F(PROJ, "summary.hostbound_step.max")),
+      F(PROJ + BEFORE_DESCENDING, "summary.absolute_all.max"), F(PROJ + BEFORE_DESCENDING, "summary.hostbound_step.max")),
     Q(CARD, "(v2 BERT B200 {}% -> {}%)",
       F(LAMBDA_BERT_V2 + BEFORE_GEMM_NET, lambda d: min(r["error"] for r in d["rows"] if r["gpu"] == "B200"
                                                          and r["precision"] == "16-true"), SPCT1),
@@ -3416,14 +3418,15 @@ QUOTES += [
       F(PHYSICS + BEFORE_UP_SETS, PEAK_BW_SMS + "bf16_ops.violations", INTC),
       F(PHYSICS, PEAK_BW_SMS + "bf16_ops.violations", INTC), F(PHYSICS, PEAK_BW_SMS + "bf16_ops.comparisons", INTC)),
     Q(CARD, "over\n  every op, fp32 included, {} -> {} of {}",
-      F(PHYSICS + BEFORE_UP_SETS, EVERY_FIGURE + "violations", INTC), F(PHYSICS, EVERY_FIGURE + "violations", INTC),
-      F(PHYSICS, EVERY_FIGURE + "comparisons", INTC)),
+      F(PHYSICS + BEFORE_UP_SETS, EVERY_FIGURE + "violations", INTC),
+      F(PHYSICS + BEFORE_DESCENDING, EVERY_FIGURE + "violations", INTC), F(PHYSICS, EVERY_FIGURE + "comparisons", INTC)),
     Q(CARD, "As shipped, every class {}% ->\n  {}% MAPE; the H100's GEMMs {}% -> {}%, its pointwise ops {}% -> {}%, its "
             "norms {}% -> {}%, the A40's\n  norms {}% -> {}%",
-      F(HELDOUT + BEFORE_UP_SETS, "summary.shipped_mape", Fmt(2, 100)), F(HELDOUT, "summary.shipped_mape", Fmt(2, 100)),
+      F(HELDOUT + BEFORE_UP_SETS, "summary.shipped_mape", Fmt(2, 100)),
+      F(HELDOUT + BEFORE_DESCENDING, "summary.shipped_mape", Fmt(2, 100)),
       *(F(HELDOUT + at, held(op, gpu, "shipped_mape")) for op, gpu in (("gemm", "H100-SXM5"), ("elementwise", "H100-SXM5"),
                                                                       ("norm", "H100-SXM5"), ("norm", "A40"))
-        for at in (BEFORE_UP_SETS, ""))),
+        for at in (BEFORE_UP_SETS, BEFORE_DESCENDING))),
     Q(CARD, "every class stays\n  {}%.", F(GEMM_LOGO, "every_class.with_network")),
     Q(CARD, "Its six Llama-3.2-1B steps go from {}..{}% to {}..{}% too slow",
       *(F(PROJ + at, h200_llama_errors(pick), SPCT1) for at in (BEFORE_UP_SETS, "") for pick in (min, max))),
@@ -3442,6 +3445,51 @@ QUOTES += [
       F(UP_SETS + "projection_speed_paired_all_rows_priced.json", "ratio_quartiles.2", num(2))),
     Q(CARD, "(`predictor_speed_paired_half_rows_only.json`, {}x)",
       F(UP_SETS + "predictor_speed_paired_half_rows_only.json", "ratio_median", num(2))),
+]
+
+
+# fp32 pointwise ops and norms held from above (2026-12-07, benchmarks/results/issue38_descending/)
+DESCENDING = RESULTS + "issue38_descending/"
+
+
+def _fp32_work(chain: str) -> tuple[F, F, F]:
+    """An fp32 chain's work violations before and after, and its steps, on the physics grids."""
+    key = f"work.{chain}/float32."
+    return (F(PHYSICS + BEFORE_DESCENDING, key + "violations", INT), F(PHYSICS, key + "violations", INT),
+            F(PHYSICS, key + "steps", INT))
+
+
+QUOTES += [
+    Q(CARD, "Physics grids: fp32 norm work violations {} -> {} of {}, fp32 adds {} -> {} of {}; dominance {} -> {} of {}; "
+            "every figure {} -> {} of {} (`predictor_physics.json`). Leave-one-GPU-out as shipped {} -> {}% (fp32 norms "
+            "{} -> {}%, fp32 pointwise {} -> {}%; the A100 PCIe 40GB's fp32 norms {} -> {}%, where the running maximum "
+            "had taken them to {}%). Whole steps: the H200's fp32 `estimate()` steps {}% median either way (worst {} -> "
+            "{}%), bf16 {} -> {}% (worst {} -> {}%); the H200's measured op table (`h200_op_rows.json`) fp32 pointwise "
+            "{} -> {}% MAPE, fp32 norms {} -> {}%, all 108 ops {} -> {}%; Lambda's tables within 0.2 point; host-bound CNN "
+            "steps' worst {} -> {}%, their worst relative pair {} -> {}%",
+      *_fp32_work("norm_rows"), *_fp32_work("add_numel"),
+      F(PHYSICS + BEFORE_DESCENDING, "dominance.violations", INT), F(PHYSICS, "dominance.violations", INT),
+      F(PHYSICS, "dominance.comparisons", INTC),
+      F(PHYSICS + BEFORE_DESCENDING, EVERY_FIGURE + "violations", INTC), F(PHYSICS, EVERY_FIGURE + "violations", INTC),
+      F(PHYSICS, EVERY_FIGURE + "comparisons", INTC),
+      F(HELDOUT + BEFORE_DESCENDING, "summary.shipped_mape", Fmt(2, 100)), F(HELDOUT, "summary.shipped_mape", Fmt(2, 100)),
+      *(F(HELDOUT + at, f"summary.by_precision.fp32.{op}.shipped_mape", Fmt(2, 100)) for op in ("norm", "elementwise")
+        for at in (BEFORE_DESCENDING, "")),
+      F(HELDOUT + BEFORE_DESCENDING, lambda d: _fp32_fold(d, "A100-PCIe-40GB", "norm"), PCT1),
+      F(HELDOUT, lambda d: _fp32_fold(d, "A100-PCIe-40GB", "norm"), PCT1),
+      F(RESULTS + "issue38_fp32_grid_trial/heldout_eval.json", lambda d: _fp32_fold(d, "A100-PCIe-40GB", "norm"), PCT1),
+      F(H200_EST, "summary.32-true.median_abs_error", PCT1),
+      *(F(H200_EST + at, f"summary.{key}", PCT1) for key in ("32-true.worst_abs_error", "bf16-mixed.median_abs_error",
+                                                             "bf16-mixed.worst_abs_error")
+        for at in (BEFORE_DESCENDING, "")),
+      *(F(H200_OPS + at, op_rows(key, "shipped", "mape"), PCT1) for key in ("elementwise/float32", "norm/float32", "all")
+        for at in (BEFORE_DESCENDING, "")),
+      *(F(PROJ + at, f"summary.{key}.max", PCT1) for key in ("hostbound_step", "hostbound_relative_pairs")
+        for at in (BEFORE_DESCENDING, ""))),
+    Q(PROJECTION, "On the physics grids fp32 norms went from {} to {} work violations of {} and fp32 adds from {} to {} of {}",
+      *_fp32_work("norm_rows"), *_fp32_work("add_numel")),
+    Q(OVERHEAD, "paired with the code before, {}, {} and {} in three runs on a slow hour",
+      *(F(DESCENDING + f"predictor_speed_paired{tag}.json", "ratio_median", num(3)) for tag in ("", "_pruned", "_pruned_run2"))),
 ]
 
 

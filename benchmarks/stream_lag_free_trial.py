@@ -60,7 +60,8 @@ def install(variant: str) -> None:
     if variant.endswith("+grid"):
         plain = model_module.work_grid
 
-        def with_fp32(cols, hold, steps_per_octave=None):
+        def with_fp32(cols, hold, steps_per_octave=None, descend=None):
+            # held from below, as the trial was run (before fp32 was held from above)
             return plain(cols, np.asarray(hold, dtype=bool) | (cols.esize == 4.0), steps_per_octave)
 
         model_module.work_grid = with_fp32

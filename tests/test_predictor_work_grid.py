@@ -1,6 +1,8 @@
 """Held pointwise ops and norms never get faster with more work, at any size (predictor/work_grid.py)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -8,7 +10,7 @@ from predictor_models.datasets.common import elementwise_op, norm_op
 from predictor_models.hardware import list_hardware, lookup_hardware
 from predictor_models.predictor import Predictor
 from predictor_models.predictor import work_grid as grid_module
-from predictor_models.predictor.monotone import HELD_DTYPES
+from predictor_models.predictor.monotone import DESCENDING_DTYPES, HELD_DTYPES
 from predictor_models.predictor.optable import op_columns
 from predictor_models.predictor.work_grid import work_grid
 from prenet_callbacks.projection.pricing.predictor_source import default_predictor
@@ -21,7 +23,7 @@ def shipped() -> Predictor:
 
 def _random_family(rng: np.random.Generator, sizes: np.ndarray) -> list:
     """One family (alike in all but the work dimension) at the given sizes, of a random kind and dtype."""
-    dtype = str(rng.choice(["bfloat16", "float16"]))
+    dtype = str(rng.choice(["bfloat16", "float16", "float32"]))   # fp32 held from above (DESCENDING_DTYPES)
     if rng.random() < 0.5:
         inputs = int(rng.integers(1, 4))
         name = str(rng.choice(["aten::add", "aten::mul", "aten::gelu", "aten::exp"]))
@@ -80,6 +82,62 @@ def test_the_grid_holds_a_dipping_model_at_its_running_maximum() -> None:
     grid = 2.0 ** (np.arange(0, 51) / grid_module.STEPS_PER_OCTAVE)
     assert held[-1] == pytest.approx(_Dipping.raw(grid).max())
     assert held[:10] == pytest.approx(raw[:10])           # below the dip the raw times are kept
+
+
+class _PhysicalDipping(_Dipping):
+    """The dipping model never below the roofline, as every predictor's `_times` is."""
+
+    def _times(self, cols, devices, rungs_from=None):
+        from predictor_models.predictor.bound import bound_seconds, matrix
+        from predictor_models.predictor.devices import device_columns
+
+        return np.maximum(super()._times(cols, devices), bound_seconds(matrix(cols, device_columns(devices))))
+
+
+def test_an_fp32_family_is_held_from_above_whatever_else_the_step_holds() -> None:
+    """From above, each size takes the least time of any larger size up to the grid's reach (256 GiB moved): the dip
+    lowers the sizes below it, never raises one, and an op's price is the same alone as beside larger members."""
+    model = _PhysicalDipping({}, {})
+    device = lookup_hardware("A100")
+    chain = [elementwise_op(2 ** i, 1, "float32", name="aten::relu") for i in range(10, 26)]   # 1 FLOP an element
+    model.monotone, model.descending = HELD_DTYPES, frozenset()
+    raw = model.predict_matrix(chain, [device])[:, 0]
+    assert (raw[1:] < raw[:-1]).any()                    # the raw model dips, and fp32 is not held from below
+    model.descending = DESCENDING_DTYPES
+    held = model.predict_matrix(chain, [device])[:, 0]
+    assert (held[1:] >= held[:-1]).all()
+    assert (held <= raw * (1 + 1e-12)).all() and (held < raw * 0.5).any()   # lowered where it dipped, never raised
+    alone = np.array([model.predict_matrix([op], [device])[0, 0] for op in chain])
+    assert alone == pytest.approx(held, rel=1e-12)
+    # on a grid point the time is the least over the grid's larger sizes up to the reach
+    reach = grid_module.LARGEST_OP_BYTES / ((chain[0].bytes_read + chain[0].bytes_written) / 2 ** 10)
+    steps = grid_module.STEPS_PER_OCTAVE
+    sizes = 2.0 ** (np.arange(10 * steps, np.ceil(steps * np.log2(reach)) + 1) / steps)
+    larger = model.predict_matrix([elementwise_op(s, 1, "float32", name="aten::relu") for s in sizes], [device])
+    model.descending = frozenset()
+    raw_larger = model.predict_matrix([elementwise_op(s, 1, "float32", name="aten::relu") for s in sizes], [device])
+    assert held[0] == pytest.approx(raw_larger.min(), rel=1e-12)
+    assert larger[0, 0] == pytest.approx(held[0], rel=1e-12)
+
+
+def test_rows_beyond_the_members_are_priced_only_where_they_could_lower_one(shipped: Predictor, monkeypatch) -> None:
+    """Pricing every candidate row beyond a family's members gives the same times as pricing only those whose roofline
+    lies below their anchor's time (`work_grid.needed_candidates`), on random fp32 families and catalog GPUs."""
+    from predictor_models.predictor import model as model_module
+
+    rng = np.random.default_rng(20261207)
+    catalog = [d for d in list_hardware(vendor="NVIDIA") if d.memory_bandwidth_gbs]
+    families = []
+    for _ in range(12):
+        sizes = np.unique(np.round(np.exp(rng.uniform(0.0, np.log(2e8), size=int(rng.integers(1, 8))))).clip(1))
+        family = _random_family(rng, sizes)
+        families.append([replace(op, dtype="float32") for op in family])
+    ops = [op for family in families for op in family]
+    devices = [catalog[i] for i in rng.choice(len(catalog), size=8, replace=False)]
+    pruned = shipped.predict_matrix(ops, devices)
+    monkeypatch.setattr(model_module, "needed_candidates", lambda bounds, anchors: np.ones(len(bounds), dtype=bool))
+    # the class models run in float32: rows priced in another matrix round otherwise
+    np.testing.assert_allclose(shipped.predict_matrix(ops, devices), pruned, rtol=1e-6)
 
 
 def test_a_family_shares_one_grid_that_keeps_its_other_columns() -> None:

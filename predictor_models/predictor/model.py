@@ -18,10 +18,10 @@ from .features import FEATURES
 from .kernel_features import feature_arrays
 from .mlp import predict_ensemble_columns, predict_mlp
 from .mono import MonoNet
-from .monotone import HELD_DTYPES, ladder_columns
+from .monotone import DESCENDING_DTYPES, HELD_DTYPES, ladder_columns
 from .price_table import PriceTable
 from .optable import op_columns, op_mode
-from .work_grid import work_grid
+from .work_grid import needed_candidates, work_grid
 
 _FP32 = MODES.index("fp32")
 # math modes held to their compute twins besides half-precision dtypes (`dominance.twin_sets`): fp32 stays out, for the
@@ -97,12 +97,14 @@ class Predictor:
         self._network_modes = frozenset(m for net in self.networks if "conv" in net.classes for m in net.modes)
         # dtypes whose ops are held monotone in their work (monotone.py); empty: the raw model
         self.monotone: frozenset[str] = HELD_DTYPES
+        # dtypes whose pointwise ops and norms are held from above on their grid (work_grid._envelope)
+        self.descending: frozenset[str] = DESCENDING_DTYPES
         # each device between the GPUs of its generation below and above it (dominance.py); False: raw
         self.device_envelope: bool = True
         # on half-precision ops, unmeasured GPUs above a device in its up-set too (dominance.stronger_unmeasured)
         self.unmeasured_up_sets: bool = True
         self._memo: PriceTable | None = None   # the `remembering` scope's times: per device, by op
-        self._memo_ladder: frozenset[str] = self.monotone   # the ladder the scope's times were priced with
+        self._memo_ladder = self._holds()   # the ladder and grids the scope's times were priced with
         self._metadata = dict(metadata)
         self.heldout = dict(heldout or {})
         self.default_utilisation = float(default_utilisation)
@@ -199,17 +201,21 @@ class Predictor:
         if self._memo is not None:          # already inside one: the outer scope keeps it
             yield self
             return
-        self._memo, self._memo_ladder = PriceTable(), self.monotone   # a ladder changed inside the scope bypasses it
+        self._memo, self._memo_ladder = PriceTable(), self._holds()   # a ladder changed inside the scope bypasses it
         try:
             yield self
         finally:
             self._memo = None
 
     # ---- internals -------------------------------------------------------------------------
+    def _holds(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The dtypes held from below and from above: what a remembered time was priced with."""
+        return self.monotone, self.descending
+
     def _remembered(self, ops: list[OpSpec], keys: list | None, devices: list) -> np.ndarray:
         """`_predict_distinct`, reading and filling the `remembering` scope's times where one is open."""
         memo = self._memo
-        if memo is None or keys is None or self._memo_ladder != self.monotone:
+        if memo is None or keys is None or self._memo_ladder != self._holds():
             return self._predict_distinct(ops, devices)
         index = memo.rows(keys)
         known = memo.columns([device_key(d) for d in devices])
@@ -237,8 +243,9 @@ class Predictor:
         unique = cols.take(first)
         # a held pointwise op or norm reads its family's grid of sizes (work_grid.py), not its own prediction, so it
         # is never faster than the same op with less work; its own row is not priced
-        hold = np.fromiter((op.dtype in self.monotone for op in distinct), dtype=bool, count=len(distinct))
-        grid = work_grid(unique, hold)
+        descend = np.fromiter((op.dtype in self.descending for op in distinct), dtype=bool, count=len(distinct))
+        hold = descend | np.fromiter((op.dtype in self.monotone for op in distinct), dtype=bool, count=len(distinct))
+        grid = work_grid(unique, hold, descend=descend)
         own = np.ones(len(distinct), dtype=bool)
         if grid is not None:
             own[grid.held] = False
@@ -252,17 +259,43 @@ class Predictor:
             priced = priced.concat(ladder.take(rung_first))
         rungs = len(priced)
         if grid is not None:
-            priced = priced.concat(grid.cols)
+            # a family held from above reaches far past its members; those rows are priced after the rest, and only
+            # where they could lower a member (`_grid_times`)
+            candidates, anchors = grid.candidate_rows()
+            read_rows = np.setdiff1d(np.arange(len(grid.cols)), candidates, assume_unique=True)
+            priced = priced.concat(grid.cols.take(read_rows) if candidates.size else grid.cols)
         with one_blas_thread():
             times = self._times(priced, devices, rungs_from=len(kept))
+            if grid is not None:
+                grid_times = self._grid_times(grid, times[rungs:], read_rows, candidates, anchors, devices)
         distinct_times = np.empty((len(distinct), len(devices)))
         distinct_times[kept] = times[:len(kept)]
         if ladder is not None:
             np.maximum.at(distinct_times, owner, times[len(kept):rungs][rung_inverse])
         if grid is not None:
             own_bound = bound_seconds(matrix(unique.take(grid.held), device_columns(devices)))
-            distinct_times[grid.held] = grid.held_times(times[rungs:], own_bound)
+            distinct_times[grid.held] = grid.held_times(grid_times, own_bound)
         return self._scatter(distinct_times[inverse], parent, mult, identity, out)
+
+    def _grid_times(self, grid, read_times: np.ndarray, read_rows: np.ndarray, candidates: np.ndarray,
+                    anchors: np.ndarray, devices: list) -> np.ndarray:
+        """Every grid row's times: the rows members read (``read_times``, priced already), and of the candidate rows
+        beyond them (`WorkGrid.candidate_rows`) those whose roofline lies below their anchor's time on some device
+        (`work_grid.needed_candidates`); the others stand at infinity, since none of them could lower a member. A
+        device whose times an adjustment changes may be priced below its bound: there every candidate is priced."""
+        if not candidates.size:
+            return read_times
+        out = np.full((len(grid.cols), len(devices)), np.inf)
+        out[read_rows] = read_times
+        cols = grid.cols.take(candidates)
+        if self.adjusted_devices([d.name for d in devices]).any():
+            needed = np.ones(candidates.size, dtype=bool)
+        else:
+            needed = needed_candidates(bound_seconds(matrix(cols, device_columns(devices))), out[anchors])
+        rows = np.flatnonzero(needed)
+        if rows.size:
+            out[candidates[rows]] = self._times(cols.take(rows), devices)
+        return out
 
     def _times(self, cols, devices: list, rungs_from: int | None = None) -> np.ndarray:
         """Seconds for every virtual op (rows of ``cols``) on every device; rows from ``rungs_from`` on are

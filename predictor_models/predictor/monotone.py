@@ -36,6 +36,10 @@ from .optable import _DIM_INDEX, OpColumns
 # median, worst 7.4% -> 11.5%). Half-precision rows come from kernel-timed sources (OpenXLA, Vidur).
 # The same dtypes are held on the work grid (work_grid.py).
 HELD_DTYPES = frozenset({"bfloat16", "float16"})
+# fp32 pointwise ops and norms are held on their work grid from above instead (work_grid._envelope): a small op priced
+# above a larger one (its harness lag) is lowered to it, not the larger op raised (2026-12-07,
+# benchmarks/results/issue38_descending/).
+DESCENDING_DTYPES = frozenset({"float32"})
 MAX_RUNGS = 16          # a dimension of 65,536 reaches 1
 # Work dimensions per class; flops and bytes are proportional to each (a conv's weights aside). Pointwise ops and
 # norms (numel, rows) are held on their grid instead (work_grid.GRID_DIMS).

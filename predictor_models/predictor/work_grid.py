@@ -9,6 +9,13 @@ so no member is ever predicted faster than a smaller one, whatever their sizes. 
 (`monotone.py`) held only sizes a power of two apart, and priced each op's own halvings: a 500-layer step's ~100
 distinct adds and norms were ~1,000 rungs, where their grids are a few hundred rows shared by every member.
 
+Half-precision families are held from below, as said. fp32 families (`monotone.DESCENDING_DTYPES`) are held from
+above: each grid size takes the least time of any larger size, since the larger op's kernel could do the smaller
+one's work. Their public small-op times carry a harness's host lag, which a running maximum carried up to mid-size
+ops; from above, a small op priced over a larger one is lowered to it instead. Their grid reaches the size whose
+bytes no GPU holds (`LARGEST_OP_BYTES`), whatever the family's largest member, so that an op's price does not depend
+on the other ops of its step.
+
 The interpolation never goes below the roofline: within a family the bound is ``launch + c * size``, whose log is
 convex in log size, so a chord between two grid times (each at or above its bound) lies above it.
 """
@@ -24,15 +31,19 @@ from .optable import _DIM_INDEX, OpColumns
 GRID_DIMS = {"elementwise": "numel", "norm": "rows"}
 STEPS_PER_OCTAVE = 2
 RATIO_STEPS = 32        # FLOPs and bytes per unit of work that differ by more than a 32nd of an octave: another family
+# A descending family's grid reaches the size whose bytes no catalog GPU's memory holds (256 GiB), so that the
+# minimum over the larger sizes is the same whatever the step's largest member is.
+LARGEST_OP_BYTES = 2.0 ** 38
 
 
 @dataclass(frozen=True)
 class WorkGrid:
     """The grid rows of every family met, and where each held op reads them.
 
-    ``cols``: the grid's rows, family after family, each from size 1 up; ``held``: the ops (rows of the columns
-    given to `work_grid`) priced on it; per held op, ``lower``/``upper`` (grid rows around its size) and ``weight``
-    (its place between them, 0 at ``lower``); ``family_starts``: each family's first grid row."""
+    ``cols``: the grid's rows, family after family, each from size 1 up (from its smallest member up, for a family
+    held from above); ``held``: the ops (rows of the columns given to `work_grid`) priced on it; per held op,
+    ``lower``/``upper`` (grid rows around its size) and ``weight`` (its place between them, 0 at ``lower``);
+    ``family_starts``: each family's first grid row; ``family_descends``: which families are held from above."""
 
     cols: OpColumns
     held: np.ndarray
@@ -40,19 +51,45 @@ class WorkGrid:
     upper: np.ndarray
     weight: np.ndarray
     family_starts: np.ndarray
+    family_descends: np.ndarray | None = None
 
     def held_times(self, grid_times: np.ndarray, own_bound: np.ndarray) -> np.ndarray:
         """``(held ops, devices)`` times from the grid's ``(grid rows, devices)`` times, never below the held ops' own
         bounds ``own_bound`` (non-decreasing in the work too: a member's fixed bytes, such as a norm's weights, are
         not in the grid's per-unit rate)."""
-        running = _running_max(grid_times, self.family_starts)
+        running = _envelope(grid_times, self.family_starts, self.family_descends)
         low, high = np.log(running[self.lower]), np.log(running[self.upper])
         return np.maximum(np.exp(low + self.weight[:, None] * (high - low)), own_bound)
 
+    def candidate_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(candidates, anchors)``: the rows of families held from above that lie beyond every member's ``upper``
+        (they matter only where their time is below a member's), and for each the last row of its family a member
+        reads. Every other row of the grid is one a member reads."""
+        none = np.zeros(0, dtype=np.int64)
+        if self.family_descends is None or not self.family_descends.any():
+            return none, none
+        ends = np.r_[self.family_starts[1:], len(self.cols)]
+        read_end = np.zeros(self.family_starts.size, dtype=np.int64)   # one past each family's last row a member reads
+        np.maximum.at(read_end, np.searchsorted(self.family_starts, self.upper, side="right") - 1, self.upper + 1)
+        families = np.flatnonzero(self.family_descends)
+        counts = ends[families] - read_end[families]
+        candidates = np.concatenate([np.arange(read_end[f], ends[f]) for f in families]).astype(np.int64)
+        return candidates, np.repeat(read_end[families] - 1, counts)
 
-def work_grid(cols: OpColumns, hold: np.ndarray, steps_per_octave: int | None = None) -> WorkGrid | None:
+
+def needed_candidates(candidate_bounds: np.ndarray, anchor_times: np.ndarray) -> np.ndarray:
+    """Which candidate rows (`WorkGrid.candidate_rows`) can lower a member's time: those whose roofline bound lies
+    below their anchor's time on some device. A time is never below its bound, and an anchor's time is the most a
+    candidate must beat, so the others lower nothing; the bound grows along the grid, so the needed ones are the first
+    few of each family."""
+    return (candidate_bounds < anchor_times).any(axis=1)
+
+
+def work_grid(cols: OpColumns, hold: np.ndarray, steps_per_octave: int | None = None,
+              descend: np.ndarray | None = None) -> WorkGrid | None:
     """The grid for the ops of ``cols`` in `GRID_DIMS`' classes that ``hold`` marks (their dtype is held:
-    `monotone.HELD_DTYPES`) and whose work dimension is at least 1; None when there are none."""
+    `monotone.HELD_DTYPES`) and whose work dimension is at least 1; None when there are none. Families of the ops
+    ``descend`` marks are held from above (`_envelope`): their grid runs up to `LARGEST_OP_BYTES`."""
     steps_per_octave = steps_per_octave or STEPS_PER_OCTAVE
     size = np.zeros(len(cols))
     for op_class, dim in GRID_DIMS.items():
@@ -67,10 +104,23 @@ def work_grid(cols: OpColumns, hold: np.ndarray, steps_per_octave: int | None = 
     position = steps_per_octave * np.log2(s)                     # the op's place on the grid, in grid steps
     tops = np.zeros(first.size, dtype=np.int64)                  # each family's last grid point: at or above its ops
     np.maximum.at(tops, family, np.ceil(position - 1e-9).astype(np.int64))
-    lengths = tops + 1
+    below = np.floor(position + 1e-9).astype(np.int64)          # the grid point at or below each op
+    lows = np.zeros(first.size, dtype=np.int64)                  # each family's first grid point
+    descends = None
+    if descend is not None:
+        # from above, a size reads only the larger ones: the grid starts at the family's smallest member and reaches
+        # the size that moves LARGEST_OP_BYTES
+        descends = np.asarray(descend, dtype=bool)[held][first]
+        largest = (LARGEST_OP_BYTES - rates["bytes_fixed"]) / np.maximum(rates["bytes_per_unit"], 1e-30)
+        reach = np.ceil(steps_per_octave * np.log2(np.maximum(largest, 1.0))).astype(np.int64)
+        tops = np.where(descends, np.maximum(tops, reach), tops)
+        smallest = np.full(first.size, np.iinfo(np.int64).max)
+        np.minimum.at(smallest, family, below)
+        lows = np.where(descends, smallest, 0)
+    lengths = tops - lows + 1
     starts = np.cumsum(lengths) - lengths
     owner = np.repeat(np.arange(first.size), lengths)             # the family of each grid row
-    step = np.arange(lengths.sum()) - np.repeat(starts, lengths)  # 0, 1, ... within a family
+    step = np.arange(lengths.sum()) - np.repeat(starts - lows, lengths)   # lows, lows + 1, ... within a family
     points = np.exp2(step / steps_per_octave)
     source = held[first][owner]                                   # a member whose columns the family's rows copy
     grid_dims = cols.dims[source].copy()
@@ -80,11 +130,12 @@ def work_grid(cols: OpColumns, hold: np.ndarray, steps_per_octave: int | None = 
     moved = rates["bytes_per_unit"][owner] * points + rates["bytes_fixed"][owner]
     grid = OpColumns(cols.op_class[source], cols.mode[source], flops, moved, grid_dims, cols.heavy[source],
                      cols.softmax[source], cols.esize[source])
-    lower = np.minimum(np.floor(position + 1e-9).astype(np.int64), tops[family])
+    lower = np.minimum(below, tops[family])
     weight = np.clip(position - lower, 0.0, 1.0)
     upper = np.minimum(lower + 1, tops[family])
     weight = np.where(upper == lower, 0.0, weight)
-    return WorkGrid(grid, held, starts[family] + lower, starts[family] + upper, weight, starts)
+    offset = starts[family] - lows[family]
+    return WorkGrid(grid, held, offset + lower, offset + upper, weight, starts, descends)
 
 
 def _families(cols: OpColumns, held: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -161,10 +212,16 @@ def _is_grid_class(op_class: np.ndarray) -> np.ndarray:
     return np.isin(op_class, list(GRID_DIMS))
 
 
-def _running_max(times: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Each family's times made non-decreasing along its grid rows (rows ``starts[f]`` up to the next start)."""
+def _envelope(times: np.ndarray, starts: np.ndarray, descends: np.ndarray | None = None) -> np.ndarray:
+    """Each family's times made non-decreasing along its grid rows (rows ``starts[f]`` up to the next start): from
+    below, a running maximum (a larger op is held above every smaller one), or, for a family ``descends`` marks,
+    from above, a running minimum taken from the largest size down (a smaller op is held below every larger one:
+    the larger op's kernel could do its work)."""
     out = np.empty_like(times)
     bounds = list(starts.tolist()) + [times.shape[0]]
-    for begin, end in zip(bounds[:-1], bounds[1:]):
-        np.maximum.accumulate(times[begin:end], axis=0, out=out[begin:end])
+    for f, (begin, end) in enumerate(zip(bounds[:-1], bounds[1:])):
+        if descends is not None and descends[f]:
+            np.minimum.accumulate(times[begin:end][::-1], axis=0, out=out[begin:end][::-1])
+        else:
+            np.maximum.accumulate(times[begin:end], axis=0, out=out[begin:end])
     return out
