@@ -178,3 +178,32 @@ def test_row_groups_number_rows_as_numpys_unique_does() -> None:
         expected = np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1)
         np.testing.assert_array_equal(grid_module._row_groups(rows), expected)
     assert grid_module._row_groups(np.zeros((0, 4))).size == 0
+
+
+class _CheapLargeOpsOnOne(Predictor):
+    """An adjustment that need not keep the roofline: on one device, ops moving over 1 GiB at a thousandth."""
+
+    def __init__(self, shipped: Predictor, device: str) -> None:
+        super().__init__(shipped.models, shipped._metadata, shipped.heldout, networks=shipped.networks)
+        self.device = device
+
+    def adjusted_devices(self, names):
+        return np.array([name == self.device for name in names])
+
+    def adjust_times(self, cols, devs, times, bound):
+        large = (np.asarray(cols.bytes) > 2.0 ** 30)[:, None] & self.adjusted_devices(devs.names)[None, :]
+        return np.where(large, times / 1000.0, times)
+
+
+def test_a_device_an_adjustment_changes_prices_every_row_beyond_the_members(shipped: Predictor, monkeypatch) -> None:
+    """An adjusted device's times may lie below their bound, so no row beyond a family's members is left unpriced for
+    it: the times are those of pricing every row (the bounds alone would leave out the far rows it makes cheap)."""
+    from predictor_models.predictor import model as model_module
+
+    adjusted = _CheapLargeOpsOnOne(shipped, "A100-SXM4-80GB")
+    devices = [lookup_hardware("A100-SXM4-80GB"), lookup_hardware("T4")]
+    ops = [elementwise_op(float(n), 2, "float32", name="aten::add") for n in (1e3, 3e4, 1e6)]
+    ops += [norm_op(r, 768, "float32", name="aten::native_layer_norm") for r in (8, 512)]
+    priced = adjusted.predict_matrix(ops, devices)
+    monkeypatch.setattr(model_module, "needed_candidates", lambda bounds, anchors: np.ones(len(bounds), dtype=bool))
+    np.testing.assert_allclose(adjusted.predict_matrix(ops, devices), priced, rtol=1e-6)
