@@ -3450,6 +3450,7 @@ QUOTES += [
 
 # fp32 pointwise ops and norms held from above (2026-12-07, benchmarks/results/issue38_descending/)
 DESCENDING = RESULTS + "issue38_descending/"
+UP_SETS_FP32 = RESULTS + "issue38_fp32_up_sets/"
 
 
 def _fp32_work(chain: str) -> tuple[F, F, F]:
@@ -3486,6 +3487,23 @@ QUOTES += [
         for at in (BEFORE_DESCENDING, "")),
       *(F(PROJ + at, f"summary.{key}.max", PCT1) for key in ("hostbound_step", "hostbound_relative_pairs")
         for at in (BEFORE_DESCENDING, ""))),
+    Q(CARD, "closes the fp32 order between GPUs ({} -> {} of {}), but raises held-out GPUs to another harness's lag: "
+            "leave-one-GPU-out {} -> {}%, the P4's fp32 norms {} -> {}%, the worst host-bound relative pair {} -> {}%. "
+            "TF32 convolutions on the grid along their batch take their violations along it from {} to {} of {} (the "
+            "rest are 1x1 convolutions, priced as GEMMs), but the worst host-bound step rises from {}% to {}%",
+      F(PHYSICS, EVERY_FIGURE + "violations", INTC),
+      F(UP_SETS_FP32 + "trial_up_sets.json", EVERY_FIGURE + "violations", INTC),
+      F(PHYSICS, EVERY_FIGURE + "comparisons", INTC),
+      F(HELDOUT, "summary.shipped_mape", Fmt(2, 100)), F(UP_SETS_FP32 + "heldout_eval.json", "summary.shipped_mape", Fmt(2, 100)),
+      F(HELDOUT, lambda d: _fp32_fold(d, "P4", "norm"), PCT1),
+      F(UP_SETS_FP32 + "heldout_eval.json", lambda d: _fp32_fold(d, "P4", "norm"), PCT1),
+      F(PROJ, "summary.hostbound_relative_pairs.max", PCT1),
+      F(UP_SETS_FP32 + "projection_accuracy.json", "summary.hostbound_relative_pairs.max", PCT1),
+      F(PHYSICS, "work.conv_n/tf32.violations", INT),
+      F(DESCENDING + "predictor_physics_tf32_convs.json", "work.conv_n/tf32.violations", INT),
+      F(PHYSICS, "work.conv_n/tf32.steps", INT),
+      F(DESCENDING + "trial_descending.json", "hostbound.max", PCT1),
+      F(DESCENDING + "trial_descending_tf32_convs.json", "hostbound.max", PCT1)),
     Q(PROJECTION, "On the physics grids fp32 norms went from {} to {} work violations of {} and fp32 adds from {} to {} of {}",
       *_fp32_work("norm_rows"), *_fp32_work("add_numel")),
     Q(OVERHEAD, "paired with the code before, {}, {} and {} in three runs on a slow hour",
