@@ -1,15 +1,16 @@
 """Held pointwise ops and norms never get faster with more work, at any size (predictor/work_grid.py)."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
 from predictor_models.datasets.common import elementwise_op, norm_op
 from predictor_models.hardware import list_hardware, lookup_hardware
 from predictor_models.predictor import Predictor
+from predictor_models.predictor import model as model_module
 from predictor_models.predictor import work_grid as grid_module
+from predictor_models.predictor.bound import bound_seconds, matrix
+from predictor_models.predictor.devices import device_columns
 from predictor_models.predictor.monotone import DESCENDING_DTYPES, HELD_DTYPES
 from predictor_models.predictor.optable import op_columns
 from predictor_models.predictor.work_grid import work_grid
@@ -21,9 +22,10 @@ def shipped() -> Predictor:
     return default_predictor()[0]
 
 
-def _random_family(rng: np.random.Generator, sizes: np.ndarray) -> list:
-    """One family (alike in all but the work dimension) at the given sizes, of a random kind and dtype."""
-    dtype = str(rng.choice(["bfloat16", "float16", "float32"]))   # fp32 held from above (DESCENDING_DTYPES)
+def _random_family(rng: np.random.Generator, sizes: np.ndarray, dtype: str | None = None) -> list:
+    """One family (alike in all but the work dimension) at the given sizes, of a random kind and of ``dtype`` (or a
+    random one)."""
+    dtype = dtype or str(rng.choice(["bfloat16", "float16", "float32"]))   # fp32 held from above (DESCENDING_DTYPES)
     if rng.random() < 0.5:
         inputs = int(rng.integers(1, 4))
         name = str(rng.choice(["aten::add", "aten::mul", "aten::gelu", "aten::exp"]))
@@ -84,13 +86,15 @@ def test_the_grid_holds_a_dipping_model_at_its_running_maximum() -> None:
     assert held[:10] == pytest.approx(raw[:10])           # below the dip the raw times are kept
 
 
+def _price_every_row(monkeypatch) -> None:
+    """Make the predictor price every grid row beyond a family's members (`work_grid.needed_candidates`)."""
+    monkeypatch.setattr(model_module, "needed_candidates", lambda bounds, anchors: np.ones(len(bounds), dtype=bool))
+
+
 class _PhysicalDipping(_Dipping):
     """The dipping model never below the roofline, as every predictor's `_times` is."""
 
     def _times(self, cols, devices, rungs_from=None):
-        from predictor_models.predictor.bound import bound_seconds, matrix
-        from predictor_models.predictor.devices import device_columns
-
         return np.maximum(super()._times(cols, devices), bound_seconds(matrix(cols, device_columns(devices))))
 
 
@@ -123,19 +127,15 @@ def test_an_fp32_family_is_held_from_above_whatever_else_the_step_holds() -> Non
 def test_rows_beyond_the_members_are_priced_only_where_they_could_lower_one(shipped: Predictor, monkeypatch) -> None:
     """Pricing every candidate row beyond a family's members gives the same times as pricing only those whose roofline
     lies below their anchor's time (`work_grid.needed_candidates`), on random fp32 families and catalog GPUs."""
-    from predictor_models.predictor import model as model_module
-
     rng = np.random.default_rng(20261207)
     catalog = [d for d in list_hardware(vendor="NVIDIA") if d.memory_bandwidth_gbs]
-    families = []
+    ops = []
     for _ in range(12):
         sizes = np.unique(np.round(np.exp(rng.uniform(0.0, np.log(2e8), size=int(rng.integers(1, 8))))).clip(1))
-        family = _random_family(rng, sizes)
-        families.append([replace(op, dtype="float32") for op in family])
-    ops = [op for family in families for op in family]
+        ops += _random_family(rng, sizes, "float32")
     devices = [catalog[i] for i in rng.choice(len(catalog), size=8, replace=False)]
     pruned = shipped.predict_matrix(ops, devices)
-    monkeypatch.setattr(model_module, "needed_candidates", lambda bounds, anchors: np.ones(len(bounds), dtype=bool))
+    _price_every_row(monkeypatch)
     # the class models run in float32: rows priced in another matrix round otherwise
     np.testing.assert_allclose(shipped.predict_matrix(ops, devices), pruned, rtol=1e-6)
 
@@ -198,12 +198,10 @@ class _CheapLargeOpsOnOne(Predictor):
 def test_a_device_an_adjustment_changes_prices_every_row_beyond_the_members(shipped: Predictor, monkeypatch) -> None:
     """An adjusted device's times may lie below their bound, so no row beyond a family's members is left unpriced for
     it: the times are those of pricing every row (the bounds alone would leave out the far rows it makes cheap)."""
-    from predictor_models.predictor import model as model_module
-
     adjusted = _CheapLargeOpsOnOne(shipped, "A100-SXM4-80GB")
     devices = [lookup_hardware("A100-SXM4-80GB"), lookup_hardware("T4")]
     ops = [elementwise_op(float(n), 2, "float32", name="aten::add") for n in (1e3, 3e4, 1e6)]
     ops += [norm_op(r, 768, "float32", name="aten::native_layer_norm") for r in (8, 512)]
     priced = adjusted.predict_matrix(ops, devices)
-    monkeypatch.setattr(model_module, "needed_candidates", lambda bounds, anchors: np.ones(len(bounds), dtype=bool))
+    _price_every_row(monkeypatch)
     np.testing.assert_allclose(adjusted.predict_matrix(ops, devices), priced, rtol=1e-6)

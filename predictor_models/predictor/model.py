@@ -263,7 +263,7 @@ class Predictor:
             # where they could lower a member (`_grid_times`)
             candidates, anchors = grid.candidate_rows()
             read_rows = np.setdiff1d(np.arange(len(grid.cols)), candidates, assume_unique=True)
-            priced = priced.concat(grid.cols.take(read_rows) if candidates.size else grid.cols)
+            priced = priced.concat(grid.cols.take(read_rows))
         with one_blas_thread():
             times = self._times(priced, devices, rungs_from=len(kept))
             if grid is not None:

@@ -51,7 +51,7 @@ class WorkGrid:
     upper: np.ndarray
     weight: np.ndarray
     family_starts: np.ndarray
-    family_descends: np.ndarray | None = None
+    family_descends: np.ndarray
 
     def held_times(self, grid_times: np.ndarray, own_bound: np.ndarray) -> np.ndarray:
         """``(held ops, devices)`` times from the grid's ``(grid rows, devices)`` times, never below the held ops' own
@@ -65,15 +65,12 @@ class WorkGrid:
         """``(candidates, anchors)``: the rows of families held from above that lie beyond every member's ``upper``
         (they matter only where their time is below a member's), and for each the last row of its family a member
         reads. Every other row of the grid is one a member reads."""
-        none = np.zeros(0, dtype=np.int64)
-        if self.family_descends is None or not self.family_descends.any():
-            return none, none
         ends = np.r_[self.family_starts[1:], len(self.cols)]
         read_end = np.zeros(self.family_starts.size, dtype=np.int64)   # one past each family's last row a member reads
         np.maximum.at(read_end, np.searchsorted(self.family_starts, self.upper, side="right") - 1, self.upper + 1)
         families = np.flatnonzero(self.family_descends)
         counts = ends[families] - read_end[families]
-        candidates = np.concatenate([np.arange(read_end[f], ends[f]) for f in families]).astype(np.int64)
+        candidates = np.concatenate([np.arange(read_end[f], ends[f]) for f in families] or [[]]).astype(np.int64)
         return candidates, np.repeat(read_end[families] - 1, counts)
 
 
@@ -106,7 +103,7 @@ def work_grid(cols: OpColumns, hold: np.ndarray, steps_per_octave: int | None = 
     np.maximum.at(tops, family, np.ceil(position - 1e-9).astype(np.int64))
     below = np.floor(position + 1e-9).astype(np.int64)          # the grid point at or below each op
     lows = np.zeros(first.size, dtype=np.int64)                  # each family's first grid point
-    descends = None
+    descends = np.zeros(first.size, dtype=bool)
     if descend is not None:
         # from above, a size reads only the larger ones: the grid starts at the family's smallest member and reaches
         # the size that moves LARGEST_OP_BYTES
@@ -212,7 +209,7 @@ def _is_grid_class(op_class: np.ndarray) -> np.ndarray:
     return np.isin(op_class, list(GRID_DIMS))
 
 
-def _envelope(times: np.ndarray, starts: np.ndarray, descends: np.ndarray | None = None) -> np.ndarray:
+def _envelope(times: np.ndarray, starts: np.ndarray, descends: np.ndarray) -> np.ndarray:
     """Each family's times made non-decreasing along its grid rows (rows ``starts[f]`` up to the next start): from
     below, a running maximum (a larger op is held above every smaller one), or, for a family ``descends`` marks,
     from above, a running minimum taken from the largest size down (a smaller op is held below every larger one:
@@ -220,7 +217,7 @@ def _envelope(times: np.ndarray, starts: np.ndarray, descends: np.ndarray | None
     out = np.empty_like(times)
     bounds = list(starts.tolist()) + [times.shape[0]]
     for f, (begin, end) in enumerate(zip(bounds[:-1], bounds[1:])):
-        if descends is not None and descends[f]:
+        if descends[f]:
             np.minimum.accumulate(times[begin:end][::-1], axis=0, out=out[begin:end][::-1])
         else:
             np.maximum.accumulate(times[begin:end], axis=0, out=out[begin:end])
