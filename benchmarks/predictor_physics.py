@@ -10,7 +10,10 @@ over the bf16 ops alone (``bf16_ops``: the half-precision ops the envelope's up-
 Grids: GEMMs (m and k from 16 to 16,384 at n, k/m in 64..4,096), convolutions (batch 1..128, channels 16..2,048),
 layer norms (rows 16..16,384 at 64, 768, 4,096 columns) and adds (256 to 2^27 elements), in fp32 and bf16 (the
 GEMMs and convolutions also in fp32 with TF32 on, ``tf32``), on 13
-GPUs from the T4 to the B200. A
+GPUs from the T4 to the B200; and (``work_other_classes``) the classes priced as other classes' kernels: fused
+attention along its sequence, pooling, optimizer updates, copies and embeddings along their elements, depthwise
+convolutions and their backward, and dense convolutions' backward, along the batch (FP32 convolutions and attention
+with TF32 on). A
 *work violation* is a step up the grid (2x the work) predicted faster; a *dominance violation* is a GPU
 with at least another's FP32 and BF16 peaks, DRAM bandwidth and SM count predicted slower on the same op.
 Each is reported with its count and the worst ratio, for the shipped predictor (half-precision pointwise
@@ -30,7 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from predictor_models.datasets.common import conv_op, elementwise_op, gemm_op, norm_op
+from predictor_models.datasets.common import DTYPE_BYTES, conv_op, elementwise_op, embedding_op, gemm_op, norm_op
+from predictor_models.op_spec import OpSpec
 from predictor_models.hardware import lookup_hardware
 
 GPUS = ("T4", "L4", "A10G", "V100", "A100", "H100", "H200", "B200", "RTX 4090", "A100-PCIe-40GB", "P100", "A40",
@@ -60,6 +64,87 @@ def _chains(dtype: str) -> dict[str, list[list]]:
         "norm_rows": [[norm_op(r, c, dtype, name="aten::native_layer_norm") for r in SIZES] for c in (64, 768, 4096)],
         "add_numel": [[elementwise_op(2 ** i, 2, dtype, name="aten::add") for i in range(8, 28)]],
     }
+
+
+# -- the op classes priced as other classes' kernels (`predictor/expand.py`): attention as its GEMMs, pooling, optimizer
+# updates, copies and embeddings as streaming kernels, depthwise convolutions as streaming kernels, a convolution's
+# backward as its two gradient kernels
+
+def attention_op(b: float, heads: float, seq: float, d: float, dtype: str, *, causal: int = 0,
+                 backward: int = 0) -> OpSpec:
+    """A fused attention (SDPA) over ``seq`` queries and keys, as `aten/costs.py` describes one."""
+    s = DTYPE_BYTES[dtype]
+    flops = 4.0 * b * heads * seq * seq * d * (2.5 if backward else 1.0)
+    io = b * heads * seq * d * s
+    return OpSpec("attention", dtype, flops, (4 if backward else 3) * io, (3 if backward else 1) * io,
+                  {"b": b, "heads": heads, "s_q": seq, "s_kv": seq, "d": d, "causal": causal, "backward": backward},
+                  False, "aten::_scaled_dot_product_flash_attention")
+
+
+def pooling_op(numel_out: float, window: float, dtype: str) -> OpSpec:
+    """A pooling reading ``window`` inputs per output."""
+    s = DTYPE_BYTES[dtype]
+    return OpSpec("pooling", dtype, numel_out * window, numel_out * window * s, numel_out * s,
+                  {"numel_in": numel_out * window, "numel_out": numel_out, "kernel": window}, False,
+                  "aten::max_pool2d")
+
+
+def optimizer_op(numel: float, kind: int) -> OpSpec:
+    """One multi-tensor launch of an optimizer update over ``numel`` FP32 parameters (``kind`` 0: SGD, 1: momentum,
+    2: Adam), as `optimizer_ops.py` emits them."""
+    reads, writes = {0: (2, 1), 1: (3, 2), 2: (4, 3)}[kind]
+    return OpSpec("optimizer", "float32", 10.0 * numel, 4.0 * reads * numel, 4.0 * writes * numel,
+                  {"numel": numel, "tensors": 24, "kind": kind}, False, "optimizer.adamw.foreach")
+
+
+def copy_op(numel: float, dtype: str) -> OpSpec:
+    s = DTYPE_BYTES[dtype]
+    return OpSpec("data_movement", dtype, 0.0, numel * s, numel * s, {"numel": numel}, False, "aten::copy_")
+
+
+def backward_conv(op: OpSpec) -> OpSpec:
+    """The backward of a forward convolution ``op``: both gradients, as a captured one carries them."""
+    return OpSpec(op.op_class, op.dtype, 2.0 * op.flops, op.bytes_read + op.bytes_written, op.bytes_read,
+                  {**op.dims, "backward": 1, "grad_input": 1, "grad_weight": 1}, op.tf32, op.name)
+
+
+def _other_chains(dtype: str) -> dict[str, list[list]]:
+    """Chains of the other op classes, each step twice the work of the last (in ``dtype``; optimizer updates are
+    FP32 in every dtype, as mixed precision keeps its master weights)."""
+    sizes = [2 ** i for i in range(8, 28)]
+    depthwise = lambda n, c, hw: conv_op(n, c, c, hw, hw, 3, 3, 1, 1, dtype, groups=c)  # noqa: E731
+    return {
+        "attention_seq": [[attention_op(4, 16, s, 64, dtype, causal=c, backward=bw) for s in SIZES[2:10]]
+                          for c in (0, 1) for bw in (0, 1)],
+        "pooling_numel": [[pooling_op(n, w, dtype) for n in sizes] for w in (4, 9)],
+        "optimizer_numel": [[optimizer_op(n, kind) for n in sizes] for kind in (0, 1, 2)],
+        "copy_numel": [[copy_op(n, dtype) for n in sizes]],
+        "embedding_indices": [[embedding_op(i, d, 50_000, dtype) for i in SIZES] for d in (64, 768, 4096)],
+        "depthwise_conv_n": [[op for n in (1, 2, 4, 8, 16, 32, 64, 128) for op in [depthwise(n, c, hw)]]
+                             for c in (32, 256) for hw in (14, 56)],
+        "depthwise_conv_backward_n": [[backward_conv(depthwise(n, c, hw)) for n in (1, 2, 4, 8, 16, 32, 64, 128)]
+                                      for c in (32, 256) for hw in (14, 56)],
+        "conv_backward_n": [[backward_conv(_conv(n, c, c, hw, 3, dtype)) for n in (1, 2, 4, 8, 16, 32, 64, 128)]
+                            for c in (64, 256) for hw in (14, 56)],
+    }
+
+
+def other_class_violations(predictor, devices) -> dict[str, dict]:
+    """`work_violations` for the other op classes (`_other_chains`), in fp32 and bf16, FP32 convolutions and attention
+    with TF32 on as a captured FP32 convolution has it."""
+    out = {}
+    for dtype in ("float32", "bfloat16"):
+        runs = np.array([d.supports(dtype) for d in devices])
+        for name, chains in _other_chains(dtype).items():
+            if dtype == "float32" and name.startswith(("conv", "attention")):
+                chains = [[replace(op, tf32=True) for op in chain] for chain in chains]
+            ratios = np.concatenate([_step_ratios(predictor.predict_matrix(c, devices)) for c in chains])
+            broken = ratios > 1.0001
+            out[f"{name}/{dtype}"] = {"steps": int(ratios.size), "violations": int(broken.sum()),
+                                      "worst_drop": round(float(ratios.max()), 3),
+                                      "where_supported": {"steps": int(ratios[:, runs].size),
+                                                          "violations": int(broken[:, runs].sum())}}
+    return out
 
 
 def _step_ratios(times: np.ndarray) -> np.ndarray:
@@ -190,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     predictor = default_predictor()[0]
     devices = [lookup_hardware(g) for g in GPUS]
     result = {"benchmark": "predictor_physics", "work": work_violations(predictor, devices),
+              "work_other_classes": other_class_violations(predictor, devices),
               "dominance": dominance_violations(predictor, devices)}
     held, predictor.monotone = predictor.monotone, frozenset()      # the raw model, for comparison
     result["work_raw_model"] = work_violations(predictor, devices)
@@ -200,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     predictor.device_envelope = False
     result["generation_dominance_raw_model"] = generation_dominance(predictor)
     predictor.device_envelope = True
-    for key, row in result["work"].items():
+    for key, row in {**result["work"], **result["work_other_classes"]}.items():
         here = row["where_supported"]
         print(f"{key:22s} {row['violations']:5d} of {row['steps']:5d} steps faster at 2x the work (worst x{row['worst_drop']}); "
               f"on GPUs that run the dtype {here['violations']} of {here['steps']}")

@@ -3511,6 +3511,54 @@ QUOTES += [
 ]
 
 
+# the classes priced as other classes' kernels on the physics grids, and two trials not adopted (later on 2026-12-07)
+GEMM_LEVELLED = RESULTS + "issue38_gemm_levelled/"
+TF32_CONV_LEVELLED = RESULTS + "issue38_tf32_conv_levelled/"
+OTHER_WORK = "work_other_classes."
+
+
+def _gemm_fold(gpu: str, key: str) -> Callable[[Any], Any]:
+    """One held-out GPU's FP32 GEMM figure ``key`` in a `gemm_levelled_network_folds.py` file."""
+    return lambda d: next(f["fp32"][key] for f in d["folds"] if f["gpu"] == gpu)
+
+
+def _tf32_conv_violations(d: Any) -> int:
+    return d["physics"]["conv_n/tf32"]["violations"] + d["physics"]["conv_channels/tf32"]["violations"]
+
+
+QUOTES += [
+    Q(CARD, "except TF32 convolutions' backward ({} of {}, the class model, as for their forward)",
+      F(PHYSICS, OTHER_WORK + "conv_backward_n/float32.violations", INT),
+      F(PHYSICS, OTHER_WORK + "conv_backward_n/float32.steps", INT)),
+    Q(CARD, "holds the order on this grid, {} of {}, not by construction",
+      F(PHYSICS, OTHER_WORK + "attention_seq/float32.violations", INT),
+      F(PHYSICS, OTHER_WORK + "attention_seq/float32.steps", INT)),
+    Q(PROJECTION, "TF32 convolutions (their backward: {} of {} grid steps)",
+      F(PHYSICS, OTHER_WORK + "conv_backward_n/float32.violations", INT),
+      F(PHYSICS, OTHER_WORK + "conv_backward_n/float32.steps", INT)),
+    Q(CARD, "FP32 GEMMs {}% by the class model against {}-{}% levelled (with the other GPUs' median NeuSight lag) and "
+            "{}% rearranged; better on the worst GPUs (DeepBench's GTX 1080 Ti {}% against {}%, V100 SXM2 {}% against "
+            "{}%), worse on NeuSight's A100 PCIe 80GB ({}% against {}%)",
+      F(GEMM_LEVELLED + "folds_rearranged.json", "summary.fp32.class_model"),
+      F(GEMM_LEVELLED + "folds.json", "summary.fp32.levelled+lag"),
+      F(GEMM_LEVELLED + "folds_rearranged.json", "summary.fp32.levelled+lag"),
+      F(GEMM_LEVELLED + "folds_rearranged.json", "summary.fp32.rearranged"),
+      *(F(GEMM_LEVELLED + "folds_rearranged.json", _gemm_fold(gpu, key), PCT0)
+        for gpu in ("GTX 1080 Ti", "V100-SXM2-16GB") for key in ("levelled+lag", "class_model")),
+      *(F(GEMM_LEVELLED + "folds_rearranged.json", _gemm_fold("A100-PCIe-80GB", key))
+        for key in ("levelled+lag", "class_model"))),
+    Q(CARD, "TF32 convolution violations {} -> {} of {} (the rest on GPUs without TF32 tensor cores), but Lambda's "
+            "ResNet-50 FP32 steps {}% -> {}% median (worst {}% -> {}%), the H200's FP32 `estimate()` worst {}% -> {}%, "
+            "host-bound CNN steps {}% -> {}% MAPE",
+      F(TF32_CONV_LEVELLED + "trial_shipped.json", _tf32_conv_violations, INT),
+      F(TF32_CONV_LEVELLED + "trial_levelled.json", _tf32_conv_violations, INT),
+      F(PHYSICS, lambda d: d["work"]["conv_n/tf32"]["steps"] + d["work"]["conv_channels/tf32"]["steps"], INTC),
+      *(F(TF32_CONV_LEVELLED + f"trial_{v}.json", f"{key}") for key in (
+          "lambda_resnet50.32-true.median_abs_error", "lambda_resnet50.32-true.worst_abs_error",
+          "h200.32-true.worst_abs_error", "hostbound.mape") for v in ("shipped", "levelled"))),
+]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
