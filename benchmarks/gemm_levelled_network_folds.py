@@ -1,6 +1,7 @@
 """Trial (issue 38): FP32 and TF32 GEMMs priced by the monotone GEMM network, levelled per device by the class model.
 
-    python benchmarks/gemm_levelled_network_folds.py [--gpus ...] [--min-bound S] [--json OUT]
+    python benchmarks/gemm_levelled_network_folds.py [--gpus ...] [--min-bound S] [--inputs VARIANT] [--fp32-only]
+                                                        [--json OUT]
 
 The class model's FP32 and TF32 GEMMs break "more work is never faster" (`predictor_physics.py`: 540 and 345 grid
 steps); the shipped GEMM network (`kernel_features.gemm_time_features`, monotone in b, m, n and k by construction)
@@ -35,7 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.gemm_work_network_folds import features, fit_on, mape  # noqa: E402
 
-INPUTS = "scaled-roofline-nopower"    # the shipped GEMM network's inputs
+SHIPPED_INPUTS = "scaled-roofline-nopower"    # the shipped GEMM network's inputs
+INPUTS = SHIPPED_INPUTS                       # the inputs of this run (``--inputs``)
 SIDES = tuple(2 ** e for e in range(8, 14))
 WIDE_SIDES = tuple(2 ** e for e in range(4, 16))
 
@@ -91,7 +93,7 @@ def rearrangement(net, class_model, gpu: str, tf32: bool, lo, hi):
     return apply
 
 
-def fold(ts, gpu: str, seed: int, min_bound: float) -> dict:
+def fold(ts, gpu: str, seed: int, min_bound: float, fp32_only: bool = False) -> dict:
     from predictor_models.predictor.bound import paired
     from predictor_models.predictor.features import feature_matrix
     from predictor_models.predictor.mlp import predict_mlp
@@ -103,7 +105,8 @@ def fold(ts, gpu: str, seed: int, min_bound: float) -> dict:
     if not test.size:
         return {"gpu": gpu}
     started = time.perf_counter()
-    net, free = fit_on(ts, train, INPUTS, seed)
+    net_rows = train[np.isin(ts.ops.mode[train], [0, 1])] if fp32_only else train
+    net, free = fit_on(ts, net_rows, INPUTS, seed)
     lo, hi = free[:, 5:].min(axis=0), free[:, 5:].max(axis=0)
     class_model = fit_models(ts.take(train), classes=["gemm"], seed=seed)["gemm"][0]
     held = ts.take(test)
@@ -140,14 +143,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20250101)
     parser.add_argument("--min-bound", type=float, default=1e-4,
                         help="canonical GEMMs with a shorter roofline bound do not set the level (seconds)")
+    parser.add_argument("--inputs", default=SHIPPED_INPUTS, choices=("scaled-roofline-nopower", "scaled-roofline"),
+                        help="the network's inputs (`gemm_work_network_folds.py`): scaled-roofline adds the FLOPs per "
+                             "board watt, which the low-power cards' FP32 GEMMs may need")
+    parser.add_argument("--fp32-only", action="store_true",
+                        help="train the network on the other GPUs' FP32 and TF32 GEMM rows only (the class model on all)")
     parser.add_argument("--json", help="write the folds here")
     args = parser.parse_args(argv)
+    global INPUTS
+    INPUTS = args.inputs
     ts, _ = load_training_set(None, None, None)
     fp32 = (ts.ops.op_class == "gemm") & np.isin(ts.ops.mode, [0, 1])
     gpus = args.gpus or sorted(set(ts.gpu[fp32].tolist()))
     folds = []
     for gpu in gpus:
-        folds.append(fold(ts, gpu, args.seed, args.min_bound))
+        folds.append(fold(ts, gpu, args.seed, args.min_bound, args.fp32_only))
         print(json.dumps(folds[-1]), flush=True)
     summary = {}
     for part in ("fp32", "tf32"):
@@ -160,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(summary))
     if args.json:
         Path(args.json).write_text(json.dumps({"benchmark": "gemm_levelled_network_folds", "seed": args.seed,
-                                               "inputs": INPUTS, "min_bound_s": args.min_bound, "folds": folds,
+                                               "inputs": INPUTS, "min_bound_s": args.min_bound,
+                                               "fp32_only": args.fp32_only, "folds": folds,
                                                "summary": summary}, indent=1) + "\n")
     return 0
 
