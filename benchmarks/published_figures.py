@@ -3514,12 +3514,19 @@ QUOTES += [
 # the classes priced as other classes' kernels on the physics grids, and two trials not adopted (later on 2026-12-07)
 GEMM_LEVELLED = RESULTS + "issue38_gemm_levelled/"
 TF32_CONV_LEVELLED = RESULTS + "issue38_tf32_conv_levelled/"
+GEMM_LATTICE = RESULTS + "issue38_gemm_lattice/"
+FP32_GEMM_NETWORK = RESULTS + "issue38_fp32_gemm_network/"
 OTHER_WORK = "work_other_classes."
 
 
 def _gemm_fold(gpu: str, key: str) -> Callable[[Any], Any]:
     """One held-out GPU's FP32 GEMM figure ``key`` in a `gemm_levelled_network_folds.py` file."""
     return lambda d: next(f["fp32"][key] for f in d["folds"] if f["gpu"] == gpu)
+
+
+def _gemm_fp32_violations(d: Any) -> int:
+    """FP32 and TF32 GEMM work violations of a trial file's physics grids."""
+    return sum(d["physics"][f"gemm_{axis}/{dtype}"]["violations"] for axis in "mk" for dtype in ("float32", "tf32"))
 
 
 def _tf32_conv_violations(d: Any) -> int:
@@ -3555,7 +3562,26 @@ QUOTES += [
       F(PHYSICS, lambda d: d["work"]["conv_n/tf32"]["steps"] + d["work"]["conv_channels/tf32"]["steps"], INTC),
       *(F(TF32_CONV_LEVELLED + f"trial_{v}.json", f"{key}") for key in (
           "lambda_resnet50.32-true.median_abs_error", "lambda_resnet50.32-true.worst_abs_error",
-          "h200.32-true.worst_abs_error", "hostbound.mape") for v in ("shipped", "levelled"))),
+          "h200.32-true.worst_abs_error", "hostbound.mape") for v in ("shipped", "levelled"))),    Q(CARD, "FP32 and TF32 GEMM work violations {} -> {} by construction, whole steps within half a point (the H200's "
+            "FP32 median {}% -> {}%), but on the class model's own FP32 and TF32 GEMM rows {}% -> {}% MAPE, of which {}% "
+            "from interpolating over octaves alone",
+      F(TF32_CONV_LEVELLED + "trial_shipped.json", _gemm_fp32_violations, INT),
+      F(GEMM_LATTICE + "trial_lattice.json", _gemm_fp32_violations, INT),
+      F(TF32_CONV_LEVELLED + "trial_shipped.json", "h200.32-true.median_abs_error"),
+      F(GEMM_LATTICE + "trial_lattice.json", "h200.32-true.median_abs_error"),
+      *(F(GEMM_LATTICE + f"in_sample_{v}.json", "in_sample.all.mape") for v in ("shipped", "lattice", "interpolated"))),
+    Q(CARD, "held out {}% against the class model's {}% (worst GPU {}% against {}%), but the H200's FP32 `estimate()` "
+            "steps {}% -> {}% median (worst {}%) and NeuSight's transformers relative to one another {}% -> {}%",
+      F(GEMM_LEVELLED + "folds_fp32_only_power.json", "summary.fp32.network+lag"),
+      F(GEMM_LEVELLED + "folds_fp32_only_power.json", "summary.fp32.class_model"),
+      F(GEMM_LEVELLED + "folds_fp32_only_power.json", lambda d: max(f["fp32"]["network+lag"] for f in d["folds"]
+                                                                     if "fp32" in f)),
+      F(GEMM_LEVELLED + "folds_fp32_only_power.json", "summary.fp32.worst_gpu.class_model"),
+      F(TF32_CONV_LEVELLED + "trial_shipped.json", "h200.32-true.median_abs_error"),
+      F(FP32_GEMM_NETWORK + "trial_power.json", "h200.32-true.median_abs_error"),
+      F(FP32_GEMM_NETWORK + "trial_power.json", "h200.32-true.worst_abs_error"),
+      F(TF32_CONV_LEVELLED + "trial_shipped.json", "public_steps.neusight.relative_mape"),
+      F(FP32_GEMM_NETWORK + "trial_power.json", "public_steps.neusight.relative_mape")),
 ]
 
 
