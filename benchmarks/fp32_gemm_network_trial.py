@@ -53,8 +53,7 @@ def install(inputs: str, seed: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks import network_fp32_trial, projection_hostbound
-    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
+    from benchmarks import network_fp32_trial
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inputs", default="scaled-roofline", choices=("scaled-roofline", "scaled-roofline-nopower"))
@@ -63,9 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
     fitted = install(args.inputs, args.seed)
-    predictor, _ = default_predictor()
-    result = {"inputs": args.inputs, "network": fitted, **network_fp32_trial.evaluate(Path(args.data)),
-              "hostbound": projection_hostbound.summary(projection_hostbound.hostbound_rows(predictor))}
+    result = {"inputs": args.inputs, "network": fitted, **network_fp32_trial.evaluate_with_hostbound(Path(args.data))}
     print(json.dumps({k: v for k, v in result.items() if k not in ("h200_rows", "network")}, indent=1))
     if args.json:
         write_result(args.json, "fp32_gemm_network_trial", argv, **result)

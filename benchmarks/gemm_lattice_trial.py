@@ -199,8 +199,7 @@ def in_sample() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks import network_fp32_trial, projection_hostbound
-    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
+    from benchmarks import network_fp32_trial
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", choices=("shipped", "lattice", "interpolated"), required=True,
@@ -213,9 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.in_sample:
         result = {"variant": args.variant, "in_sample": in_sample()}
     else:
-        predictor, _ = default_predictor()
-        result = {"variant": args.variant, **network_fp32_trial.evaluate(Path(args.data)),
-                  "hostbound": projection_hostbound.summary(projection_hostbound.hostbound_rows(predictor))}
+        result = {"variant": args.variant, **network_fp32_trial.evaluate_with_hostbound(Path(args.data))}
     result["lattice_points_priced"] = sum(lat.points_priced for lat in lattices.values())
     print(json.dumps({k: v for k, v in result.items() if k != "h200_rows"}, indent=1))
     if args.json:

@@ -66,6 +66,16 @@ def evaluate(data: Path) -> dict:
             "h200": estimate_h200.summary(h200), "h200_rows": h200, "public_steps": public, "physics": physics}
 
 
+def evaluate_with_hostbound(data: Path) -> dict:
+    """`evaluate`, and the host-bound CNN steps (`projection_hostbound.py`) priced by the default predictor as it
+    stands (the whole-step sets of the trials that patch it)."""
+    from benchmarks import projection_hostbound
+    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
+
+    predictor, _ = default_predictor()
+    return {**evaluate(data), "hostbound": projection_hostbound.summary(projection_hostbound.hostbound_rows(predictor))}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modes", nargs="+", required=True)

@@ -89,8 +89,7 @@ def install(level: bool) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks import network_fp32_trial, projection_hostbound
-    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
+    from benchmarks import network_fp32_trial
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", choices=("shipped", "network", "levelled"), required=True)
@@ -98,11 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
     levels = install(args.variant == "levelled") if args.variant != "shipped" else {}
-    predictor, _ = default_predictor()
     result = {"variant": args.variant, "levels": {f"{name}/{'backward' if grad else 'forward'}": round(v, 4)
                                                   for (name, grad), v in sorted(levels.items())},
-              **network_fp32_trial.evaluate(Path(args.data)),
-              "hostbound": projection_hostbound.summary(projection_hostbound.hostbound_rows(predictor))}
+              **network_fp32_trial.evaluate_with_hostbound(Path(args.data))}
     print(json.dumps({k: v for k, v in result.items() if k not in ("h200_rows", "levels")}, indent=1))
     if args.json:
         write_result(args.json, "tf32_conv_levelled_trial", argv, **result)
