@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,26 +29,18 @@ def install(inputs: str, seed: int) -> dict:
     """Fit the network and put it in the default predictor for FP32 and TF32 GEMMs; returns what was fitted."""
     import torch
 
-    from benchmarks.gemm_work_network_folds import features, fit_on, kernel_floor
-    from predictor_models.predictor.model import KernelNetwork
+    from benchmarks.gemm_work_network_folds import kernel_floor, trial_network
     from predictor_models.train import load_training_set
     from prenet_callbacks.projection.pricing.predictor_source import default_predictor
 
     torch.set_num_threads(1)
     ts, _ = load_training_set(None, None, None)
     rows = np.flatnonzero((ts.ops.op_class == "gemm") & np.isin(ts.ops.mode, [0, 1]))
-    net, _ = fit_on(ts, rows, inputs, seed)
-    floor = kernel_floor(ts, rows)
-
-    @dataclass(frozen=True)
-    class TrialNetwork(KernelNetwork):
-        def log_seconds(self, pairs) -> np.ndarray:
-            mono, free = features(pairs, inputs)
-            return np.maximum(net(mono, free).reshape(pairs.shape), np.log(floor))
-
+    network, net = trial_network(ts, rows, inputs, seed, ("fp32", "tf32"))
     predictor, _ = default_predictor()
-    predictor.networks = predictor.networks + (TrialNetwork(("gemm",), ("fp32", "tf32"), (net,)),)
-    return {"rows": int(rows.size), "floor_s": floor, "lags": {k: round(v, 7) for k, v in (net.lags or {}).items()}}
+    predictor.networks = predictor.networks + (network,)
+    return {"rows": int(rows.size), "floor_s": kernel_floor(ts, rows),
+            "lags": {k: round(v, 7) for k, v in (net.lags or {}).items()}}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.gemm_work_network_folds import features, fit_on, mape  # noqa: E402
+from benchmarks.gemm_work_network_folds import features, fit_on, mape, pooled  # noqa: E402
 
 SHIPPED_INPUTS = "scaled-roofline-nopower"    # the shipped GEMM network's inputs
 INPUTS = SHIPPED_INPUTS                       # the inputs of this run (``--inputs``)
@@ -159,14 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     for gpu in gpus:
         folds.append(fold(ts, gpu, args.seed, args.min_bound, args.fp32_only))
         print(json.dumps(folds[-1]), flush=True)
-    summary = {}
-    for part in ("fp32", "tf32"):
-        rows = [f[part] for f in folds if part in f]
-        n = sum(r["n"] for r in rows)
-        if n:
-            summary[part] = {"n": n, **{k: round(sum(r[k] * r["n"] for r in rows) / n, 4)
-                                        for k in ("network+lag", "levelled", "levelled+lag", "rearranged", "class_model")},
-                             "worst_gpu": {k: max(r[k] for r in rows) for k in ("levelled+lag", "rearranged", "class_model")}}
+    summary = pooled(folds, ("fp32", "tf32"), ("network+lag", "levelled", "levelled+lag", "rearranged", "class_model"))
+    for part, figures in summary.items():
+        figures["worst_gpu"] = {k: max(f[part][k] for f in folds if part in f)
+                                for k in ("levelled+lag", "rearranged", "class_model")}
     print(json.dumps(summary))
     if args.json:
         Path(args.json).write_text(json.dumps({"benchmark": "gemm_levelled_network_folds", "seed": args.seed,

@@ -172,34 +172,52 @@ def fold(ts, gpu: str, seed: int, inputs: str = "work", **fit_options) -> dict:
     return out
 
 
-def whole_steps(ts, inputs: str, seed: int, out: str, hidden: tuple[int, int], lbfgs_steps: int) -> None:
-    """Fit the network on every GPU's GEMM rows, let it price fp16 and bf16 GEMMs on tensor-core GPUs in the shipped
-    predictor (this process only; held at or above `kernel_floor`), and run the whole-step development sets with it
-    into the folder ``out``; then print its in-sample bias on the trained GPUs' half-precision GEMMs, by size."""
+def trial_network(ts, rows: np.ndarray, inputs: str, seed: int, modes: tuple[str, ...], **fit_options):
+    """A GEMM network fitted on ``rows`` (`fit_on`), as a `KernelNetwork` pricing GEMMs in ``modes`` with the inputs
+    ``inputs``, held at or above the rows' fastest kernel-timed GEMM (`kernel_floor`); and the fitted network."""
     from dataclasses import dataclass
 
-    import torch
-
-    from benchmarks import estimate_h200, projection_accuracy, projection_lambda_bert
-    from predictor_models.hardware import lookup_hardware
-    from predictor_models.predictor import load_predictor
     from predictor_models.predictor.model import KernelNetwork
 
-    torch.set_num_threads(1)
-    rows = np.flatnonzero(ts.ops.op_class == "gemm")
-    net, _ = fit_on(ts, rows, inputs, seed, hidden=hidden, lbfgs_steps=lbfgs_steps)
+    net, _ = fit_on(ts, rows, inputs, seed, **fit_options)
     floor = kernel_floor(ts, rows)
 
     @dataclass(frozen=True)
     class TrialNetwork(KernelNetwork):
         def log_seconds(self, pairs) -> np.ndarray:
-            m, f = features(pairs, inputs)
-            return np.maximum(net(m, f).reshape(pairs.shape), np.log(floor))
+            mono, free = features(pairs, inputs)
+            return np.maximum(net(mono, free).reshape(pairs.shape), np.log(floor))
 
+    return TrialNetwork(("gemm",), modes, (net,)), net
+
+
+def pooled(folds: list[dict], parts: tuple[str, ...], keys: tuple[str, ...]) -> dict:
+    """Each part's figures ``keys`` over the folds, weighted by their rows."""
+    summary = {}
+    for part in parts:
+        rows = [f[part] for f in folds if part in f]
+        n = sum(r["n"] for r in rows)
+        if n:
+            summary[part] = {"n": n, **{k: round(sum(r[k] * r["n"] for r in rows) / n, 4) for k in keys}}
+    return summary
+
+
+def whole_steps(ts, inputs: str, seed: int, out: str, hidden: tuple[int, int], lbfgs_steps: int) -> None:
+    """Fit the network on every GPU's GEMM rows, let it price fp16 and bf16 GEMMs on tensor-core GPUs in the shipped
+    predictor (this process only; held at or above `kernel_floor`), and run the whole-step development sets with it
+    into the folder ``out``; then print its in-sample bias on the trained GPUs' half-precision GEMMs, by size."""
+    import torch
+
+    from benchmarks import estimate_h200, projection_accuracy, projection_lambda_bert
+    from predictor_models.hardware import lookup_hardware
+    from predictor_models.predictor import load_predictor
+
+    torch.set_num_threads(1)
+    rows = np.flatnonzero(ts.ops.op_class == "gemm")
+    network, _ = trial_network(ts, rows, inputs, seed, ("fp16", "bf16"), hidden=hidden, lbfgs_steps=lbfgs_steps)
     predictor = load_predictor()    # the cached shipped predictor every benchmark below prices with
     # in place of the shipped GEMM network (since 2026-12-07), beside the tiled-kernel one
-    predictor.networks = tuple(n for n in predictor.networks if "gemm" not in n.classes) + (
-        TrialNetwork(("gemm",), ("fp16", "bf16"), (net,)),)
+    predictor.networks = tuple(n for n in predictor.networks if "gemm" not in n.classes) + (network,)
     Path(out).mkdir(parents=True, exist_ok=True)
     estimate_h200.main(["--json", f"{out}/estimate_h200.json"])
     projection_lambda_bert.main(["--table", "v2", "--json", f"{out}/projection_lambda_bert_v2.json"])
@@ -239,13 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     for gpu in gpus:
         folds.append(fold(ts, gpu, args.seed, args.inputs, hidden=(hidden[0], hidden[1])))
         print(json.dumps(folds[-1]), flush=True)
-    summary = {}
-    for part in ("half", "fp32"):
-        rows = [f[part] for f in folds if part in f]
-        n = sum(r["n"] for r in rows)
-        if n:
-            summary[part] = {"n": n, **{k: round(sum(r[k] * r["n"] for r in rows) / n, 4)
-                                        for k in ("network", "network+lag", "network+floor", "class_model")}}
+    summary = pooled(folds, ("half", "fp32"), ("network", "network+lag", "network+floor", "class_model"))
     print(json.dumps(summary))
     if args.json:
         Path(args.json).write_text(json.dumps({"benchmark": "gemm_work_network_folds", "seed": args.seed, "inputs": args.inputs, "hidden": list(hidden),
