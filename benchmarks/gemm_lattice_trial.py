@@ -1,6 +1,7 @@
 """Trial (issue 38): FP32 and TF32 GEMMs held from above on a lattice of sizes in all four dimensions.
 
     python benchmarks/gemm_lattice_trial.py --variant shipped|lattice|interpolated [--in-sample] [--json OUT]
+    python benchmarks/gemm_lattice_trial.py --variant shipped --ceilings [--json OUT]
 
 A larger GEMM's kernel can do a smaller one's work (padding), so a GEMM should never cost more than any GEMM at
 least as large in b, m, n and k. The class model breaks that on FP32 and TF32 GEMMs (`predictor_physics.py`: 885 grid
@@ -198,6 +199,61 @@ def in_sample() -> dict:
     return out
 
 
+def _geometric_ceil(value: float, per_octave: int) -> float:
+    """The smallest point at or above ``value`` of a lattice with ``per_octave`` evenly spaced points per octave."""
+    value = max(float(value), 1.0)
+    base = 2.0 ** np.floor(np.log2(value))
+    return base * (1.0 + np.ceil((value / base - 1.0) * per_octave - 1e-9) / per_octave)
+
+
+def _tile_ceil(value: float, tile: int) -> float:
+    """Up to the next power of two at or below ``tile``, then to the next multiple of ``tile``."""
+    value = max(float(value), 1.0)
+    return 2.0 ** np.ceil(np.log2(value) - 1e-12) if value <= tile else float(np.ceil(value / tile) * tile)
+
+
+# lattices whose point above a GEMM would price it (a step function, no interpolation): (b, m, n, k) -> point
+CEILINGS = {
+    "m_n_tiles_of_64_b_k_8_per_octave": lambda b, m, n, k: (_geometric_ceil(b, 8), _tile_ceil(m, 64),
+                                                           _tile_ceil(n, 64), _geometric_ceil(k, 8)),
+    "m_n_tiles_of_32_b_k_16_per_octave": lambda b, m, n, k: (_geometric_ceil(b, 16), _tile_ceil(m, 32),
+                                                            _tile_ceil(n, 32), _geometric_ceil(k, 16)),
+    "all_4_per_octave": lambda b, m, n, k: tuple(_geometric_ceil(x, 4) for x in (b, m, n, k)),
+}
+
+
+def ceiling_in_sample(rows_per_gpu: int = 4000, seed: int = 0) -> dict:
+    """The class model priced at each GEMM's lattice point above (`CEILINGS`, without any hold), against the training
+    rows (up to ``rows_per_gpu`` FP32 and TF32 GEMMs per GPU, drawn at random): what a step-function lattice costs."""
+    from predictor_models.datasets.common import gemm_op
+    from predictor_models.hardware import lookup_hardware
+    from predictor_models.train import load_training_set
+    from prenet_callbacks.projection.pricing.predictor_source import default_predictor
+
+    predictor, _ = default_predictor()
+    ts, _ = load_training_set(None, None, None)
+    keep = (ts.ops.op_class == "gemm") & np.isin(ts.ops.mode, HELD_MODES)
+    rng = np.random.default_rng(seed)
+    errors: dict[str, list] = {"class_model": [], **{name: [] for name in CEILINGS}}
+    out: dict = {}
+    for gpu in sorted(set(ts.gpu[keep].tolist())):
+        rows = np.flatnonzero(keep & (ts.gpu == gpu))
+        if rows.size > rows_per_gpu:
+            rows = rng.choice(rows, rows_per_gpu, replace=False)
+        held = ts.take(rows)
+        device, ops = lookup_hardware(gpu), [s.op for s in held.samples]
+        ape = {"class_model": np.abs(predictor.predict_seconds(ops, device) / held.seconds - 1.0)}
+        for name, ceiling in CEILINGS.items():
+            points = [gemm_op(*ceiling(*(op.dims[d] for d in DIMS)), "float32", tf32=op.tf32) for op in ops]
+            ape[name] = np.abs(predictor.predict_seconds(points, device) / held.seconds - 1.0)
+        for name, values in ape.items():
+            errors[name].append(values)
+        out[gpu] = {"n": int(rows.size), **{name: round(float(v.mean()), 4) for name, v in ape.items()}}
+        print(gpu, out[gpu], flush=True)
+    out["all"] = {name: round(float(np.concatenate(v).mean()), 4) for name, v in errors.items()}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     from benchmarks import network_fp32_trial
 
@@ -205,11 +261,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variant", choices=("shipped", "lattice", "interpolated"), required=True,
                         help="interpolated: the lattice's own times interpolated, without the suffix minimum")
     parser.add_argument("--in-sample", action="store_true", help="only the training rows' MAPE per GPU")
+    parser.add_argument("--ceilings", action="store_true",
+                        help="only the class model at each GEMM's lattice point above (`CEILINGS`), on a sample of "
+                             "the training rows")
     parser.add_argument("--data", default=str(ROOT.parent / "shared/data"))
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
     lattices = install(hold=args.variant == "lattice") if args.variant != "shipped" else {}
-    if args.in_sample:
+    if args.ceilings:
+        result = {"variant": args.variant, "ceilings": ceiling_in_sample()}
+    elif args.in_sample:
         result = {"variant": args.variant, "in_sample": in_sample()}
     else:
         result = {"variant": args.variant, **network_fp32_trial.evaluate_with_hostbound(Path(args.data))}

@@ -47,3 +47,15 @@ def test_lattice_prices_never_fall_as_any_dimension_grows() -> None:
         bound = _roofline(np.log2(dims), PEAK, BANDWIDTH)      # any non-decreasing bound
         prices = lattice_prices(lattice, dims, bound)
         assert np.all(np.diff(prices) >= -1e-15 * prices[1:]), (axis, prices)
+
+
+def test_the_ceilings_round_up_onto_their_lattices() -> None:
+    from benchmarks.gemm_lattice_trial import _geometric_ceil, _tile_ceil
+
+    for value in (1, 3, 63, 64, 65, 100, 1000, 4097):
+        up = _geometric_ceil(value, 8)
+        assert value <= up < value * (1 + 1 / 8) + 1e-9
+        base = 2.0 ** np.floor(np.log2(up))
+        assert abs((up / base - 1) * 8 - round((up / base - 1) * 8)) < 1e-9     # on an eighth of the octave
+        tile = _tile_ceil(value, 64)
+        assert tile >= value and (tile % 64 == 0 if value > 64 else np.log2(tile).is_integer())
