@@ -3570,6 +3570,9 @@ QUOTES += [
       F(TF32_CONV_LEVELLED + "trial_shipped.json", "h200.32-true.median_abs_error"),
       F(GEMM_LATTICE + "trial_lattice.json", "h200.32-true.median_abs_error"),
       *(F(GEMM_LATTICE + f"in_sample_{v}.json", "in_sample.all.mape") for v in ("shipped", "lattice", "interpolated"))),
+    Q(CARD, "the class model on a sample of those rows goes from {}% to {}% with m and n in tiles of 32",
+      F(GEMM_LATTICE + "ceilings.json", "ceilings.all.class_model"),
+      F(GEMM_LATTICE + "ceilings.json", "ceilings.all.m_n_tiles_of_32_b_k_16_per_octave")),
     Q(CARD, "held out {}% against the class model's {}% (worst GPU {}% against {}%), but the H200's FP32 `estimate()` "
             "steps {}% -> {}% median (worst {}%) and NeuSight's transformers relative to one another {}% -> {}%",
       F(GEMM_LEVELLED + "folds_fp32_only_power.json", "summary.fp32.network+lag"),
