@@ -89,12 +89,13 @@ def pooling_op(numel_out: float, window: float, dtype: str) -> OpSpec:
                   "aten::max_pool2d")
 
 
-def optimizer_op(numel: float, kind: int) -> OpSpec:
-    """One multi-tensor launch of an optimizer update over ``numel`` FP32 parameters (``kind`` 0: SGD, 1: momentum,
-    2: Adam), as `optimizer_ops.py` emits them."""
-    reads, writes = {0: (2, 1), 1: (3, 2), 2: (4, 3)}[kind]
-    return OpSpec("optimizer", "float32", 10.0 * numel, 4.0 * reads * numel, 4.0 * writes * numel,
-                  {"numel": numel, "tensors": 24, "kind": kind}, False, "optimizer.adamw.foreach")
+def optimizer_op(numel: float, optimizer: str) -> OpSpec:
+    """One multi-tensor launch of ``optimizer``'s update over ``numel`` FP32 parameters, as a projection emits it
+    (`optimizer_ops.optimizer_ops`)."""
+    from prenet_callbacks.projection.ops.optimizer_ops import optimizer_ops
+
+    (op, _launches), = optimizer_ops(optimizer, [int(numel)])
+    return op
 
 
 def copy_op(numel: float, dtype: str) -> OpSpec:
@@ -117,7 +118,7 @@ def _other_chains(dtype: str) -> dict[str, list[list]]:
         "attention_seq": [[attention_op(4, 16, s, 64, dtype, causal=c, backward=bw) for s in SIZES[2:10]]
                           for c in (0, 1) for bw in (0, 1)],
         "pooling_numel": [[pooling_op(n, w, dtype) for n in sizes] for w in (4, 9)],
-        "optimizer_numel": [[optimizer_op(n, kind) for n in sizes] for kind in (0, 1, 2)],
+        "optimizer_numel": [[optimizer_op(n, name) for n in sizes] for name in ("sgd", "sgd-momentum", "adamw")],
         "copy_numel": [[copy_op(n, dtype) for n in sizes]],
         "embedding_indices": [[embedding_op(i, d, 50_000, dtype) for i in SIZES] for d in (64, 768, 4096)],
         "depthwise_conv_n": [[op for n in (1, 2, 4, 8, 16, 32, 64, 128) for op in [depthwise(n, c, hw)]]

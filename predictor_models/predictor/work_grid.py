@@ -102,18 +102,15 @@ def work_grid(cols: OpColumns, hold: np.ndarray, steps_per_octave: int | None = 
     tops = np.zeros(first.size, dtype=np.int64)                  # each family's last grid point: at or above its ops
     np.maximum.at(tops, family, np.ceil(position - 1e-9).astype(np.int64))
     below = np.floor(position + 1e-9).astype(np.int64)          # the grid point at or below each op
-    lows = np.zeros(first.size, dtype=np.int64)                  # each family's first grid point
-    descends = np.zeros(first.size, dtype=bool)
-    if descend is not None:
-        # from above, a size reads only the larger ones: the grid starts at the family's smallest member and reaches
-        # the size that moves LARGEST_OP_BYTES
-        descends = np.asarray(descend, dtype=bool)[held][first]
-        largest = (LARGEST_OP_BYTES - rates["bytes_fixed"]) / np.maximum(rates["bytes_per_unit"], 1e-30)
-        reach = np.ceil(steps_per_octave * np.log2(np.maximum(largest, 1.0))).astype(np.int64)
-        tops = np.where(descends, np.maximum(tops, reach), tops)
-        smallest = np.full(first.size, np.iinfo(np.int64).max)
-        np.minimum.at(smallest, family, below)
-        lows = np.where(descends, smallest, 0)
+    # from above, a size reads only the larger ones: the grid starts at the family's smallest member and reaches the
+    # size that moves LARGEST_OP_BYTES
+    descends = np.zeros(first.size, dtype=bool) if descend is None else np.asarray(descend, dtype=bool)[held][first]
+    largest = (LARGEST_OP_BYTES - rates["bytes_fixed"]) / np.maximum(rates["bytes_per_unit"], 1e-30)
+    reach = np.ceil(steps_per_octave * np.log2(np.maximum(largest, 1.0))).astype(np.int64)
+    tops = np.where(descends, np.maximum(tops, reach), tops)
+    smallest = np.full(first.size, np.iinfo(np.int64).max)
+    np.minimum.at(smallest, family, below)
+    lows = np.where(descends, smallest, 0)                       # each family's first grid point
     lengths = tops - lows + 1
     starts = np.cumsum(lengths) - lengths
     owner = np.repeat(np.arange(first.size), lengths)             # the family of each grid row
