@@ -223,14 +223,14 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             label = r["label"].removesuffix("_misaligned")
             twin = next((p for p in timed if p["label"] == label + "_padded" and p["dtype"] == r["dtype"]), None)
             if twin is not None:
-                alignment[f"{label}/{r['dtype']}"] = round(twin["tflops"] / r["tflops"], 3) if r["tflops"] else None
+                alignment[f"{label}/{r['dtype']}"] = _ratio(twin["tflops"], r["tflops"]) if r["tflops"] else None
     streaming: dict[str, list[float]] = {}
     for r in timed:
         if r["probe"] == "streaming":
             streaming.setdefault(f"{r['label']}/{r['dtype']}", []).append(
                 r["bandwidth_share"] if r["bandwidth_share"] is not None else r["gbytes_per_s"])
     training = {r["label"]: {"tflops": r["tflops"], "predicted_over_measured":
-                             round(r["predicted_s"] / r["seconds"], 3) if r.get("predicted_s") else None}
+                             _ratio(r["predicted_s"], r["seconds"]) if r.get("predicted_s") else None}
                 for r in timed if r["probe"] == "training_gemm"}
     # each warm row's cold twin (the same op, dtype and size) over it
     cold = {(r["label"], r["dtype"], _size(r)): r["seconds"] for r in timed if r["probe"] == "l2_cold"}
@@ -252,11 +252,17 @@ def batch_norm_ratios(timed: list[dict[str, Any]]) -> dict[str, dict[str, float 
         if dtype == "float32" or fp32 is None:
             continue
         entry = out.setdefault(label, {})
-        entry[f"{dtype}_over_fp32"] = round(r["seconds"] / fp32["seconds"], 3)
+        entry[f"{dtype}_over_fp32"] = _ratio(r["seconds"], fp32["seconds"])
         if dtype == "bfloat16":
-            entry["bf16_predicted_over_measured"] = round(r["predicted_s"] / r["seconds"], 3) if r.get("predicted_s") \
+            entry["bf16_predicted_over_measured"] = _ratio(r["predicted_s"], r["seconds"]) if r.get("predicted_s") \
                 else None
     return out
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    """A ratio to 4 significant digits: the predictor's H200 time over a CPU's smoke-run time is ~1e-4, which
+    rounding to 3 decimals turned into 0.0 on a busy machine."""
+    return float(f"{numerator / denominator:.4g}")
 
 
 def _size(row: dict[str, Any]) -> int:
