@@ -18,6 +18,7 @@ from torch.utils.data import DataLoader
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
+from benchmarks.pace import total_at_pace
 from prenet_callbacks import PreNeTCallback
 from prenet_callbacks.outputs.render import render_text
 from prenet_callbacks.report import Report
@@ -83,10 +84,15 @@ def test_time_limit_caps_the_work_and_every_figure_follows(tmp_path):
     assert "time limit" in first["note"]
     assert_breakdown_adds_up(report)
     assert report.run["ended"]["reason"] == "time_limit" and report.run["limits"]["max_time_s"] == 2
-    # the steps it predicted to fit are of the order of the steps that ran (~5 ms steps under a 2 s limit:
-    # on a shared CPU such a run varies by tens of percent; the ETA benchmarks measure the accuracy)
-    assert 0.5 * report.actual["steps"] <= first["steps"] <= 2.0 * report.actual["steps"]
-    assert first["predicted_total_s"] <= 2.0 * 1.05   # never beyond the limit
+    # the steps it predicted to fit are those the time left under the limit (which starts after set-up) allows
+    # at the pace it measured, less what validation runs take. Not the steps that then ran: they depend on the
+    # pace after the prediction, which a neighbour on a shared CPU halved once (58 steps ran where 140 were
+    # predicted); the ETA benchmarks measure the accuracy
+    started, rates = first["breakdown"]["setup_s"], first["rates"]
+    at_pace = first["at_batch"] + (started + 2.0 - first["elapsed_s"]) / rates["batch_s"]
+    assert 0.5 * at_pace <= first["steps"] <= 1.02 * at_pace + 1
+    # never beyond the limit: its end, and at most the batch and validation run that finish past it
+    assert first["predicted_total_s"] <= 1.02 * (started + 2.0) + rates["batch_s"] + rates["validation_run_s"]
     # the projection is for the same work, not a 0.03x slow-down (the step is a 5 ms time.sleep: host
     # time an A100 does not shorten, so about 1x and "stay" are the right answers here)
     a100 = next(t for t in report.targets if not t["current"])
@@ -103,9 +109,12 @@ def test_early_stopping_is_an_early_end_not_a_prediction_error(tmp_path):
     assert report.run["limits"]["early_stopping"] is True
     assert report.actual["first_prediction_error"] is None
     done = report.actual["predicted_for_done_work_s"]
-    # judged on the steps it ran, the first prediction is close (within 2x even when a neighbour slows
-    # this short fit on a shared CPU); judged on the plan it would be +900%
-    assert 0.5 * report.actual["fit_s"] <= done <= 2.0 * report.actual["fit_s"]
+    # judged on the steps it ran, at the pace the machine kept after it (a neighbour on a shared CPU can slow
+    # every later step of this short fit), the first prediction is close; judged on the plan it would be +900%
+    first = report.first_prediction
+    _, pace = total_at_pace(first, report.measured)
+    done_at_pace = first["elapsed_s"] + (done - first["elapsed_s"]) * pace
+    assert 0.5 * report.actual["fit_s"] <= done_at_pace <= 2.0 * report.actual["fit_s"]
     assert report.first_prediction["predicted_total_s"] > 4 * report.actual["fit_s"]
     text = render_text(report)
     assert "stopped early" in text and "For the steps it ran" in text
