@@ -81,8 +81,9 @@ def test_a_compiled_model_does_not_charge_compilation_to_every_validation_run(tm
     assert first["rates"]["validation_run_s"] < COMPILE_S / 3
     assert report.measured["validation"]["mean_s"] < COMPILE_S / 3
     # what remains beyond the training batches at the measured pace (three validation runs, epoch ends) is less
-    # than one compilation: none is charged again. Not the ratio to the fit's wall time, which a neighbour on a
-    # shared CPU moved by 73% once
+    # than one compilation: none is charged again (0.08 s on a quiet machine, 0.52 s once with every batch 30x
+    # slower beside a second test worker). Not the ratio to the fit's wall time, which a neighbour on a shared
+    # CPU moved by 73% once
     batches_left = report.plan["total_batches"] - first["at_batch"]
-    assert 0 <= first["eta_s"] - batches_left * first["rates"]["batch_s"] < COMPILE_S / 3
+    assert 0 <= first["eta_s"] - batches_left * first["rates"]["batch_s"] < COMPILE_S
     assert report.measured["compile_s"] >= 2 * COMPILE_S * 0.9   # training graph and eval graph, at least
