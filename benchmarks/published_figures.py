@@ -3592,6 +3592,24 @@ QUOTES += [
       F(TF32_CONV_LEVELLED + "trial_shipped.json", "public_steps.neusight.relative_mape"),
       F(FP32_GEMM_NETWORK + "trial_power.json", "public_steps.neusight.relative_mape")),
 ]
+POWER_PATTERN = RESULTS + "issue38_power_pattern/lambda_power_pattern.json"
+
+
+def _gpu_median(bits: int, generation: str, gpu: str) -> Callable[[Any], Any]:
+    return lambda d: next(g["median_error"] for g in d["summary"][f"{bits}-bit"]["by_generation"][generation]["gpus"]
+                          if g["gpu"] == gpu)
+
+
+QUOTES += [
+    Q(CARD, "(Spearman {} over {}\n  16-bit rows, {} over {} 32-bit rows",
+      F(POWER_PATTERN, "summary.16-bit.spearman", num(3)), F(POWER_PATTERN, "summary.16-bit.n", INT),
+      F(POWER_PATTERN, "summary.32-bit.spearman", num(3)), F(POWER_PATTERN, "summary.32-bit.n", INT)),
+    Q(CARD, "within Ampere ({} and {}). Within Hopper it runs the other way ({} and {})",
+      *(F(POWER_PATTERN, f"summary.{bits}-bit.by_generation.{gen}.spearman", num(3))
+        for gen in ("Ampere", "Hopper") for bits in (16, 32))),
+    Q(CARD, "priced the least too fast in 16-bit ({}% median, against {}% for\n  the H100 SXM5 and {}% for the H200)",
+      *(F(POWER_PATTERN, _gpu_median(16, "Hopper", gpu), SPCT1) for gpu in ("H100-PCIe", "H100-SXM5", "H200-SXM"))),
+]
 
 
 def main(argv: list[str] | None = None) -> int:
