@@ -10,6 +10,9 @@ and -large SQuAD on the same GPUs; their ``_v2`` files: both on the H100 PCIe an
 host-bound) and ``|log(predicted / measured)|``. The table is the 90th percentile per regime. Beside
 it, for each evaluation set, the coverage of bands built from the *other* sets only: the share of
 that set's measured steps inside ``predicted / e^w .. predicted x e^w``.
+
+``bias`` holds, per precision and the target's architecture generation, the absolute steps' median signed error
+(predicted / measured - 1) and each set's own median: `bands.bias_note` tells a projected row where every set agrees.
 """
 from __future__ import annotations
 
@@ -22,7 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from predictor_models.hardware import lookup_hardware  # noqa: E402
-from prenet_callbacks.projection.rows.bands import QUANTILE, TABLE_PATH, build_table, has_matrix_units, width_from  # noqa: E402
+from predictor_models.predictor.dominance import generation  # noqa: E402
+from prenet_callbacks.projection.rows.bands import (QUANTILE, TABLE_PATH, build_bias, build_table,  # noqa: E402
+                                                     has_matrix_units, width_from)
 
 RESULTS = ROOT / "benchmarks/results"
 # Lambda's whole-step tables (issue 38's development sets): set name -> committed result of its benchmark
@@ -33,8 +38,10 @@ LAMBDA_SETS = {"lambda_resnet50": "projection_lambda.json", "lambda_resnet50_v2"
 def _row(set_name: str, gpu: str, half: bool, method: str, host_bound: bool, predicted: float,
          measured: float) -> dict:
     name = gpu.split("x ", 1)[-1] if "x " in gpu else gpu     # "4x A100-SXM4-40GB"
+    accelerator = lookup_hardware(name)
     return {"set": set_name, "gpu": gpu, "half": half, "method": method, "host_bound": bool(host_bound),
-            "matrix_units": has_matrix_units(lookup_hardware(name)), "log_error": math.log(predicted / measured)}
+            "matrix_units": has_matrix_units(accelerator), "generation": generation(accelerator),
+            "log_error": math.log(predicted / measured)}
 
 
 def evaluation_rows() -> list[dict]:
@@ -81,7 +88,7 @@ def table_document() -> dict:
                     "benchmarks/band_table.py from benchmarks/results/projection_accuracy.json, projection_lambda.json, "
                     "projection_lambda_v2.json, projection_lambda_bert.json, projection_lambda_bert_v2.json and "
                     "estimate_h200.json",
-           "quantile": QUANTILE, "cells": table, "sets": held_out,
+           "quantile": QUANTILE, "cells": table, "sets": held_out, "bias": build_bias(rows),
            "coverage_all_in_sample": round(coverage(rows, table), 3)}
     return doc
 
@@ -95,6 +102,9 @@ def main() -> int:
     for name, info in held_out.items():
         print(f"{name:18s} n={info['n']:3d}  coverage without it {info['coverage_without_it']:.0%}, in sample "
               f"{info['coverage_in_sample']:.0%}, median error {info['median_abs_error']:.1%}")
+    for key, cell in doc["bias"].items():
+        sets = ", ".join(f"{name} {median:+.0%}" for name, median in cell["sets"].items())
+        print(f"bias {key:22s} n={cell['n']:3d}  median {cell['median_error']:+.1%}  ({sets})")
     return 0
 
 

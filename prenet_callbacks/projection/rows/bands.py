@@ -20,6 +20,13 @@ the error of all of them, not a guess).
 The band is multiplicative, ``step / e^w .. step x e^w``, so it is as wide above as below in ratio.
 ``band_table.json`` also records, per evaluation set, the coverage of bands built *without* that set
 (a test of the rule on data it was not made from), which docs/projection.md reports.
+
+The band is symmetric; the error need not be. ``band_table.json``'s ``bias`` holds, per precision and architecture
+generation, the median signed error of the absolute steps and each set's own median. Where at least `BIAS_MIN_SETS`
+sets and `MIN_ROWS` steps agree in sign and the median is at least `BIAS_MIN` off, a projected row of that generation
+says so (`bias_note`): a disclosure of what the evaluation measured, not a correction of the prediction (issue 38
+allows whole steps to move the predictor only through a mechanism, and none is known yet). A row anchored on a
+measured GPU of the same generation carries no note: the generation's error is in both sides of its ratio.
 """
 from __future__ import annotations
 
@@ -33,6 +40,8 @@ import numpy as np
 
 TABLE_PATH = Path(__file__).with_name("band_table.json")
 MIN_ROWS = 8
+BIAS_MIN_SETS = 3     # evaluation sets that must each err the same way before a row says so
+BIAS_MIN = 0.10       # the smallest median signed error a row is told of
 ALL_ROWS = "all"
 QUANTILE = 0.9
 # Before band_table.json exists: the flat band the projection used to show.
@@ -73,6 +82,23 @@ def build_table(rows: list[dict[str, Any]], quantile: float = QUANTILE) -> dict[
     return {key: {"width": round(_quantile(values, quantile), 4), "n": len(values)} for key, values in sorted(cells.items())}
 
 
+def build_bias(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{"half/hopper": {"n", "median_error", "sets": {set: median}}}`` from the absolute rows (``half``,
+    ``generation``, ``set``, ``log_error``): signed errors, predicted / measured - 1."""
+    cells: dict[str, dict[str, list[float]]] = {}
+    for row in rows:
+        if row["method"] != "absolute" or not row.get("generation"):
+            continue
+        key = f"{'half' if row['half'] else 'fp32'}/{row['generation']}"
+        cells.setdefault(key, {}).setdefault(row["set"], []).append(math.expm1(float(row["log_error"])))
+    out = {}
+    for key, by_set in sorted(cells.items()):
+        every = [e for errors in by_set.values() for e in errors]
+        out[key] = {"n": len(every), "median_error": round(float(np.median(every)), 4),
+                    "sets": {name: round(float(np.median(errors)), 4) for name, errors in sorted(by_set.items())}}
+    return out
+
+
 def width_from(table: dict[str, dict[str, Any]], precision_half: bool, method: str, matrix_units: bool,
                host_bound: bool) -> float:
     """The log half-width for a regime: the finest cell with at least `MIN_ROWS` rows."""
@@ -90,6 +116,40 @@ def shipped_table() -> dict[str, dict[str, Any]]:
         return json.loads(TABLE_PATH.read_text())["cells"]
     except (OSError, ValueError, KeyError):
         return {}
+
+
+@lru_cache(maxsize=1)
+def shipped_bias() -> dict[str, dict[str, Any]]:
+    """The committed table's ``bias`` cells; empty when missing."""
+    try:
+        return json.loads(TABLE_PATH.read_text()).get("bias") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def bias_note(precision_half: bool, target: Any, anchor: Any = None,
+              table: dict[str, dict[str, Any]] | None = None) -> str | None:
+    """What the evaluation sets measured for the target's generation in this precision, when every one of at least
+    `BIAS_MIN_SETS` sets erred the same way, over at least `MIN_ROWS` steps, by a median of at least `BIAS_MIN`;
+    None otherwise, and for a row anchored on a measured GPU of the target's generation."""
+    from predictor_models.predictor.dominance import generation
+
+    gen = generation(target)
+    if not gen or (anchor is not None and generation(anchor) == gen):
+        return None
+    precision = "half" if precision_half else "fp32"
+    cell = (shipped_bias() if table is None else table).get(f"{precision}/{gen}")
+    if not cell or cell["n"] < MIN_ROWS or len(cell["sets"]) < BIAS_MIN_SETS:
+        return None
+    median = float(cell["median_error"])
+    if abs(median) < BIAS_MIN or any(m * median <= 0 for m in cell["sets"].values()):
+        return None
+    # measured = predicted / (1 + median): the share of the prediction the measured step took more (or less)
+    share = abs(1.0 / (1.0 + median) - 1.0)
+    words = "longer" if median < 0 else "less time"
+    return (f"{'half-precision' if precision_half else 'fp32'} steps on {gen.title()} GPUs took {share:.0%} {words} "
+            f"than predicted on the project's evaluation sets (median of {cell['n']} steps; {len(cell['sets'])} sets, "
+            f"each the same way): expect the {'upper' if median < 0 else 'lower'} half of the band")
 
 
 def regime_width(precision_half: bool, method: str, accelerator: Any, host_bound: bool) -> float:

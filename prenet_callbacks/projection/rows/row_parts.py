@@ -13,6 +13,7 @@ from prenet_callbacks.projection.pricing.host import calibrate_host_scale, simul
 from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig
 from prenet_callbacks.projection.ops.precision import precision_note
 from prenet_callbacks.projection.reproject import reprojection_note
+from prenet_callbacks.projection.rows.bands import bias_note
 from prenet_callbacks.projection.rows.one_off import measured_one_off_s, target_one_off_s
 from prenet_callbacks.projection.ops.workload import PHASES, Variant, Workload
 
@@ -131,6 +132,9 @@ def row_notes(workload: Workload, target, cost, host_bound: bool, kernels: float
     if memory is not None and not memory.fits:
         notes.append(f"does not fit at batch {batch or '?'} per device"
                      + (f"; largest that fits: {memory.max_batch}" if memory.max_batch is not None else ""))
+    measured = bias_note(bool(workload.precision.half), acc, workload.anchor)
+    if measured:
+        notes.append(measured)
     return note, notes
 
 

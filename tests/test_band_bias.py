@@ -1,0 +1,70 @@
+"""A projected row says where the evaluation sets all erred the same way for its generation and precision
+(`bands.bias_note`, `band_table.json`'s ``bias``); it never changes the prediction."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from predictor_models.hardware import lookup_hardware
+from prenet_callbacks import estimate
+from prenet_callbacks.projection.rows.bands import bias_note, build_bias, shipped_bias
+
+
+def _rows(errors_by_set: dict[str, list[float]], half: bool = True, generation: str = "hopper") -> list[dict]:
+    return [{"set": name, "method": "absolute", "half": half, "generation": generation,
+             "log_error": math.log1p(error)} for name, errors in errors_by_set.items() for error in errors]
+
+
+def test_bias_cells_hold_each_sets_median_of_the_absolute_rows():
+    rows = _rows({"a": [-0.1, -0.3, -0.2], "b": [-0.4, 0.1]}) + _rows({"a": [0.5]}, half=False)
+    rows.append({"set": "c", "method": "anchored", "half": True, "generation": "hopper", "log_error": 1.0})
+    cells = build_bias(rows)
+    assert set(cells) == {"half/hopper", "fp32/hopper"}
+    assert cells["half/hopper"]["n"] == 5 and cells["half/hopper"]["median_error"] == pytest.approx(-0.2)
+    assert cells["half/hopper"]["sets"] == {"a": pytest.approx(-0.2), "b": pytest.approx(-0.15)}
+
+
+@pytest.mark.parametrize("errors, says", [
+    ({"a": [-0.2] * 4, "b": [-0.2] * 3, "c": [-0.3]}, True),           # three sets, all too fast
+    ({"a": [-0.2] * 4, "b": [-0.2] * 3, "c": [0.1]}, False),            # one set the other way
+    ({"a": [-0.2] * 5, "b": [-0.2] * 4}, False),                        # two sets only
+    ({"a": [-0.05] * 4, "b": [-0.05] * 3, "c": [-0.06]}, False),        # under 10%
+    ({"a": [-0.2] * 2, "b": [-0.2] * 2, "c": [-0.2] * 2}, False),       # six steps only
+])
+def test_a_row_is_told_only_where_enough_sets_agree(errors, says):
+    table = build_bias(_rows(errors))
+    h100 = lookup_hardware("H100-SXM5")
+    note = bias_note(True, h100, table=table)
+    assert (note is not None) is says
+    if says:
+        assert "Hopper GPUs took 25% longer than predicted" in note and "upper half of the band" in note
+        assert bias_note(False, h100, table=table) is None                  # another precision's cell
+        assert bias_note(True, lookup_hardware("A100-SXM4-80GB"), table=table) is None
+        # anchored on a measured GPU of the same generation, the error is on both sides of the ratio
+        assert bias_note(True, lookup_hardware("H200-SXM"), lookup_hardware("H100-SXM5"), table=table) is None
+        assert bias_note(True, h100, lookup_hardware("A100-SXM4-80GB"), table=table) == note
+
+
+def test_a_faster_generation_reads_the_lower_half():
+    table = build_bias(_rows({"a": [0.25] * 4, "b": [0.25] * 3, "c": [0.25]}, generation="ada lovelace"))
+    note = bias_note(True, lookup_hardware("RTX 4090"), table=table)
+    assert note and "took 20% less time than predicted" in note and "lower half" in note
+
+
+def test_a_bf16_projection_onto_hopper_carries_the_shipped_note_and_keeps_its_times():
+    cell = shipped_bias().get("half/hopper")
+    if not cell or min(cell["sets"].values()) * max(cell["sets"].values()) <= 0:
+        pytest.skip(f"the committed band table's half/hopper cell no longer has every set erring one way: {cell}")
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512))
+    x = torch.empty(128, 512, device="meta")
+    bf16 = estimate(model, x, targets=["H100", "A100"], precision="bf16-mixed")
+    fp32 = estimate(model, x, targets=["H100"], precision="32-true")
+    hopper = [n for n in bf16.row("H100")["notes"] if "Hopper GPUs took" in n]
+    assert len(hopper) == 1 and "upper half of the band" in hopper[0]
+    assert not any("GPUs took" in n for n in bf16.row("A100")["notes"])
+    assert not any("GPUs took" in n for n in fp32.row("H100")["notes"])
+    assert "Hopper GPUs took" in bf16.table()       # the table's notes name the row it applies to
