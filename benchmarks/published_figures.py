@@ -3601,14 +3601,12 @@ def _gpu_median(bits: int, generation: str, gpu: str) -> Callable[[Any], Any]:
 
 
 QUOTES += [
-    Q(PROJECTION, "today half precision on Hopper ({} steps in {} sets, from the H200 run's {} % to\nLambda's v2 "
-                  "ResNet-50's {} %: a median {} % longer than predicted",
-      F(BANDS, "bias.half/hopper.n", INT), F(BANDS, lambda d: len(d["bias"]["half/hopper"]["sets"]), INT),
+    Q(PROJECTION, "Today that is half precision on Hopper: {} steps on\n{} GPUs in {} sets, from the H200 run's "
+                  "{} % to Lambda's v2 ResNet-50's {} %, a median {} % longer than predicted",
+      F(BANDS, "bias.half/hopper.n", INT), F(BANDS, lambda d: len(d["bias"]["half/hopper"]["gpus"]), INT),
+      F(BANDS, lambda d: len(d["bias"]["half/hopper"]["sets"]), INT),
       F(BANDS, "bias.half/hopper.sets.estimate_h200", PCT0), F(BANDS, "bias.half/hopper.sets.lambda_resnet50_v2", PCT0),
       F(BANDS, lambda d: 1 / (1 + d["bias"]["half/hopper"]["median_error"]) - 1, PCT0)),
-    Q(PROJECTION, "FP32\non Ada Lovelace ({} steps in {} sets: {} % less time)",
-      F(BANDS, "bias.fp32/ada lovelace.n", INT), F(BANDS, lambda d: len(d["bias"]["fp32/ada lovelace"]["sets"]), INT),
-      F(BANDS, lambda d: 1 - 1 / (1 + d["bias"]["fp32/ada lovelace"]["median_error"]), PCT0)),
 ]
 QUOTES += [
     Q(CARD, "(Spearman {} over {}\n  16-bit rows, {} over {} 32-bit rows",

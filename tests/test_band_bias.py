@@ -13,8 +13,9 @@ from prenet_callbacks import estimate
 from prenet_callbacks.projection.rows.bands import bias_note, build_bias, shipped_bias
 
 
-def _rows(errors_by_set: dict[str, list[float]], half: bool = True, generation: str = "hopper") -> list[dict]:
-    return [{"set": name, "method": "absolute", "half": half, "generation": generation,
+def _rows(errors_by_set: dict[str, list[float]], half: bool = True, generation: str = "hopper",
+          gpu: str = "H100-SXM5") -> list[dict]:
+    return [{"set": name, "gpu": gpu, "method": "absolute", "half": half, "generation": generation,
              "log_error": math.log1p(error)} for name, errors in errors_by_set.items() for error in errors]
 
 
@@ -25,6 +26,19 @@ def test_bias_cells_hold_each_sets_median_of_the_absolute_rows():
     assert set(cells) == {"half/hopper", "fp32/hopper"}
     assert cells["half/hopper"]["n"] == 5 and cells["half/hopper"]["median_error"] == pytest.approx(-0.2)
     assert cells["half/hopper"]["sets"] == {"a": pytest.approx(-0.2), "b": pytest.approx(-0.15)}
+    assert cells["half/hopper"]["gpus"] == {"H100-SXM5": pytest.approx(-0.2)}
+
+
+def test_a_generation_whose_gpus_err_both_ways_is_not_told():
+    """Every set's median can lean one way while the generation's GPUs split (the Ada cards: L4 and RTX 4090 too slow,
+    RTX 6000 Ada too fast): no direction to tell."""
+    rows = (_rows({"a": [0.3] * 3, "b": [0.3] * 2, "c": [0.3] * 2}, generation="ada lovelace", gpu="L4")
+            + _rows({"a": [-0.1], "b": [-0.1], "c": [-0.1]}, generation="ada lovelace", gpu="RTX 6000 Ada"))
+    table = build_bias(rows)
+    assert all(m > 0 for m in table["half/ada lovelace"]["sets"].values())
+    assert bias_note(True, lookup_hardware("L4"), table=table) is None
+    rows = [r for r in rows if r["gpu"] == "L4"] + _rows({"a": [0.2]}, generation="ada lovelace", gpu="RTX 4090")
+    assert "Ada Lovelace GPUs took" in bias_note(True, lookup_hardware("L4"), table=build_bias(rows))
 
 
 @pytest.mark.parametrize("errors, says", [
@@ -41,6 +55,7 @@ def test_a_row_is_told_only_where_enough_sets_agree(errors, says):
     assert (note is not None) is says
     if says:
         assert "Hopper GPUs took 25% longer than predicted" in note and "upper half of the band" in note
+        assert "on 1 GPU in 3 sets" in note
         assert bias_note(False, h100, table=table) is None                  # another precision's cell
         assert bias_note(True, lookup_hardware("A100-SXM4-80GB"), table=table) is None
         # anchored on a measured GPU of the same generation, the error is on both sides of the ratio

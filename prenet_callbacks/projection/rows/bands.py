@@ -22,9 +22,9 @@ The band is multiplicative, ``step / e^w .. step x e^w``, so it is as wide above
 (a test of the rule on data it was not made from), which docs/projection.md reports.
 
 The band is symmetric; the error need not be. ``band_table.json``'s ``bias`` holds, per precision and architecture
-generation, the median signed error of the absolute steps and each set's own median. Where at least `BIAS_MIN_SETS`
-sets and `MIN_ROWS` steps agree in sign and the median is at least `BIAS_MIN` off, a projected row of that generation
-says so (`bias_note`): a disclosure of what the evaluation measured, not a correction of the prediction (issue 38
+generation, the median signed error of the absolute steps and each set's and each GPU's own median. Where at least
+`BIAS_MIN_SETS` sets and `MIN_ROWS` steps, every set and every GPU, err the same way and the median is at least
+`BIAS_MIN` off, a projected row of that generation says so (`bias_note`): a disclosure of what the evaluation measured, not a correction of the prediction (issue 38
 allows whole steps to move the predictor only through a mechanism, and none is known yet). A row anchored on a
 measured GPU of the same generation carries no note: the generation's error is in both sides of its ratio.
 """
@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from prenet_callbacks.units import plural
 
 TABLE_PATH = Path(__file__).with_name("band_table.json")
 MIN_ROWS = 8
@@ -83,20 +85,28 @@ def build_table(rows: list[dict[str, Any]], quantile: float = QUANTILE) -> dict[
 
 
 def build_bias(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """``{"half/hopper": {"n", "median_error", "sets": {set: median}}}`` from the absolute rows (``half``,
-    ``generation``, ``set``, ``log_error``): signed errors, predicted / measured - 1."""
-    cells: dict[str, dict[str, list[float]]] = {}
+    """``{"half/hopper": {"n", "median_error", "sets": {set: median}, "gpus": {gpu: median}}}`` from the absolute
+    rows (``half``, ``generation``, ``set``, ``gpu``, ``log_error``): signed errors, predicted / measured - 1."""
+    cells: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        if row["method"] != "absolute" or not row.get("generation"):
-            continue
-        key = f"{'half' if row['half'] else 'fp32'}/{row['generation']}"
-        cells.setdefault(key, {}).setdefault(row["set"], []).append(math.expm1(float(row["log_error"])))
+        if row["method"] == "absolute" and row.get("generation"):
+            cells.setdefault(f"{'half' if row['half'] else 'fp32'}/{row['generation']}", []).append(row)
     out = {}
-    for key, by_set in sorted(cells.items()):
-        every = [e for errors in by_set.values() for e in errors]
-        out[key] = {"n": len(every), "median_error": round(float(np.median(every)), 4),
-                    "sets": {name: round(float(np.median(errors)), 4) for name, errors in sorted(by_set.items())}}
+    for key, members in sorted(cells.items()):
+        out[key] = {"n": len(members), "median_error": _median_error(members),
+                    "sets": _medians_by(members, "set"), "gpus": _medians_by(members, "gpu")}
     return out
+
+
+def _median_error(rows: list[dict[str, Any]]) -> float:
+    return round(float(np.median([math.expm1(float(r["log_error"])) for r in rows])), 4)
+
+
+def _medians_by(rows: list[dict[str, Any]], field: str) -> dict[str, float]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(str(row.get(field)), []).append(row)
+    return {name: _median_error(members) for name, members in sorted(groups.items())}
 
 
 def width_from(table: dict[str, dict[str, Any]], precision_half: bool, method: str, matrix_units: bool,
@@ -130,7 +140,8 @@ def shipped_bias() -> dict[str, dict[str, Any]]:
 def bias_note(precision_half: bool, target: Any, anchor: Any = None,
               table: dict[str, dict[str, Any]] | None = None) -> str | None:
     """What the evaluation sets measured for the target's generation in this precision, when every one of at least
-    `BIAS_MIN_SETS` sets erred the same way, over at least `MIN_ROWS` steps, by a median of at least `BIAS_MIN`;
+    `BIAS_MIN_SETS` sets, and every GPU, erred the same way, over at least `MIN_ROWS` steps, by a median of at least
+    `BIAS_MIN`;
     None otherwise, and for a row anchored on a measured GPU of the target's generation."""
     from predictor_models.predictor.dominance import generation
 
@@ -142,14 +153,18 @@ def bias_note(precision_half: bool, target: Any, anchor: Any = None,
     if not cell or cell["n"] < MIN_ROWS or len(cell["sets"]) < BIAS_MIN_SETS:
         return None
     median = float(cell["median_error"])
-    if abs(median) < BIAS_MIN or any(m * median <= 0 for m in cell["sets"].values()):
+    # every set and every GPU of the cell the same way: a generation whose GPUs err both ways (the Ada cards: the
+    # L4 and RTX 4090 priced too slow, the RTX 6000 Ada too fast) has no direction to tell
+    agree = [*cell["sets"].values(), *(cell.get("gpus") or {}).values()]
+    if abs(median) < BIAS_MIN or any(m * median <= 0 for m in agree):
         return None
     # measured = predicted / (1 + median): the share of the prediction the measured step took more (or less)
     share = abs(1.0 / (1.0 + median) - 1.0)
     words = "longer" if median < 0 else "less time"
+    gpus, half = len(cell.get("gpus") or {}), "upper" if median < 0 else "lower"
     return (f"{'half-precision' if precision_half else 'fp32'} steps on {gen.title()} GPUs took {share:.0%} {words} "
-            f"than predicted on the project's evaluation sets (median of {cell['n']} steps; {len(cell['sets'])} sets, "
-            f"each the same way): expect the {'upper' if median < 0 else 'lower'} half of the band")
+            f"than predicted on the project's evaluation sets (median of {cell['n']} steps on {plural(gpus, 'GPU')} in "
+            f"{len(cell['sets'])} sets, each the same way): expect the {half} half of the band")
 
 
 def regime_width(precision_half: bool, method: str, accelerator: Any, host_bound: bool) -> float:
