@@ -16,12 +16,15 @@ from prenet_callbacks.projection.rows.bands import bias_note, build_bias, shippe
 def _rows(errors_by_set: dict[str, list[float]], half: bool = True, generation: str = "hopper",
           gpu: str = "H100-SXM5") -> list[dict]:
     return [{"set": name, "gpu": gpu, "method": "absolute", "half": half, "generation": generation,
-             "log_error": math.log1p(error)} for name, errors in errors_by_set.items() for error in errors]
+             "host_bound": False, "log_error": math.log1p(error)} for name, errors in errors_by_set.items()
+            for error in errors]
 
 
 def test_bias_cells_hold_each_sets_median_of_the_absolute_rows():
     rows = _rows({"a": [-0.1, -0.3, -0.2], "b": [-0.4, 0.1]}) + _rows({"a": [0.5]}, half=False)
     rows.append({"set": "c", "method": "anchored", "half": True, "generation": "hopper", "log_error": 1.0})
+    rows.append({"set": "c", "method": "absolute", "half": True, "generation": "hopper", "host_bound": True,
+                 "log_error": 1.0})
     cells = build_bias(rows)
     assert set(cells) == {"half/hopper", "fp32/hopper"}
     assert cells["half/hopper"]["n"] == 5 and cells["half/hopper"]["median_error"] == pytest.approx(-0.2)
@@ -61,6 +64,7 @@ def test_a_row_is_told_only_where_enough_sets_agree(errors, says):
         # anchored on a measured GPU of the same generation, the error is on both sides of the ratio
         assert bias_note(True, lookup_hardware("H200-SXM"), lookup_hardware("H100-SXM5"), table=table) is None
         assert bias_note(True, h100, lookup_hardware("A100-SXM4-80GB"), table=table) == note
+        assert bias_note(True, h100, host_bound=True, table=table) is None       # the host model's time
 
 
 def test_a_faster_generation_reads_the_lower_half():
@@ -69,17 +73,25 @@ def test_a_faster_generation_reads_the_lower_half():
     assert note and "took 20% less time than predicted" in note and "lower half" in note
 
 
-def test_a_bf16_projection_onto_hopper_carries_the_shipped_note_and_keeps_its_times():
+def test_a_device_bound_bf16_projection_onto_hopper_carries_the_shipped_note(monkeypatch):
     cell = shipped_bias().get("half/hopper")
     if not cell or min(cell["sets"].values()) * max(cell["sets"].values()) <= 0:
         pytest.skip(f"the committed band table's half/hopper cell no longer has every set erring one way: {cell}")
     with torch.device("meta"):
-        model = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512))
-    x = torch.empty(128, 512, device="meta")
+        model = nn.Sequential(nn.Linear(4096, 16384), nn.GELU(), nn.Linear(16384, 4096))
+    x = torch.empty(16384, 4096, device="meta")
     bf16 = estimate(model, x, targets=["H100", "A100"], precision="bf16-mixed")
     fp32 = estimate(model, x, targets=["H100"], precision="32-true")
+    assert not bf16.row("H100")["host_bound"], "a device-bound step is what the note speaks of"
     hopper = [n for n in bf16.row("H100")["notes"] if "Hopper GPUs took" in n]
     assert len(hopper) == 1 and "upper half of the band" in hopper[0]
     assert not any("GPUs took" in n for n in bf16.row("A100")["notes"])
     assert not any("GPUs took" in n for n in fp32.row("H100")["notes"])
     assert "Hopper GPUs took" in bf16.table()       # the table's notes name the row it applies to
+    # a disclosure only: without it the row's figures are the same
+    monkeypatch.setattr("prenet_callbacks.projection.rows.row_parts.bias_note", lambda *args, **kwargs: None)
+    plain = estimate(model, x, targets=["H100", "A100"], precision="bf16-mixed").row("H100")
+    told = bf16.row("H100")
+    assert not any("GPUs took" in n for n in plain["notes"])
+    assert {k: told[k] for k in ("step_s", "step_low_s", "step_high_s")} == \
+        {k: plain[k] for k in ("step_s", "step_low_s", "step_high_s")}

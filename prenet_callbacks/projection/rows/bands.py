@@ -22,11 +22,12 @@ The band is multiplicative, ``step / e^w .. step x e^w``, so it is as wide above
 (a test of the rule on data it was not made from), which docs/projection.md reports.
 
 The band is symmetric; the error need not be. ``band_table.json``'s ``bias`` holds, per precision and architecture
-generation, the median signed error of the absolute steps and each set's and each GPU's own median. Where at least
+generation, the median signed error of the absolute device-bound steps and each set's and each GPU's own median. Where at least
 `BIAS_MIN_SETS` sets and `MIN_ROWS` steps, every set and every GPU, err the same way and the median is at least
 `BIAS_MIN` off, a projected row of that generation says so (`bias_note`): a disclosure of what the evaluation measured, not a correction of the prediction (issue 38
 allows whole steps to move the predictor only through a mechanism, and none is known yet). A row anchored on a
-measured GPU of the same generation carries no note: the generation's error is in both sides of its ratio.
+measured GPU of the same generation carries no note: the generation's error is in both sides of its ratio; nor does
+a host-bound row, whose time is the host model's.
 """
 from __future__ import annotations
 
@@ -86,10 +87,11 @@ def build_table(rows: list[dict[str, Any]], quantile: float = QUANTILE) -> dict[
 
 def build_bias(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """``{"half/hopper": {"n", "median_error", "sets": {set: median}, "gpus": {gpu: median}}}`` from the absolute
-    rows (``half``, ``generation``, ``set``, ``gpu``, ``log_error``): signed errors, predicted / measured - 1."""
+    device-bound rows (``half``, ``generation``, ``set``, ``gpu``, ``host_bound``, ``log_error``): signed errors,
+    predicted / measured - 1. Host-bound steps are left out: their time is the host model's, not the generation's."""
     cells: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        if row["method"] == "absolute" and row.get("generation"):
+        if row["method"] == "absolute" and row.get("generation") and not row.get("host_bound"):
             cells.setdefault(f"{'half' if row['half'] else 'fp32'}/{row['generation']}", []).append(row)
     out = {}
     for key, members in sorted(cells.items()):
@@ -137,16 +139,17 @@ def shipped_bias() -> dict[str, dict[str, Any]]:
         return {}
 
 
-def bias_note(precision_half: bool, target: Any, anchor: Any = None,
+def bias_note(precision_half: bool, target: Any, anchor: Any = None, host_bound: bool = False,
               table: dict[str, dict[str, Any]] | None = None) -> str | None:
     """What the evaluation sets measured for the target's generation in this precision, when every one of at least
     `BIAS_MIN_SETS` sets, and every GPU, erred the same way, over at least `MIN_ROWS` steps, by a median of at least
     `BIAS_MIN`;
-    None otherwise, and for a row anchored on a measured GPU of the target's generation."""
+    None otherwise, for a row anchored on a measured GPU of the target's generation, and for a host-bound row (the
+    cells hold device-bound steps)."""
     from predictor_models.predictor.dominance import generation
 
     gen = generation(target)
-    if not gen or (anchor is not None and generation(anchor) == gen):
+    if host_bound or not gen or (anchor is not None and generation(anchor) == gen):
         return None
     precision = "half" if precision_half else "fp32"
     cell = (shipped_bias() if table is None else table).get(f"{precision}/{gen}")

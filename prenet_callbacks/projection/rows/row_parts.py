@@ -132,7 +132,7 @@ def row_notes(workload: Workload, target, cost, host_bound: bool, kernels: float
     if memory is not None and not memory.fits:
         notes.append(f"does not fit at batch {batch or '?'} per device"
                      + (f"; largest that fits: {memory.max_batch}" if memory.max_batch is not None else ""))
-    measured = bias_note(bool(workload.precision.half), acc, workload.anchor)
+    measured = bias_note(bool(workload.precision.half), acc, workload.anchor, host_bound)
     if measured:
         notes.append(measured)
     return note, notes
