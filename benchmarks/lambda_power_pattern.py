@@ -25,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.result_file import write_result  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results"
 SETS = {"resnet50_v1": "projection_lambda.json", "resnet50_v2": "projection_lambda_v2.json",
         "bert_v1": "projection_lambda_bert.json", "bert_v2": "projection_lambda_bert_v2.json"}
@@ -108,18 +110,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
     kept, skipped = rows()
-    result = {"benchmark": "lambda_power_pattern", "command": "python benchmarks/lambda_power_pattern.py"
-              + (f" --json {args.json}" if args.json else ""), "sets": SETS, "summary": summary(kept),
-              "left_out": [f"{r['set']} {r['gpu']} {r['precision']}: no catalog board power" for r in skipped],
-              "rows": kept}
-    for precision, block in result["summary"].items():
+    found = summary(kept)
+    for precision, block in found.items():
         print(f"{precision}: {block['n']} rows, Spearman(watts per TFLOP, signed error) = {block['spearman']}")
         for gen, g in block["by_generation"].items():
             gpus = ", ".join(f"{x['gpu']} {x['watts_per_tflop']:.2f} W/TF {x['median_error']:+.1%}" for x in g["gpus"])
             print(f"  {gen} (n={g['n']}, rho={g['spearman']}): {gpus}")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        write_result(args.json, "lambda_power_pattern", argv, sets=SETS, summary=found,
+                     left_out=[f"{r['set']} {r['gpu']} {r['precision']}: no catalog board power" for r in skipped],
+                     rows=kept)
     return 0
 
 
