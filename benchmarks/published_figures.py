@@ -292,7 +292,7 @@ QUOTES += [
     Q(README, "| ResNet-50 on {} GPUs (Lambda), AMP / FP32 | {}% / {}% median ({}% absolute) |",
       F(LAMBDA, gpus("rows"), INT), F(LAMBDA, "summary.16-mixed.median_error", SPCT1),
       F(LAMBDA, "summary.32-true.median_error", SPCT1), F(LAMBDA, "summary.32-true.median_abs_error")),
-    Q(README, "| `estimate()` against an H200, fp32 / bf16 | {}% / {}% median |",
+    Q(README, "| `estimate()` against an H200, fp32 / bf16 | {}% / {}% median;",
       F(H200_EST, "summary.32-true.median_abs_error"), F(H200_EST, "summary.bf16-mixed.median_abs_error")),
     Q(OVERHEAD, "Run again after the merges of that day (`python benchmarks/overhead.py`, "
                 "`benchmarks/results/overhead_2026-12-05.json`, {}): x{} (pairs {} / {} / {}), own time {} / {} / {}% of "
