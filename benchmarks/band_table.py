@@ -11,8 +11,9 @@ host-bound) and ``|log(predicted / measured)|``. The table is the 90th percentil
 it, for each evaluation set, the coverage of bands built from the *other* sets only: the share of
 that set's measured steps inside ``predicted / e^w .. predicted x e^w``.
 
-``bias`` holds, per precision and the target's architecture generation, the absolute steps' median signed error
-(predicted / measured - 1) and each set's own median: `bands.bias_note` tells a projected row where every set agrees.
+``bias`` holds, per precision and the target's architecture generation, the absolute device-bound steps' median
+signed error (predicted / measured - 1) and each set's and each GPU's own median: `bands.bias_note` tells a projected
+row where they all agree.
 """
 from __future__ import annotations
 

@@ -22,6 +22,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -32,30 +34,18 @@ SETS = {"resnet50_v1": "projection_lambda.json", "resnet50_v2": "projection_lamb
         "bert_v1": "projection_lambda_bert.json", "bert_v2": "projection_lambda_bert_v2.json"}
 
 
-def _ranks(values: list[float]) -> list[float]:
-    """Average ranks (ties share their mean rank)."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2.0 + 1.0
-        i = j + 1
-    return ranks
+def _ranks(values: list[float]) -> np.ndarray:
+    """Ranks from 1, ties sharing their mean rank."""
+    distinct, inverse = np.unique(np.asarray(values, dtype=float), return_inverse=True)
+    first = np.cumsum(np.bincount(inverse, minlength=distinct.size)) - np.bincount(inverse)   # ranks below each value
+    return (first + (np.bincount(inverse) + 1) / 2.0)[inverse]
 
 
 def spearman(x: list[float], y: list[float]) -> float | None:
     """Spearman's rank correlation (Pearson's on average ranks); None with fewer than 3 rows or no spread."""
-    if len(x) < 3:
+    if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
         return None
-    rx, ry = _ranks(x), _ranks(y)
-    mx, my = statistics.fmean(rx), statistics.fmean(ry)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    sxx, syy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)
-    return round(sxy / (sxx * syy) ** 0.5, 3) if sxx > 0 and syy > 0 else None
+    return round(float(np.corrcoef(_ranks(x), _ranks(y))[0, 1]), 3)
 
 
 def rows() -> tuple[list[dict], list[dict]]:

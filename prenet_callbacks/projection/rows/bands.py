@@ -22,12 +22,12 @@ The band is multiplicative, ``step / e^w .. step x e^w``, so it is as wide above
 (a test of the rule on data it was not made from), which docs/projection.md reports.
 
 The band is symmetric; the error need not be. ``band_table.json``'s ``bias`` holds, per precision and architecture
-generation, the median signed error of the absolute device-bound steps and each set's and each GPU's own median. Where at least
-`BIAS_MIN_SETS` sets and `MIN_ROWS` steps, every set and every GPU, err the same way and the median is at least
-`BIAS_MIN` off, a projected row of that generation says so (`bias_note`): a disclosure of what the evaluation measured, not a correction of the prediction (issue 38
-allows whole steps to move the predictor only through a mechanism, and none is known yet). A row anchored on a
-measured GPU of the same generation carries no note: the generation's error is in both sides of its ratio; nor does
-a host-bound row, whose time is the host model's.
+generation, the median signed error of the absolute device-bound steps and each set's and each GPU's own median.
+Where at least `BIAS_MIN_SETS` sets and `MIN_ROWS` steps, every set and every GPU, err the same way and the median is
+at least `BIAS_MIN` off, a projected row of that generation says so (`bias_note`): a disclosure of what the evaluation
+measured, not a correction of the prediction (issue 38 allows whole steps to move the predictor only through a
+mechanism, and none is known yet). A row anchored on a measured GPU of the same generation carries no note (the
+generation's error is in both sides of its ratio), nor does a host-bound row, whose time is the host model's.
 """
 from __future__ import annotations
 
@@ -122,30 +122,32 @@ def width_from(table: dict[str, dict[str, Any]], precision_half: bool, method: s
 
 
 @lru_cache(maxsize=1)
-def shipped_table() -> dict[str, dict[str, Any]]:
-    """The committed table (``band_table.json``); empty when it is missing (the fallback width applies)."""
+def _shipped_document() -> dict[str, Any]:
+    """``band_table.json`` as committed, read once; empty when it is missing or unreadable."""
     try:
-        return json.loads(TABLE_PATH.read_text())["cells"]
-    except (OSError, ValueError, KeyError):
+        document = json.loads(TABLE_PATH.read_text())
+    except (OSError, ValueError):
         return {}
+    return document if isinstance(document, dict) else {}
 
 
-@lru_cache(maxsize=1)
+def shipped_table() -> dict[str, dict[str, Any]]:
+    """The committed table's cells; empty when it is missing (the fallback width applies)."""
+    return _shipped_document().get("cells") or {}
+
+
 def shipped_bias() -> dict[str, dict[str, Any]]:
     """The committed table's ``bias`` cells; empty when missing."""
-    try:
-        return json.loads(TABLE_PATH.read_text()).get("bias") or {}
-    except (OSError, ValueError, AttributeError):
-        return {}
+    return _shipped_document().get("bias") or {}
 
 
 def bias_note(precision_half: bool, target: Any, anchor: Any = None, host_bound: bool = False,
               table: dict[str, dict[str, Any]] | None = None) -> str | None:
-    """What the evaluation sets measured for the target's generation in this precision, when every one of at least
-    `BIAS_MIN_SETS` sets, and every GPU, erred the same way, over at least `MIN_ROWS` steps, by a median of at least
-    `BIAS_MIN`;
-    None otherwise, for a row anchored on a measured GPU of the target's generation, and for a host-bound row (the
-    cells hold device-bound steps)."""
+    """What the evaluation sets measured for the target's generation in this precision, when at least
+    `BIAS_MIN_SETS` sets and `MIN_ROWS` steps, every set and every GPU, erred the same way by a median of at least
+    `BIAS_MIN`. None otherwise, for a row anchored on a measured GPU of the target's generation, and for a
+    host-bound row (the cells hold device-bound steps)."""
+    # imported here, as `predictor_source` imports the predictor: the package loads its models on first use only
     from predictor_models.predictor.dominance import generation
 
     gen = generation(target)
