@@ -244,6 +244,7 @@ BN_TRIAL = RESULTS + "issue38_bf16_batch_norm/trial.json"
 BEFORE_GEMM_NET = "@f96d563"   # the result files before the GEMM network priced half-precision GEMMs (2026-12-07)
 BEFORE_UP_SETS = "@f149ee3"    # the result files before unmeasured GPUs joined the half-precision up-sets (2026-12-07)
 BEFORE_DESCENDING = "@b260cbd"  # the result files before fp32 pointwise ops and norms were held from above (2026-12-07)
+BEFORE_TF32_GEMMS = "@92a0393"  # the result files before TF32 GEMMs went to the GEMM network (predictor 1.4.0)
 
 
 def ab_figures(path: str) -> list:
@@ -1077,6 +1078,11 @@ QUOTES += [
       F(LAMBDA_BERT, "summary.32-true.median_error", SPCT1), F(LAMBDA_BERT, "summary.32-true.median_abs_error"),
       F(LAMBDA_BERT, "summary.16-true.relative_speed_mape"), F(LAMBDA_BERT, "summary.32-true.relative_speed_mape"),
       *(F(LAMBDA_BERT, bert_amp_speedup(model), SPCT1) for model in ("bert_base_squad", "bert_large_squad"))),
+    Q(ACCURACY, "Before predictor 1.4.0 priced TF32 GEMMs by the GEMM network (2026-12-07, model card) the TF32 steps were "
+                "{}% median and that speed-up {}% / {}% off",
+      F(LAMBDA_BERT + BEFORE_TF32_GEMMS, "summary.32-true.median_error", SPCT1),
+      *(F(LAMBDA_BERT + BEFORE_TF32_GEMMS, bert_amp_speedup(model), SPCT1)
+        for model in ("bert_base_squad", "bert_large_squad"))),
     Q(ACCURACY, "too fast: {}% / {}% in AMP, relative to the A100 {}% / {}% in AMP and {}% / {}% in TF32; by op class",
       *(F(LAMBDA_BERT, bert_step("H100-SXM5", model, "16-true", -1), PCT0) for model in ("bert_base_squad", "bert_large_squad")),
       *(F(LAMBDA_BERT, bert_relative("H100-SXM5", model, precision), PCT0)
@@ -3175,7 +3181,7 @@ QUOTES += [
       F(RESULTS + "issue38_band_older_generation/band_table.json",
         lambda d: math.expm1(d["cells"]["fp32/absolute/vector"]["width"]), PCT0),
       F(RESULTS + "issue38_band_older_generation/band_table.json", overall_coverage),
-      F(BANDS, "sets.hostbound.coverage_without_it", PCT0),
+      F(BANDS + BEFORE_TF32_GEMMS, "sets.hostbound.coverage_without_it", PCT0),
       F(RESULTS + "issue38_band_older_generation/band_table.json", "sets.hostbound.coverage_without_it", PCT0)),
 ]
 
@@ -3469,39 +3475,39 @@ QUOTES += [
             "{} -> {}% MAPE, fp32 norms {} -> {}%, all 108 ops {} -> {}%; Lambda's tables within 0.2 point; host-bound CNN "
             "steps' worst {} -> {}%, their worst relative pair {} -> {}%",
       *_fp32_work("norm_rows"), *_fp32_work("add_numel"),
-      F(PHYSICS + BEFORE_DESCENDING, "dominance.violations", INT), F(PHYSICS, "dominance.violations", INT),
-      F(PHYSICS, "dominance.comparisons", INTC),
-      F(PHYSICS + BEFORE_DESCENDING, EVERY_FIGURE + "violations", INTC), F(PHYSICS, EVERY_FIGURE + "violations", INTC),
-      F(PHYSICS, EVERY_FIGURE + "comparisons", INTC),
-      F(HELDOUT + BEFORE_DESCENDING, "summary.shipped_mape", Fmt(2, 100)), F(HELDOUT, "summary.shipped_mape", Fmt(2, 100)),
+      F(PHYSICS + BEFORE_DESCENDING, "dominance.violations", INT), F(PHYSICS + BEFORE_TF32_GEMMS, "dominance.violations", INT),
+      F(PHYSICS + BEFORE_TF32_GEMMS, "dominance.comparisons", INTC),
+      F(PHYSICS + BEFORE_DESCENDING, EVERY_FIGURE + "violations", INTC), F(PHYSICS + BEFORE_TF32_GEMMS, EVERY_FIGURE + "violations", INTC),
+      F(PHYSICS + BEFORE_TF32_GEMMS, EVERY_FIGURE + "comparisons", INTC),
+      F(HELDOUT + BEFORE_DESCENDING, "summary.shipped_mape", Fmt(2, 100)), F(HELDOUT + BEFORE_TF32_GEMMS, "summary.shipped_mape", Fmt(2, 100)),
       *(F(HELDOUT + at, f"summary.by_precision.fp32.{op}.shipped_mape", Fmt(2, 100)) for op in ("norm", "elementwise")
-        for at in (BEFORE_DESCENDING, "")),
+        for at in (BEFORE_DESCENDING, BEFORE_TF32_GEMMS)),
       F(HELDOUT + BEFORE_DESCENDING, lambda d: _fp32_fold(d, "A100-PCIe-40GB", "norm"), PCT1),
-      F(HELDOUT, lambda d: _fp32_fold(d, "A100-PCIe-40GB", "norm"), PCT1),
+      F(HELDOUT + BEFORE_TF32_GEMMS, lambda d: _fp32_fold(d, "A100-PCIe-40GB", "norm"), PCT1),
       F(RESULTS + "issue38_fp32_grid_trial/heldout_eval.json", lambda d: _fp32_fold(d, "A100-PCIe-40GB", "norm"), PCT1),
-      F(H200_EST, "summary.32-true.median_abs_error", PCT1),
+      F(H200_EST + BEFORE_TF32_GEMMS, "summary.32-true.median_abs_error", PCT1),
       *(F(H200_EST + at, f"summary.{key}", PCT1) for key in ("32-true.worst_abs_error", "bf16-mixed.median_abs_error",
                                                              "bf16-mixed.worst_abs_error")
-        for at in (BEFORE_DESCENDING, "")),
+        for at in (BEFORE_DESCENDING, BEFORE_TF32_GEMMS)),
       *(F(H200_OPS + at, op_rows(key, "shipped", "mape"), PCT1) for key in ("elementwise/float32", "norm/float32", "all")
-        for at in (BEFORE_DESCENDING, "")),
+        for at in (BEFORE_DESCENDING, BEFORE_TF32_GEMMS)),
       *(F(PROJ + at, f"summary.{key}.max", PCT1) for key in ("hostbound_step", "hostbound_relative_pairs")
-        for at in (BEFORE_DESCENDING, ""))),
+        for at in (BEFORE_DESCENDING, BEFORE_TF32_GEMMS))),
     Q(CARD, "closes the fp32 order between GPUs ({} -> {} of {}), but raises held-out GPUs to another harness's lag: "
             "leave-one-GPU-out {} -> {}%, the P4's fp32 norms {} -> {}%, the worst host-bound relative pair {} -> {}%. "
             "TF32 convolutions on the grid along their batch take their violations along it from {} to {} of {} (the "
             "rest are 1x1 convolutions, priced as GEMMs), but the worst host-bound step rises from {}% to {}%",
-      F(PHYSICS, EVERY_FIGURE + "violations", INTC),
+      F(PHYSICS + BEFORE_TF32_GEMMS, EVERY_FIGURE + "violations", INTC),
       F(UP_SETS_FP32 + "trial_up_sets.json", EVERY_FIGURE + "violations", INTC),
-      F(PHYSICS, EVERY_FIGURE + "comparisons", INTC),
-      F(HELDOUT, "summary.shipped_mape", Fmt(2, 100)), F(UP_SETS_FP32 + "heldout_eval.json", "summary.shipped_mape", Fmt(2, 100)),
-      F(HELDOUT, lambda d: _fp32_fold(d, "P4", "norm"), PCT1),
+      F(PHYSICS + BEFORE_TF32_GEMMS, EVERY_FIGURE + "comparisons", INTC),
+      F(HELDOUT + BEFORE_TF32_GEMMS, "summary.shipped_mape", Fmt(2, 100)), F(UP_SETS_FP32 + "heldout_eval.json", "summary.shipped_mape", Fmt(2, 100)),
+      F(HELDOUT + BEFORE_TF32_GEMMS, lambda d: _fp32_fold(d, "P4", "norm"), PCT1),
       F(UP_SETS_FP32 + "heldout_eval.json", lambda d: _fp32_fold(d, "P4", "norm"), PCT1),
-      F(PROJ, "summary.hostbound_relative_pairs.max", PCT1),
+      F(PROJ + BEFORE_TF32_GEMMS, "summary.hostbound_relative_pairs.max", PCT1),
       F(UP_SETS_FP32 + "projection_accuracy.json", "summary.hostbound_relative_pairs.max", PCT1),
-      F(PHYSICS, "work.conv_n/tf32.violations", INT),
+      F(PHYSICS + BEFORE_TF32_GEMMS, "work.conv_n/tf32.violations", INT),
       F(DESCENDING + "predictor_physics_tf32_convs.json", "work.conv_n/tf32.violations", INT),
-      F(PHYSICS, "work.conv_n/tf32.steps", INT),
+      F(PHYSICS + BEFORE_TF32_GEMMS, "work.conv_n/tf32.steps", INT),
       F(DESCENDING + "trial_descending.json", "hostbound.max", PCT1),
       F(DESCENDING + "trial_descending_tf32_convs.json", "hostbound.max", PCT1)),
     Q(PROJECTION, "On the physics grids fp32 norms went from {} to {} work violations of {} and fp32 adds from {} to {} of {}",
@@ -3621,6 +3627,94 @@ QUOTES += [
     Q(CARD, "priced the least too fast in 16-bit ({}% median, against {}% for\n  the H100 SXM5 and {}% for the H200)",
       *(F(POWER_PATTERN, _gpu_median(16, "Hopper", gpu), SPCT1) for gpu in ("H100-PCIe", "H100-SXM5", "H200-SXM"))),
 ]
+
+
+# -- predictor 1.4.0: TF32 GEMMs priced by the GEMM network (model card, "TF32 GEMMs") ----------------------------------
+TF32_TRIAL = RESULTS + "issue38_tf32_gemm_network/"
+TF32_BEFORE, TF32_AFTER = TF32_TRIAL + "trial_shipped.json", TF32_TRIAL + "trial_tf32.json"
+
+
+def fold_mode(gpu: str, mode: str, key: str) -> Callable[[Any], float]:
+    """One held-out GPU's GEMM MAPE of ``mode`` rows (a folds file's "fp32" or "tf32" part) under ``key``."""
+    return lambda d: next(f[mode][key] for f in d["folds"] if f["gpu"] == gpu)
+
+
+def tf32_gemm_violations(d: Any) -> int:
+    """TF32 GEMM grid steps priced faster at twice the work (along m and k), in a physics or trial file."""
+    work = d["work"] if "work" in d else d["physics"]
+    return sum(work[f"gemm_{m}/tf32"]["violations"] for m in "mk")
+
+
+def tf32_conv_violations(d: Any) -> int:
+    work = d["work"] if "work" in d else d["physics"]
+    return sum(work[f"conv_{c}/tf32"]["violations"] for c in ("n", "channels"))
+
+
+QUOTES += [
+    Q(CARD, "on those TF32 rows (one member per fold): the B200's {}% MAPE against the class\nmodel's {}%",
+      F(NOPOWER_FOLDS, fold_mode("B200", "fp32", "network+floor")), F(NOPOWER_FOLDS, fold_mode("B200", "fp32", "class_model"))),
+    Q(CARD, "the H100's {}%\nagainst {}% (`issue38_gemm_levelled/folds.json`): the worst GPU {}% against {}%",
+      F(RESULTS + "issue38_gemm_levelled/folds.json", fold_mode("H100-SXM5", "tf32", "network+lag")),
+      F(RESULTS + "issue38_gemm_levelled/folds.json", fold_mode("H100-SXM5", "tf32", "class_model")),
+      F(RESULTS + "issue38_gemm_levelled/folds.json", fold_mode("H100-SXM5", "tf32", "network+lag")),
+      F(NOPOWER_FOLDS, fold_mode("B200", "fp32", "class_model"))),
+    Q(CARD, "TF32 GEMMs faster at twice the work {} -> {} of {} grid\n  steps (the rest on the T4, V100, P100 and A10G, "
+            "above); TF32 convolutions {} -> {} of {} (the 1x1 ones)",
+      F(PHYSICS + BEFORE_TF32_GEMMS, tf32_gemm_violations, INT), F(PHYSICS, tf32_gemm_violations, INT),
+      F(PHYSICS, lambda d: sum(d["work"][f"gemm_{m}/tf32"]["steps"] for m in "mk"), INTC),
+      F(PHYSICS + BEFORE_TF32_GEMMS, tf32_conv_violations, INT), F(PHYSICS, tf32_conv_violations, INT),
+      F(PHYSICS, lambda d: sum(d["work"][f"conv_{c}/tf32"]["steps"] for c in ("n", "channels")), INTC)),
+    Q(CARD, "Lambda's BERT\n  FP32/TF32 steps {}% -> {}% median (worst {}% -> {}%), v2 {}% -> {}% (worst {}% -> {}%, {} -> {} of\n"
+            "  10 in band); ResNet-50 FP32 {}% -> {}% absolute (worst {}% -> {}%), v2 worst {}% -> {}%; the H200's FP32\n"
+            "  `estimate()` worst {}% -> {}%",
+      *(F(f, "lambda_bert.32-true.median_error", SPCT1) for f in (TF32_BEFORE, TF32_AFTER)),
+      *(F(f, "lambda_bert.32-true.worst_abs_error") for f in (TF32_BEFORE, TF32_AFTER)),
+      *(F(f, "wider.lambda_bert_v2.32-true.median_error", SPCT1) for f in (TF32_BEFORE, TF32_AFTER)),
+      *(F(f, "wider.lambda_bert_v2.32-true.worst_abs_error") for f in (TF32_BEFORE, TF32_AFTER)),
+      *(F(f, inside("wider.lambda_bert_v2.32-true.inside_band"), INT) for f in (TF32_BEFORE, TF32_AFTER)),
+      *(F(f, "lambda_resnet50.32-true.median_abs_error") for f in (TF32_BEFORE, TF32_AFTER)),
+      *(F(f, "lambda_resnet50.32-true.worst_abs_error") for f in (TF32_BEFORE, TF32_AFTER)),
+      *(F(f, "wider.lambda_resnet50_v2.32-true.worst_abs_error") for f in (TF32_BEFORE, TF32_AFTER)),
+      *(F(f, "h200.32-true.worst_abs_error") for f in (TF32_BEFORE, TF32_AFTER))),
+    Q(CARD, "Worse: BERT's\n  TF32 speed relative to the A100 {}% -> {}% MAPE (its worst pair {}% -> {}%), and the AMP speed-up over\n"
+            "  TF32 on the A100 {}% / {}% -> {}% / {}% off (BERT-base / BERT-large)",
+      *(F(f, "lambda_bert.32-true.relative_speed_mape") for f in (TF32_BEFORE, TF32_AFTER)),
+      *(F(f, lambda d: abs(d["lambda_bert_relative_worst"]["32-true"]["error"])) for f in (TF32_BEFORE, TF32_AFTER)),
+      *(F(LAMBDA_BERT + at, bert_amp_speedup(model), SPCT1) for at in (BEFORE_TF32_GEMMS, "")
+        for model in ("bert_base_squad", "bert_large_squad"))),
+    Q(CARD, "FP32 absolute on tensor-core\n  GPUs +-{}% -> +-{}%; held-out coverage {}% either way, the host-bound set's {}% -> {}%",
+      *(F(BANDS + at, lambda d: math.expm1(d["cells"]["fp32/absolute/matrix"]["width"]), PCT0)
+        for at in (BEFORE_TF32_GEMMS, "")),
+      F(BANDS, overall_coverage), F(BANDS + BEFORE_TF32_GEMMS, "sets.hostbound.coverage_without_it"),
+      F(BANDS, "sets.hostbound.coverage_without_it")),
+    Q(CARD, "every set it moves has its worst case fall but ResNet-50's v1 FP32 (+{} point), the held-out TF32\n  rows' "
+            "worst GPU falls from {}% to {}%",
+      F(TF32_AFTER, lambda d: 100 * (d["lambda_resnet50"]["32-true"]["worst_abs_error"]
+                                     - json_get(TF32_BEFORE, "lambda_resnet50.32-true.worst_abs_error")), num(2)),
+      F(NOPOWER_FOLDS, fold_mode("B200", "fp32", "class_model")),
+      F(RESULTS + "issue38_gemm_levelled/folds.json", fold_mode("H100-SXM5", "tf32", "network+lag"))),
+]
+
+
+QUOTES += [
+    Q(CARD, "92a0393), {}x in two runs (quartiles {}-{} and {}-{}; {} and {} ms medians, a slow hour); a projection\n"
+            "  of 500 layers onto 40 targets {}x (quartiles {}-{})",
+      F(TF32_TRIAL + "predictor_speed_paired.json", "ratio_median", num(2)),
+      F(TF32_TRIAL + "predictor_speed_paired.json", "ratio_quartiles.0", num(2)),
+      F(TF32_TRIAL + "predictor_speed_paired.json", "ratio_quartiles.2", num(2)),
+      F(TF32_TRIAL + "predictor_speed_paired_run2.json", "ratio_quartiles.0", num(2)),
+      F(TF32_TRIAL + "predictor_speed_paired_run2.json", "ratio_quartiles.2", num(2)),
+      F(TF32_TRIAL + "predictor_speed_paired.json", "this_median_ms", INT),
+      F(TF32_TRIAL + "predictor_speed_paired_run2.json", "this_median_ms", INT),
+      F(TF32_TRIAL + "projection_speed_paired.json", "ratio_median", num(2)),
+      F(TF32_TRIAL + "projection_speed_paired.json", "ratio_quartiles.0", num(2)),
+      F(TF32_TRIAL + "projection_speed_paired.json", "ratio_quartiles.2", num(2))),
+]
+
+
+def json_get(source: str, path: str) -> Any:
+    """A value of another result file, for a figure computed from two files."""
+    return get(load(source), path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,7 @@ from typing import Sequence
 from predictor_models.paths import check_output_path
 
 
-VERSION = "1.3.0"
+VERSION = "1.4.0"
 DEFAULT_MEMBERS = 3
 
 

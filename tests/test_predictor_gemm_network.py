@@ -1,5 +1,5 @@
-"""The GEMM network: half-precision GEMMs priced monotone in their work by construction, never below its kernel
-floor or the roofline, and kept by the artifact with its kind of inputs."""
+"""The GEMM network: half-precision and TF32 GEMMs priced monotone in their work by construction, never below its
+kernel floor or the roofline, and kept by the artifact with its kind of inputs."""
 from __future__ import annotations
 
 import json
@@ -25,33 +25,40 @@ def _gemm_network(predictor: Predictor):
     return next(net for net in predictor.networks if "gemm" in net.classes)
 
 
-def _random_gemms(rng, count: int) -> list[tuple]:
-    """(op, larger ops): a half-precision GEMM, and the same with one of b, m, n, k grown (doubled, or by one: the
-    property holds between any sizes, not only power-of-two multiples)."""
+def _random_gemms(rng, count: int, dtypes=("bfloat16", "float16")) -> list[tuple]:
+    """(op, larger ops): a GEMM of one of ``dtypes`` ("tf32": FP32 with TF32 on), and the same with one of b, m, n,
+    k grown (doubled, or by one: the property holds between any sizes, not only power-of-two multiples)."""
     out = []
     for _ in range(count):
         b = int(rng.choice([1, 1, 1, 4, 12, 48]))
         m, n, k = (int(2 ** rng.uniform(3, 14)) for _ in range(3))
-        dtype = str(rng.choice(["bfloat16", "float16"]))
-        op = gemm_op(b, m, n, k, dtype)
+        dtype = str(rng.choice(list(dtypes)))
+
+        def gemm(b, m, n, k):
+            return gemm_op(b, m, n, k, "float32", tf32=True) if dtype == "tf32" else gemm_op(b, m, n, k, dtype)
+        op = gemm(b, m, n, k)
         dims = {"b": b, "m": m, "n": n, "k": k}
-        larger = [gemm_op(*[dims[d] * 2 if d == grown else dims[d] for d in "bmnk"], dtype) for grown in "bmnk"]
-        larger += [gemm_op(*[dims[d] + 1 if d == grown else dims[d] for d in "bmnk"], dtype) for grown in "mnk"]
+        larger = [gemm(*[dims[d] * 2 if d == grown else dims[d] for d in "bmnk"]) for grown in "bmnk"]
+        larger += [gemm(*[dims[d] + 1 if d == grown else dims[d] for d in "bmnk"]) for grown in "mnk"]
         out.append((op, larger))
     return out
 
 
-def _tensor_core_gpus(dtype: str) -> list:
-    """Catalog GPUs with a tensor-core peak for ``dtype`` (fp16 from Volta, bf16 from Ampere): where the network
-    prices its GEMMs (`Predictor._network_prices`; a GPU whose entry lacks the figure keeps the class model)."""
+_MODE = {"bfloat16": "bf16", "float16": "fp16", "tf32": "tf32"}
+
+
+def _tensor_core_gpus(dtype: str, *, without: bool = False) -> list:
+    """Catalog GPUs with a tensor-core peak for ``dtype`` (fp16 from Volta, bf16 and TF32 from Ampere): where the
+    network prices its GEMMs (`Predictor._network_prices`; a GPU whose entry lacks the figure keeps the class model);
+    ``without``: the NVIDIA GPUs that lack it."""
     gpus = [a for a in list_hardware() if a.vendor == "NVIDIA" and a.sm_count and a.memory_bandwidth_gbs]
-    tensor = device_columns(gpus).tensor[:, MODES.index("bf16" if dtype == "bfloat16" else "fp16")]
-    return [gpu for gpu, on in zip(gpus, tensor) if on > 0]
+    tensor = device_columns(gpus).tensor[:, MODES.index(_MODE[dtype])]
+    return [gpu for gpu, on in zip(gpus, tensor) if (on > 0) != without]
 
 
-def test_the_shipped_predictor_has_a_gemm_network_for_half_precision_with_a_floor(shipped):
+def test_the_shipped_predictor_has_a_gemm_network_for_half_precision_and_tf32_with_a_floor(shipped):
     net = _gemm_network(shipped)
-    assert net.modes == ("fp16", "bf16") and net.inputs == "gemm_times"
+    assert net.modes == ("fp16", "bf16", "tf32") and net.inputs == "gemm_times"
     assert 1e-6 < net.floor_s < 2e-5          # a few microseconds: a kernel, not a host's per-op cost
     tiny = [gemm_op(1, 16, 16, 16, "bfloat16")]
     for gpu in _tensor_core_gpus("bfloat16"):
@@ -70,12 +77,12 @@ def test_every_monotone_input_grows_with_the_work():
                     name, op.dims, big_op.dims)
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_the_shipped_predictor_never_prices_a_larger_half_gemm_faster(shipped, dtype):
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "tf32"])
+def test_the_shipped_predictor_never_prices_a_larger_tensor_core_gemm_faster(shipped, dtype):
     """On every catalog GPU with tensor cores for the dtype, for random GEMMs and each one grown along b, m, n or k
     (by double, or by one): never faster, never below the roofline. The class model it replaced broke this on
     hundreds of grid steps (`benchmarks/predictor_physics.py`)."""
-    cases = [(op, larger) for op, larger in _random_gemms(np.random.default_rng(5), 60) if op.dtype == dtype]
+    cases = _random_gemms(np.random.default_rng(5), 30, dtypes=(dtype,))
     devices = _tensor_core_gpus(dtype)
     times = shipped.predict_matrix([op for op, _ in cases], devices)
     bounds = np.stack([shipped.bound_seconds([op for op, _ in cases], d) for d in devices], axis=1)
@@ -85,14 +92,21 @@ def test_the_shipped_predictor_never_prices_a_larger_half_gemm_faster(shipped, d
         assert np.all(grown >= row[None, :] * (1 - 1e-9)), (op.dims, np.argwhere(grown < row[None, :] * (1 - 1e-9)))
 
 
-def test_fp32_and_tf32_gemms_stay_with_the_class_model(shipped):
+def test_fp32_gemms_and_tf32_gemms_without_tf32_tensor_cores_stay_with_the_class_model(shipped):
     class_only = Predictor(shipped.models, shipped.metadata, shipped.heldout, shipped.default_utilisation,
                            [net for net in shipped.networks if "gemm" not in net.classes])
-    ops = [gemm_op(1, 4096, 1024, 768, "float32"), gemm_op(1, 4096, 1024, 768, "float32", tf32=True)]
+    fp32, tf32 = gemm_op(1, 4096, 1024, 768, "float32"), gemm_op(1, 4096, 1024, 768, "float32", tf32=True)
     gpus = [lookup_hardware(n) for n in ("A100-SXM4-80GB", "H100-SXM5", "L4")]
-    np.testing.assert_allclose(shipped.predict_matrix(ops, gpus), class_only.predict_matrix(ops, gpus), rtol=1e-12)
-    half = [gemm_op(1, 4096, 1024, 768, "bfloat16")]
-    assert not np.allclose(shipped.predict_matrix(half, gpus), class_only.predict_matrix(half, gpus))
+    np.testing.assert_allclose(shipped.predict_matrix([fp32], gpus), class_only.predict_matrix([fp32], gpus), rtol=1e-12)
+    # a TF32 GEMM on a GPU without TF32 tensor cores runs FP32 kernels: the class model's, as before
+    older = [lookup_hardware(n) for n in ("V100-PCIe-32GB", "T4", "P100-PCIe-16GB")]
+    assert all(gpu.name not in {g.name for g in _tensor_core_gpus("tf32")} for gpu in older)
+    np.testing.assert_allclose(shipped.predict_matrix([tf32], older), class_only.predict_matrix([tf32], older),
+                               rtol=1e-12)
+    # on tensor cores the network prices TF32 and half-precision GEMMs
+    for op in (tf32, gemm_op(1, 4096, 1024, 768, "bfloat16")):
+        assert not np.any(np.isclose(shipped.predict_matrix([op], gpus), class_only.predict_matrix([op], gpus),
+                                     rtol=1e-6))
 
 
 def test_an_artifact_keeps_the_gemm_networks_inputs_and_floor_and_refuses_unknown_ones(shipped, tmp_path):
