@@ -3632,6 +3632,8 @@ QUOTES += [
 # -- predictor 1.4.0: TF32 GEMMs priced by the GEMM network (model card, "TF32 GEMMs") ----------------------------------
 TF32_TRIAL = RESULTS + "issue38_tf32_gemm_network/"
 TF32_BEFORE, TF32_AFTER = TF32_TRIAL + "trial_shipped.json", TF32_TRIAL + "trial_tf32.json"
+TF32_EVERY_AMPERE = TF32_TRIAL + "trial_tf32_every_ampere.json"   # the second step: TF32 on every Ampere+ GPU
+TF32_FIRST_STEP = "@d0aa9c4"    # the result files after the first step, TF32 GEMMs by the network where TF32 > FP32
 
 
 def fold_mode(gpu: str, mode: str, key: str) -> Callable[[Any], float]:
@@ -3658,11 +3660,11 @@ QUOTES += [
       F(RESULTS + "issue38_gemm_levelled/folds.json", fold_mode("H100-SXM5", "tf32", "class_model")),
       F(RESULTS + "issue38_gemm_levelled/folds.json", fold_mode("H100-SXM5", "tf32", "network+lag")),
       F(NOPOWER_FOLDS, fold_mode("B200", "fp32", "class_model"))),
-    Q(CARD, "TF32 GEMMs faster at twice the work {} -> {} of {} grid\n  steps (the rest on the T4, V100, P100 and A10G, "
-            "above); TF32 convolutions {} -> {} of {} (the 1x1 ones)",
-      F(PHYSICS + BEFORE_TF32_GEMMS, tf32_gemm_violations, INT), F(PHYSICS, tf32_gemm_violations, INT),
+    Q(CARD, "TF32 GEMMs faster at twice the work {} -> {} -> {} of {}\n  grid steps (the first step, then the second; "
+            "the rest on the T4, V100 and P100, above); TF32 convolutions\n  {} -> {} -> {} of {} (the 1x1 ones)",
+      *(F(PHYSICS + at, tf32_gemm_violations, INT) for at in (BEFORE_TF32_GEMMS, TF32_FIRST_STEP, "")),
       F(PHYSICS, lambda d: sum(d["work"][f"gemm_{m}/tf32"]["steps"] for m in "mk"), INTC),
-      F(PHYSICS + BEFORE_TF32_GEMMS, tf32_conv_violations, INT), F(PHYSICS, tf32_conv_violations, INT),
+      *(F(PHYSICS + at, tf32_conv_violations, INT) for at in (BEFORE_TF32_GEMMS, TF32_FIRST_STEP, "")),
       F(PHYSICS, lambda d: sum(d["work"][f"conv_{c}/tf32"]["steps"] for c in ("n", "channels")), INTC)),
     Q(CARD, "Lambda's BERT\n  FP32/TF32 steps {}% -> {}% median (worst {}% -> {}%), v2 {}% -> {}% (worst {}% -> {}%, {} -> {} of\n"
             "  10 in band); ResNet-50 FP32 {}% -> {}% absolute (worst {}% -> {}%), v2 worst {}% -> {}%; the H200's FP32\n"
@@ -3682,15 +3684,27 @@ QUOTES += [
       *(F(f, lambda d: abs(d["lambda_bert_relative_worst"]["32-true"]["error"])) for f in (TF32_BEFORE, TF32_AFTER)),
       *(F(LAMBDA_BERT + at, bert_amp_speedup(model), SPCT1) for at in (BEFORE_TF32_GEMMS, "")
         for model in ("bert_base_squad", "bert_large_squad"))),
-    Q(CARD, "FP32 absolute on tensor-core\n  GPUs +-{}% -> +-{}%; held-out coverage {}% either way, the host-bound set's {}% -> {}%",
+    Q(CARD, "moves only Lambda's v1 sets, where the RTX 3090 and 4090 are: BERT FP32/TF32\n  worst {}% -> {}% (the RTX "
+            "4090's steps, priced as FP32 kernels {}-{}% too slow, now {}-{}%; the RTX 3090's\n  {}-{}% -> {}-{}% too slow), "
+            "{}% absolute median ({}% after the first step), {} of 24 in band, relative speed\n  {}% -> {}% MAPE; ResNet-50 "
+            "FP32 worst {}% -> {}%",
+      *(F(f, "lambda_bert.32-true.worst_abs_error") for f in (TF32_AFTER, TF32_EVERY_AMPERE)),
+      *(F(LAMBDA_BERT + at, bert_step("RTX 4090", model, "32-true"), PCT0) for at in (TF32_FIRST_STEP, "")
+        for model in ("bert_base_squad", "bert_large_squad")),
+      *(F(LAMBDA_BERT + at, bert_step("RTX 3090", model, "32-true"), PCT0) for at in (TF32_FIRST_STEP, "")
+        for model in ("bert_large_squad", "bert_base_squad")),
+      F(TF32_EVERY_AMPERE, "lambda_bert.32-true.median_abs_error"), F(TF32_AFTER, "lambda_bert.32-true.median_abs_error"),
+      F(TF32_EVERY_AMPERE, inside("lambda_bert.32-true.inside_band"), INT),
+      *(F(f, "lambda_bert.32-true.relative_speed_mape") for f in (TF32_AFTER, TF32_EVERY_AMPERE)),
+      *(F(f, "lambda_resnet50.32-true.worst_abs_error") for f in (TF32_AFTER, TF32_EVERY_AMPERE))),
+    Q(CARD, "FP32 absolute on\n  tensor-core GPUs +-{}% -> +-{}%; held-out coverage {}% -> {}%, the host-bound set's {}% -> {}%",
       *(F(BANDS + at, lambda d: math.expm1(d["cells"]["fp32/absolute/matrix"]["width"]), PCT0)
         for at in (BEFORE_TF32_GEMMS, "")),
-      F(BANDS, overall_coverage), F(BANDS + BEFORE_TF32_GEMMS, "sets.hostbound.coverage_without_it"),
-      F(BANDS, "sets.hostbound.coverage_without_it")),
-    Q(CARD, "every set it moves has its worst case fall but ResNet-50's v1 FP32 (+{} point), the held-out TF32\n  rows' "
-            "worst GPU falls from {}% to {}%",
-      F(TF32_AFTER, lambda d: 100 * (d["lambda_resnet50"]["32-true"]["worst_abs_error"]
-                                     - json_get(TF32_BEFORE, "lambda_resnet50.32-true.worst_abs_error")), num(2)),
+      F(BANDS + BEFORE_TF32_GEMMS, overall_coverage), F(BANDS, overall_coverage),
+      F(BANDS + BEFORE_TF32_GEMMS, "sets.hostbound.coverage_without_it"), F(BANDS, "sets.hostbound.coverage_without_it")),
+    Q(CARD, "(ResNet-50's v1 FP32 by the second; BERT v1\n  FP32 {}% -> {}%), the held-out TF32 rows' worst GPU falls from "
+            "{}% to {}%",
+      F(TF32_BEFORE, "lambda_bert.32-true.worst_abs_error"), F(TF32_EVERY_AMPERE, "lambda_bert.32-true.worst_abs_error"),
       F(NOPOWER_FOLDS, fold_mode("B200", "fp32", "class_model")),
       F(RESULTS + "issue38_gemm_levelled/folds.json", fold_mode("H100-SXM5", "tf32", "network+lag"))),
 ]
@@ -3710,11 +3724,6 @@ QUOTES += [
       F(TF32_TRIAL + "projection_speed_paired.json", "ratio_quartiles.0", num(2)),
       F(TF32_TRIAL + "projection_speed_paired.json", "ratio_quartiles.2", num(2))),
 ]
-
-
-def json_get(source: str, path: str) -> Any:
-    """A value of another result file, for a figure computed from two files."""
-    return get(load(source), path)
 
 
 def main(argv: list[str] | None = None) -> int:

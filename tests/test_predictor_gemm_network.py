@@ -109,6 +109,22 @@ def test_fp32_gemms_and_tf32_gemms_without_tf32_tensor_cores_stay_with_the_class
                                      rtol=1e-6))
 
 
+def test_tf32_runs_on_tensor_cores_from_ampere_even_at_the_fp32_rate(shipped):
+    """GA102 and AD102 cards (and the A10G, L40) list a TF32 rate equal to their FP32 one; cuBLAS still runs their TF32
+    matmuls on tensor cores, so the GEMM network prices them there, as on an A100; FP32 itself, and TF32 before
+    Ampere, stay off tensor cores."""
+    equal_rates = [lookup_hardware(n) for n in ("RTX 3090", "RTX 4090", "A10G", "L40")]
+    assert all(g.tf32_tflops == g.fp32_tflops for g in equal_rates)
+    columns = device_columns(equal_rates + [lookup_hardware(n) for n in ("V100-PCIe-32GB", "T4")])
+    assert columns.tensor[:, MODES.index("tf32")].tolist() == [1.0] * 4 + [0.0, 0.0]
+    assert not columns.tensor[:, MODES.index("fp32")].any()
+    class_only = Predictor(shipped.models, shipped.metadata, shipped.heldout, shipped.default_utilisation,
+                           [net for net in shipped.networks if "gemm" not in net.classes])
+    tf32 = [gemm_op(1, 4096, 1024, 768, "float32", tf32=True)]
+    assert not np.any(np.isclose(shipped.predict_matrix(tf32, equal_rates), class_only.predict_matrix(tf32, equal_rates),
+                                 rtol=1e-6))
+
+
 def test_an_artifact_keeps_the_gemm_networks_inputs_and_floor_and_refuses_unknown_ones(shipped, tmp_path):
     path = save_predictor(shipped, tmp_path / "copy")
     loaded = load_predictor(path)

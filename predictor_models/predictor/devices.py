@@ -57,6 +57,18 @@ def _peak(device, mode: str, fp32: float, notes: list[str]) -> float:
     return value if value > 0 else fp32
 
 
+def _on_tensor_cores(device, mode: str, cc: float, peak: float, fp32: float) -> bool:
+    """Whether ``mode`` runs on the device's tensor cores: a mode whose peak is above the FP32 one, from Volta (cc 7.0)
+    on, and TF32 on every Ampere or later GPU whose catalog entry has a TF32 figure, even where that figure equals the
+    FP32 one (GA102 and AD102 cards, the A10G, the L40): cuBLAS runs their TF32 matmuls on tensor cores all the same.
+    Priced as FP32 kernels, the RTX 4090's TF32 BERT steps came out 35-42% too slow (model card, "TF32 GEMMs")."""
+    if mode in ("fp32", "fp64") or cc < 7.0:
+        return False
+    if mode == "tf32" and cc >= 8.0 and getattr(device, "tf32_tflops", None):
+        return True
+    return peak > fp32 * 1.01
+
+
 def device_columns(devices: Sequence) -> DeviceColumns:
     """Columns for catalog `Accelerator`s (anything with the same fields and `peak_flops`).
 
@@ -91,8 +103,7 @@ def _device_row(dev) -> tuple[tuple, list[str]]:
     fp32 = float(dev.peak_flops("float32")) if dev.fp32_tflops else 1e12
     cc = _compute_capability(dev)
     peaks = [_peak(dev, m, fp32, notes) for m in MODES]
-    tensor = [0.0 if m in ("fp32", "fp64") or cc < 7.0 or peaks[i] <= fp32 * 1.01 else 1.0
-              for i, m in enumerate(MODES)]
+    tensor = [1.0 if _on_tensor_cores(dev, m, cc, peaks[i], fp32) else 0.0 for i, m in enumerate(MODES)]
     sms, clock = dev.sm_count or DEFAULT_SM, dev.boost_clock_mhz or 1500.0
     tdp = getattr(dev, "tdp_w", None) or DEFAULT_W_PER_SM_GHZ * sms * clock / 1e3
     row = (dev.name, dev.memory_bandwidth_gbs * 1e9, sms, (dev.l2_cache_mb or DEFAULT_L2_MB) * 2**20,
