@@ -3723,6 +3723,12 @@ QUOTES += [
       F(TF32_TRIAL + "projection_speed_paired.json", "ratio_median", num(2)),
       F(TF32_TRIAL + "projection_speed_paired.json", "ratio_quartiles.0", num(2)),
       F(TF32_TRIAL + "projection_speed_paired.json", "ratio_quartiles.2", num(2))),
+    Q(CARD, "With the second step\n  as well, {}x (quartiles {}-{}; {} against {} ms, a quieter hour",
+      F(TF32_TRIAL + "predictor_speed_paired_both_steps.json", "ratio_median", num(2)),
+      F(TF32_TRIAL + "predictor_speed_paired_both_steps.json", "ratio_quartiles.0", num(2)),
+      F(TF32_TRIAL + "predictor_speed_paired_both_steps.json", "ratio_quartiles.2", num(2)),
+      F(TF32_TRIAL + "predictor_speed_paired_both_steps.json", "this_median_ms", INT),
+      F(TF32_TRIAL + "predictor_speed_paired_both_steps.json", "other_median_ms", INT)),
 ]
 
 
