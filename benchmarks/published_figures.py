@@ -3295,9 +3295,14 @@ def bf16_gemm_where_run(key: str) -> Callable[[Any], int]:
     return lambda d: sum(d["work"][f"gemm_{m}/bfloat16"]["where_supported"][key] for m in "mk")
 
 
+def fold_mode(gpu: str, mode: str, key: str) -> Callable[[Any], float]:
+    """One held-out GPU's GEMM MAPE of ``mode`` rows (a folds file's "half", "fp32" or "tf32" part) under ``key``."""
+    return lambda d: next(f[mode][key] for f in d["folds"] if f["gpu"] == gpu)
+
+
 def fold_half(gpu: str, key: str) -> Callable[[Any], float]:
     """One held-out GPU's half-precision GEMM MAPE in a GEMM-network folds file."""
-    return lambda d: next(f["half"][key] for f in d["folds"] if f["gpu"] == gpu)
+    return fold_mode(gpu, "half", key)
 
 
 def small_logo(key: str) -> Callable[[Any], float]:
@@ -3636,20 +3641,12 @@ TF32_EVERY_AMPERE = TF32_TRIAL + "trial_tf32_every_ampere.json"   # the second s
 TF32_FIRST_STEP = "@d0aa9c4"    # the result files after the first step, TF32 GEMMs by the network where TF32 > FP32
 
 
-def fold_mode(gpu: str, mode: str, key: str) -> Callable[[Any], float]:
-    """One held-out GPU's GEMM MAPE of ``mode`` rows (a folds file's "fp32" or "tf32" part) under ``key``."""
-    return lambda d: next(f[mode][key] for f in d["folds"] if f["gpu"] == gpu)
+def work_sum(chains: tuple[str, ...], dtype: str, key: str) -> Callable[[Any], int]:
+    """A physics file's ``key`` (violations or steps) summed over the work ``chains`` of ``dtype``."""
+    return lambda d: sum(d["work"][f"{chain}/{dtype}"][key] for chain in chains)
 
 
-def tf32_gemm_violations(d: Any) -> int:
-    """TF32 GEMM grid steps priced faster at twice the work (along m and k), in a physics or trial file."""
-    work = d["work"] if "work" in d else d["physics"]
-    return sum(work[f"gemm_{m}/tf32"]["violations"] for m in "mk")
-
-
-def tf32_conv_violations(d: Any) -> int:
-    work = d["work"] if "work" in d else d["physics"]
-    return sum(work[f"conv_{c}/tf32"]["violations"] for c in ("n", "channels"))
+TF32_GEMM_CHAINS, TF32_CONV_CHAINS = ("gemm_m", "gemm_k"), ("conv_n", "conv_channels")
 
 
 QUOTES += [
@@ -3662,10 +3659,12 @@ QUOTES += [
       F(NOPOWER_FOLDS, fold_mode("B200", "fp32", "class_model"))),
     Q(CARD, "TF32 GEMMs faster at twice the work {} -> {} -> {} of {}\n  grid steps (the first step, then the second; "
             "the rest on the T4, V100 and P100, above); TF32 convolutions\n  {} -> {} -> {} of {} (the 1x1 ones)",
-      *(F(PHYSICS + at, tf32_gemm_violations, INT) for at in (BEFORE_TF32_GEMMS, TF32_FIRST_STEP, "")),
-      F(PHYSICS, lambda d: sum(d["work"][f"gemm_{m}/tf32"]["steps"] for m in "mk"), INTC),
-      *(F(PHYSICS + at, tf32_conv_violations, INT) for at in (BEFORE_TF32_GEMMS, TF32_FIRST_STEP, "")),
-      F(PHYSICS, lambda d: sum(d["work"][f"conv_{c}/tf32"]["steps"] for c in ("n", "channels")), INTC)),
+      *(F(PHYSICS + at, work_sum(TF32_GEMM_CHAINS, "tf32", "violations"), INT)
+        for at in (BEFORE_TF32_GEMMS, TF32_FIRST_STEP, "")),
+      F(PHYSICS, work_sum(TF32_GEMM_CHAINS, "tf32", "steps"), INTC),
+      *(F(PHYSICS + at, work_sum(TF32_CONV_CHAINS, "tf32", "violations"), INT)
+        for at in (BEFORE_TF32_GEMMS, TF32_FIRST_STEP, "")),
+      F(PHYSICS, work_sum(TF32_CONV_CHAINS, "tf32", "steps"), INTC)),
     Q(CARD, "Lambda's BERT\n  FP32/TF32 steps {}% -> {}% median (worst {}% -> {}%), v2 {}% -> {}% (worst {}% -> {}%, {} -> {} of\n"
             "  10 in band); ResNet-50 FP32 {}% -> {}% absolute (worst {}% -> {}%), v2 worst {}% -> {}%; the H200's FP32\n"
             "  `estimate()` worst {}% -> {}%",
