@@ -29,6 +29,16 @@ than measured, `estimate_h200.py`) and any GEMM model judged on whole training s
   steps on the H200 took about as long as its 32-true ones (34 against 36 ms at batch 64), where `estimate()` gives
   bf16 ~1.5x faster. Each probe times training-mode forward and backward of ResNet-50's batch norm shapes (batch 64)
   in NCHW and channels-last, in bf16, fp16 and fp32 (``batch_norm_over_fp32``: each half dtype's time over fp32's).
+- **Elementwise kernels off the vectorized path.** ATen runs a pointwise op with wide vector loads only where every
+  operand is contiguous and of one dtype (`gpu_kernel_impl`, `CUDALoops.cuh`); a mixed-dtype op (autocast's fp32
+  residual stream plus a bf16 branch) takes the unrolled kernel that loads and casts one element at a time, and a
+  broadcast or strided operand (RoPE's ``cos`` over the tokens, ``rotate_half``'s slices) the kernel that computes
+  each element's offsets. Public figures put the unrolled path 13-46% behind the vectorized one on an A100 (PyTorch
+  pull request 195542, bf16 to fp32 copies) and scalar loads further behind on HBM GPUs than on GDDR ones. The
+  predictor prices every such op by its bytes, as if vectorized; fp32 steps have almost none of them, bf16-mixed
+  transformer steps many. Each probe times a mixed fp32 + bf16 add, a bf16 multiply by a row broadcast over the
+  tokens and a bf16 negation of a half-width slice at the streaming sizes (``kernel_path_over_contiguous``: each
+  one's share of the bandwidth over that of the contiguous same-dtype op of as many elements).
 
 Each row has its measured device time (CUDA events, a cold L2 before every call: `predictor_models.collection.timer`),
 the shipped predictor's time for the device's catalog entry, and the achieved FLOP/s and bytes/s. Nothing here
@@ -78,6 +88,11 @@ DTYPES = ("bfloat16", "float32")
 BATCH_NORMS = (("stem", 64, 112), ("layer1_out", 256, 56), ("layer3_out", 1024, 14), ("layer4_out", 2048, 7))
 BATCH_NORM_BATCH = 64
 BATCH_NORM_DTYPES = ("bfloat16", "float16", "float32")
+# (label, the contiguous same-dtype op it is judged against): elementwise ops that ATen cannot vectorize
+KERNEL_PATHS = (("mixed_add", "aten::add/float32"), ("broadcast_mul", "aten::mul/bfloat16"),
+                ("strided_neg", "aten::relu/bfloat16"))
+KERNEL_PATH_SIZES = STREAMING_SIZES[1:4]   # 4M-64M elements: 8 MB to 384 MB moved
+ROW = 4096   # the broadcast row and the sliced tensor's width (a hidden size)
 
 
 def misaligned(size: int) -> bool:
@@ -152,6 +167,10 @@ def probe_cases(smoke: bool) -> list[tuple[str, str, OpSpec, Build]]:
                 cases.append((warmth, "aten::native_layer_norm",
                               norm_op(rows, NORM_COLS, dtype, name="aten::native_layer_norm"),
                               norm_call(dtype, rows, NORM_COLS, "aten::native_layer_norm")))
+    for numel in KERNEL_PATH_SIZES[:1] if smoke else KERNEL_PATH_SIZES:
+        numel //= 16 if smoke else 1
+        for label, _ in KERNEL_PATHS:
+            cases.append(("kernel_path", label, kernel_path_op(label, numel), _kernel_path(label, numel)))
     batch = 2 if smoke else BATCH_NORM_BATCH
     for label, channels, side in BATCH_NORMS:
         channels, side = (max(4, channels // 64), max(2, side // 8)) if smoke else (channels, side)
@@ -239,7 +258,20 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"misaligned_slowdown_per_flop": alignment,
             "streaming_largest_two": {k: round(statistics.mean(v[-2:]), 3) for k, v in streaming.items()},
             "training_gemms": training, "l2_cold_over_warm": residency,
-            "batch_norm_over_fp32": batch_norm_ratios(timed)}
+            "batch_norm_over_fp32": batch_norm_ratios(timed), "kernel_path_over_contiguous": kernel_path_ratios(timed)}
+
+
+def kernel_path_ratios(timed: list[dict[str, Any]]) -> dict[str, float]:
+    """Per kernel-path probe and size: its bytes/s over those of the contiguous same-dtype streaming op of as many
+    elements (`KERNEL_PATHS`; below 1: the path is slower per byte than the vectorized kernel the predictor assumes)."""
+    contiguous = {(f"{r['label']}/{r['dtype']}", _size(r)): r["gbytes_per_s"] for r in timed if r["probe"] == "streaming"}
+    twins = dict(KERNEL_PATHS)
+    out = {}
+    for r in timed:
+        twin = contiguous.get((twins.get(r["label"]), _size(r))) if r["probe"] == "kernel_path" else None
+        if twin:
+            out[f"{r['label']}/{_size(r)}"] = _ratio(r["gbytes_per_s"], twin)
+    return out
 
 
 def batch_norm_ratios(timed: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
@@ -333,6 +365,42 @@ def _gemm(dtype: str, m: int, n: int, k: int, layout: str) -> Build:
     def build(torch: Any, device: Any) -> Callable[[], Any]:
         x, w = gemm_operands(dtype, m, n, k, layout, device)
         return lambda: torch.mm(x, w)
+    return build
+
+
+def kernel_path_op(label: str, numel: int) -> OpSpec:
+    """A `KERNEL_PATHS` probe as a projection prices it: an elementwise op of ``numel`` output elements with the bytes
+    its operands really move (the fp32 add reads one fp32 and one bf16 operand; the broadcast row is read once)."""
+    if label == "mixed_add":
+        return OpSpec("elementwise", "float32", float(numel), numel * (4 + 2), numel * 4, {"numel": numel, "inputs": 2},
+                      False, "aten::add")
+    if label == "broadcast_mul":
+        return OpSpec("elementwise", "bfloat16", float(numel), numel * 2 + ROW * 2, numel * 2,
+                      {"numel": numel, "inputs": 2}, False, "aten::mul")
+    return elementwise_op(numel, 1, "bfloat16", name="aten::neg")
+
+
+def kernel_path_inputs(label: str, numel: int, device: Any) -> tuple[torch.Tensor, ...]:
+    """The operands of a `KERNEL_PATHS` probe with ``numel`` output elements: an fp32 and a bf16 vector; a bf16
+    ``tokens x ROW`` tensor and one row to broadcast over them; or the first half of each row of a bf16 tensor twice
+    as wide (a strided view)."""
+    rows = max(1, numel // ROW)
+    if label == "mixed_add":
+        return torch.randn(numel, device=device), torch.randn(numel, device=device, dtype=torch.bfloat16)
+    if label == "broadcast_mul":
+        return (torch.randn(rows, ROW, device=device, dtype=torch.bfloat16),
+                torch.randn(1, ROW, device=device, dtype=torch.bfloat16))
+    return (torch.randn(rows, 2 * ROW, device=device, dtype=torch.bfloat16)[:, :ROW],)
+
+
+def _kernel_path(label: str, numel: int) -> Build:
+    """The call of a `KERNEL_PATHS` probe with ``numel`` output elements."""
+    def build(torch: Any, device: Any) -> Callable[[], Any]:
+        operands = kernel_path_inputs(label, numel, device)
+        if label == "strided_neg":
+            return lambda: torch.neg(operands[0])
+        x, y = operands
+        return (lambda: x + y) if label == "mixed_add" else (lambda: x * y)
     return build
 
 

@@ -57,6 +57,9 @@ def test_the_probes_run_on_a_cpu_and_sit_beside_the_predictors_time():
     assert {label.split("/")[0] for label in summary["batch_norm_over_fp32"]} == shapes
     assert all(set(v) == {"bfloat16_over_fp32", "float16_over_fp32", "bf16_predicted_over_measured"}
                and all(x > 0 for x in v.values()) for v in summary["batch_norm_over_fp32"].values())
+    size = gpu_probes.KERNEL_PATH_SIZES[0] // 16
+    assert set(summary["kernel_path_over_contiguous"]) == {f"{label}/{size}" for label, _ in gpu_probes.KERNEL_PATHS}
+    assert all(v > 0 for v in summary["kernel_path_over_contiguous"].values())
 
 
 def test_without_a_catalog_device_the_rows_say_bytes_per_second_only():
@@ -68,7 +71,32 @@ def test_without_a_catalog_device_the_rows_say_bytes_per_second_only():
     ])
     assert rows == {"misaligned_slowdown_per_flop": {"x/float32": 2.0},
                     "streaming_largest_two": {"aten::relu/float32": pytest.approx(80.0)}, "training_gemms": {},
-                    "l2_cold_over_warm": {}, "batch_norm_over_fp32": {}}
+                    "l2_cold_over_warm": {}, "batch_norm_over_fp32": {}, "kernel_path_over_contiguous": {}}
+
+
+def test_each_kernel_path_probe_runs_off_the_vectorized_path_and_is_judged_per_byte():
+    size = 4 * gpu_probes.ROW
+    calls = {label: gpu_probes._kernel_path(label, size)(torch, torch.device("cpu"))
+             for label, _ in gpu_probes.KERNEL_PATHS}
+    assert calls["mixed_add"]().dtype == torch.float32                 # fp32 + bf16 promotes: a mixed-dtype op
+    assert calls["broadcast_mul"]().shape == (4, gpu_probes.ROW)       # the row broadcast over the tokens
+    assert calls["strided_neg"]().numel() == size
+    cpu = torch.device("cpu")
+    assert not gpu_probes.kernel_path_inputs("strided_neg", size, cpu)[0].is_contiguous()   # the offsets path
+    x, y = gpu_probes.kernel_path_inputs("mixed_add", size, cpu)
+    assert x.is_contiguous() and y.is_contiguous() and x.dtype != y.dtype                 # the unrolled cast path
+    for label, _ in gpu_probes.KERNEL_PATHS:
+        op = gpu_probes.kernel_path_op(label, size)
+        assert op.dims["numel"] == size
+    assert gpu_probes.kernel_path_op("mixed_add", size).bytes_read == size * 6      # one fp32 and one bf16 operand
+    # bytes/s over the contiguous twin's at the same size: a path half as fast per byte reads 0.5
+    ratios = gpu_probes.kernel_path_ratios([
+        {"probe": "streaming", "label": "aten::add", "dtype": "float32", "dims": {"numel": size}, "gbytes_per_s": 100.0},
+        {"probe": "kernel_path", "label": "mixed_add", "dtype": "float32", "dims": {"numel": size}, "gbytes_per_s": 50.0},
+        {"probe": "kernel_path", "label": "broadcast_mul", "dtype": "bfloat16", "dims": {"numel": size},
+         "gbytes_per_s": 50.0},
+    ])
+    assert ratios == {f"mixed_add/{size}": 0.5}      # no contiguous bf16 mul of that size: no ratio for the broadcast
 
 
 def test_each_warm_probe_fits_every_l2_and_has_a_cold_twin():
