@@ -135,10 +135,11 @@ def other_class_violations(predictor, devices) -> dict[str, dict]:
     with TF32 on as a captured FP32 convolution has it."""
     out = {}
     for dtype in ("float32", "bfloat16"):
-        runs = np.array([d.supports(dtype) for d in devices])
         for name, chains in _other_chains(dtype).items():
+            mode = dtype
             if dtype == "float32" and name.startswith(("conv", "attention")):
-                chains = [[replace(op, tf32=True) for op in chain] for chain in chains]
+                chains, mode = [[replace(op, tf32=True) for op in chain] for chain in chains], "tf32"
+            runs = np.array([runs_dtype(d, mode) for d in devices])
             out[f"{name}/{dtype}"] = _chain_violations(predictor, devices, chains, runs)
     return out
 
@@ -159,13 +160,21 @@ def _step_ratios(times: np.ndarray) -> np.ndarray:
 def work_violations(predictor, devices) -> dict[str, dict]:
     """Per chain and dtype, the grid steps predicted faster at twice the work, on every GPU and on the GPUs whose
     catalog entry runs the dtype (``where_supported``: a projection prices bf16 on a V100, T4 or P100 with FP32 math,
-    `precision_note`, so it never asks the predictor for those bf16 rows)."""
+    `precision_note`, so it never asks the predictor for those bf16 rows; TF32 exists from Ampere on, and a TF32 op
+    on an older GPU is an FP32 one, priced exactly as it and counted among fp32's chains)."""
     out = {}
     for dtype in ("float32", "tf32", "bfloat16"):
-        runs = np.array([d.supports("float32" if dtype == "tf32" else dtype, tf32=dtype == "tf32") for d in devices])
+        runs = np.array([runs_dtype(d, dtype) for d in devices])
         for name, chains in _chains(dtype).items():
             out[f"{name}/{dtype}"] = _chain_violations(predictor, devices, chains, runs)
     return out
+
+
+def runs_dtype(device, dtype: str) -> bool:
+    """Whether ``device`` runs ``dtype`` ("tf32": has a TF32 figure, Ampere or later; else its catalog peak)."""
+    if dtype == "tf32":
+        return bool(getattr(device, "tf32_tflops", None))
+    return device.supports(dtype)
 
 
 def _dominates(a, b) -> bool:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from predictor_models.datasets.common import gemm_op
+from predictor_models.op_spec import OpSpec
 from predictor_models.hardware import list_hardware, lookup_hardware
 from predictor_models.predictor import Predictor, PredictorLoadError, load_predictor, save_predictor
 from predictor_models.predictor.bound import matrix
@@ -152,3 +153,54 @@ def test_an_artifact_keeps_the_gemm_networks_inputs_and_floor_and_refuses_unknow
     folder.mkdir()
     (folder / "predictor.json").write_text(json.dumps(old_doc))
     assert [(n.inputs, n.floor_s) for n in load_predictor(folder).networks] == [("tiled", 0.0)]
+
+
+def test_a_tf32_op_on_a_gpu_without_tf32_is_its_fp32_op_and_the_physics_grid_counts_it_there(shipped):
+    """Before Ampere there is no TF32: `allow_tf32` changes nothing and the op is priced exactly as the FP32 one, so
+    `predictor_physics.py` counts such steps among fp32's chains, not a second time among TF32's."""
+    from dataclasses import replace
+
+    from benchmarks.predictor_physics import runs_dtype
+    from predictor_models.datasets.common import conv_op
+
+    older = [lookup_hardware(n) for n in ("V100-PCIe-32GB", "T4", "P100-PCIe-16GB")]
+    ops = [gemm_op(1, 512, 1024, 768, "float32"), conv_op(32, 64, 64, 56, 56, 3, 3, 1, 1, "float32")]
+    for op in ops:
+        np.testing.assert_array_equal(shipped.predict_matrix([replace(op, tf32=True)], older),
+                                      shipped.predict_matrix([op], older))
+    assert not any(runs_dtype(gpu, "tf32") for gpu in older)
+    assert all(runs_dtype(gpu, "float32") for gpu in older)
+    assert runs_dtype(lookup_hardware("A100-SXM4-80GB"), "tf32") and runs_dtype(lookup_hardware("RTX 4090"), "tf32")
+    assert not runs_dtype(lookup_hardware("P100-PCIe-16GB"), "bfloat16")
+
+
+def test_before_ampere_a_tf32_flag_never_changes_a_price(shipped):
+    """Every catalog GPU before Ampere (measured or not, so compute twins too), beside Ampere and later ones, on random
+    FP32 GEMMs, convolutions and attention: the TF32-flagged op costs exactly what the same op without the flag does
+    there, and the GPUs with TF32 price the flagged op as they would alone."""
+    from dataclasses import replace
+
+    from predictor_models.datasets.common import conv_op
+    from predictor_models.predictor.model import _before_tf32
+
+    # every such catalog GPU, and an unmeasured compute twin of a measured one (its bandwidth apart), which is held to
+    # its twin on TF32 ops where TF32 exists and must not be before Ampere
+    twin = replace(lookup_hardware("V100-PCIe-32GB"), name="V100 with less bandwidth", memory_bandwidth_gbs=700.0)
+    older = [d for d in list_hardware() if d.memory_bandwidth_gbs and _before_tf32(d)] + [twin]
+    newer = [lookup_hardware(n) for n in ("A100-SXM4-80GB", "H100-SXM5", "RTX 4090", "L4")]
+    assert {d.name for d in older} >= {"V100-PCIe-16GB", "V100-PCIe-32GB", "T4", "P100-PCIe-16GB", "TITAN V"}
+    rng = np.random.default_rng(11)
+    ops = [op for op, _ in _random_gemms(rng, 12, dtypes=("float32",))]
+    for _ in range(12):
+        n, c, side, k = (int(2 ** rng.integers(lo, hi)) for lo, hi in ((0, 7), (3, 10), (2, 7), (0, 3)))
+        ops.append(conv_op(n, c, 2 * c, side, side, 2 * k - 1, 2 * k - 1, 1, k - 1, "float32"))
+    ops.append(OpSpec("attention", "float32", 4.0 * 8 * 1024 * 1024 * 64, 3 * 8 * 1024 * 64 * 4, 8 * 1024 * 64 * 4,
+                      {"b": 1, "heads": 8, "s_q": 1024, "s_kv": 1024, "d": 64}, False, "aten::_efficient_attention"))
+    flagged = [replace(op, tf32=True) for op in ops]
+    devices = newer[:2] + older + newer[2:]
+    with_flag, without = shipped.predict_matrix(flagged, devices), shipped.predict_matrix(ops, devices)
+    columns = [j for j, d in enumerate(devices) if _before_tf32(d)]
+    np.testing.assert_allclose(with_flag[:, columns], without[:, columns], rtol=1e-12)
+    alone = shipped.predict_matrix(flagged, newer)
+    np.testing.assert_allclose(with_flag[:, [0, 1, -2, -1]], alone, rtol=1e-12)
+    assert not np.allclose(alone, shipped.predict_matrix(ops, newer), rtol=1e-6)   # where TF32 exists it matters

@@ -101,7 +101,7 @@ def _device_row(dev) -> tuple[tuple, list[str]]:
         raise ValueError(f"{getattr(dev, 'name', dev)}: no memory bandwidth in the catalog; cannot bound ops")
     notes: list[str] = []
     fp32 = float(dev.peak_flops("float32")) if dev.fp32_tflops else 1e12
-    cc = _compute_capability(dev)
+    cc = compute_capability(dev)
     peaks = [_peak(dev, m, fp32, notes) for m in MODES]
     tensor = [1.0 if _on_tensor_cores(dev, m, cc, peaks[i], fp32) else 0.0 for i, m in enumerate(MODES)]
     sms, clock = dev.sm_count or DEFAULT_SM, dev.boost_clock_mhz or 1500.0
@@ -120,7 +120,8 @@ def _is_frozen(dev) -> bool:
     return bool(params is not None and params.frozen)
 
 
-def _compute_capability(dev) -> float:
+def compute_capability(dev) -> float:
+    """The device's CUDA compute capability (8.0 for an A100); 0 where it is not NVIDIA or unknown."""
     try:
         return float(dev.compute_capability)
     except (TypeError, ValueError):

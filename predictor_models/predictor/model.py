@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Sequence
 
@@ -11,7 +11,7 @@ import numpy as np
 from predictor_models.op_spec import OpSpec
 
 from .bound import bound_seconds, matrix, roofline_seconds
-from .devices import MODES, device_columns
+from .devices import MODES, compute_capability, device_columns
 from .dominance import device_key, envelope_sets, stronger_unmeasured, twin_sets
 from .expand import PROXIED, conv_kernels, expand, is_depthwise
 from .features import FEATURES
@@ -152,6 +152,25 @@ class Predictor:
         ops, devices = list(ops), list(devices)
         if not ops or not devices:
             return np.zeros((len(ops), len(devices)))
+        # TF32 exists from Ampere on: before it `allow_tf32` changes no kernel, so a TF32 op there is priced as its FP32
+        # op. Only where a network prices the class in FP32 does the flag pick other kernels (a captured FP32
+        # convolution carries cuDNN's default flag; FP32 convolutions are the kernel network's): those ops are priced
+        # apart on those GPUs with the flag cleared (no envelope set spans two generations). Elsewhere the class models
+        # read the same figures either way, and `_predict_enveloped` holds no such GPU to its twins on TF32 ops.
+        older = [j for j, device in enumerate(devices) if _before_tf32(device)]
+        kernels_differ = {c for net in self.networks if "fp32" in net.modes for c in net.classes} if older else ()
+        flagged = [i for i, op in enumerate(ops) if op.tf32 and op.op_class in kernels_differ]
+        if not flagged:
+            return self._predict_enveloped(ops, devices)
+        if len(older) == len(devices):
+            return self._predict_enveloped([_without_tf32(op) for op in ops], devices)
+        out = self._predict_enveloped(ops, devices)
+        out[np.ix_(flagged, older)] = self._predict_enveloped([_without_tf32(ops[i]) for i in flagged],
+                                                              [devices[j] for j in older])
+        return out
+
+    def _predict_enveloped(self, ops: list[OpSpec], devices: list) -> np.ndarray:
+        """`predict_matrix` of ops whose TF32 flags hold on every one of ``devices``."""
         # a step's ops repeat (every layer of a stack): expand and tabulate each distinct op once
         distinct_ops, inverse, keys = _distinct_ops(ops)
         if not self.device_envelope:
@@ -175,6 +194,8 @@ class Predictor:
         asked = named + list({t.name: t for ts in found.values() for t in ts if t.name not in named_names}.values())
         where = {d.name: i for i, d in enumerate(asked)}
         twins = {i: [where[t.name] for t in ts] for i, ts in found.items()}     # by index into ``asked``
+        # a TF32 op on a GPU without TF32 is an FP32 one, which no GPU is held to its twins on
+        tf32_twins = {i: ts for i, ts in twins.items() if not _before_tf32(asked[i])}
         pool, sets = envelope_sets(asked, catalog, modes.tolist(), measured, unmeasured_above=self.unmeasured_up_sets)
         times = self._remembered(distinct_ops, keys, pool)
         # a device whose times an adjustment corrects (a calibration measured on it) keeps its own, and raises no
@@ -187,7 +208,8 @@ class Predictor:
             rows = np.flatnonzero(modes == mode)
             lowest = times[rows][:, _padded([members[:1] if own[members[0]] else members for members in downs])].min(axis=2)
             if twins:
-                _hold_to_twins(lowest, times[rows], downs, held[rows], bounds[rows], twins, own)
+                _hold_to_twins(lowest, times[rows], downs, held[rows], bounds[rows],
+                               tf32_twins if mode in TWIN_MODES else twins, own)
             # each asked device's kept up-set (itself first), for every device in one gather
             kept = _padded([up[:1] if own[j] else [e for e in up if e == up[0] or not own[downs[e][0]]]
                             for j, up in enumerate(ups)])
@@ -397,6 +419,16 @@ class Predictor:
     def count_unmodelled(self, ops: Sequence[OpSpec]) -> int:
         """How many ops fall back to the bound with the default utilisation."""
         return sum(1 for op in ops if not self.is_modelled(op))
+
+
+def _before_tf32(device) -> bool:
+    """An NVIDIA GPU older than Ampere (compute capability below 8.0), which has no TF32 math."""
+    return 0.0 < compute_capability(device) < 8.0
+
+
+def _without_tf32(op: OpSpec) -> OpSpec:
+    """``op`` with its TF32 flag cleared (itself when it has none): how it runs on a GPU without TF32."""
+    return replace(op, tf32=False) if op.tf32 else op
 
 
 def _twin_bounds(ops: list[OpSpec], modes: np.ndarray, held: np.ndarray, devices: list) -> np.ndarray:
