@@ -245,6 +245,7 @@ BEFORE_GEMM_NET = "@f96d563"   # the result files before the GEMM network priced
 BEFORE_UP_SETS = "@f149ee3"    # the result files before unmeasured GPUs joined the half-precision up-sets (2026-12-07)
 BEFORE_DESCENDING = "@b260cbd"  # the result files before fp32 pointwise ops and norms were held from above (2026-12-07)
 BEFORE_TF32_GEMMS = "@92a0393"  # the result files before TF32 GEMMs went to the GEMM network (predictor 1.4.0)
+BEFORE_PRE_AMPERE_FLAG = "@286c7fd"  # the result files before a TF32 flag stopped changing prices before Ampere
 
 
 def ab_figures(path: str) -> list:
@@ -1828,7 +1829,7 @@ QUOTES += [
     Q(CARD, "the H200's bf16 `estimate()` steps {}% median (worst {}%), Lambda AMP {}%, host-bound CNN steps {}% MAPE",
       F(H200_EST + "@072c988", "summary.bf16-mixed.median_abs_error"),
       F(H200_EST + "@072c988", "summary.bf16-mixed.worst_abs_error"),
-      F(LAMBDA, "summary.16-mixed.median_abs_error"), F(PROJ, "summary.hostbound_step.mape")),
+      F(LAMBDA, "summary.16-mixed.median_abs_error"), F(PROJ + BEFORE_PRE_AMPERE_FLAG, "summary.hostbound_step.mape")),
     Q(CARD, "The envelope helps a held-out A100 SXM4's GEMMs ({} -> {}%",
       F(HELDOUT, held("gemm", "A100-SXM4-80GB", "mape")), F(HELDOUT, held("gemm", "A100-SXM4-80GB", "shipped_mape"))),
     Q(CARD, "since the compute twins of 2026-12-07 ({} -> {}%)",
@@ -3172,10 +3173,12 @@ def overall_coverage(d: Any) -> float:
 
 
 QUOTES += [
-    Q(PROJECTION, "Over every set together, bands built without each\nset cover {} % of its steps ({} % before the MPT "
-                  "steps were captured as llm-foundry ran them, 2026-12-07, below;\n{} % before FP32 "
+    Q(PROJECTION, "Over every set together, bands built without each\nset cover {} % of its steps ({} % before FP32 "
+                  "convolutions before Ampere were priced alike with and without\nthe TF32 flag, the same day, at 286c7fd; "
+                  "{} % before the MPT steps were captured as llm-foundry ran them, 2026-12-07, below;\n{} % before FP32 "
                   "convolutions with TF32 off went to the kernel network",
-      F(BANDS, overall_coverage), F(BANDS + "@4969abf", overall_coverage), F(BANDS + BEFORE_FP32_NET, overall_coverage)),
+      F(BANDS, overall_coverage), F(BANDS + BEFORE_PRE_AMPERE_FLAG, overall_coverage),
+      F(BANDS + "@4969abf", overall_coverage), F(BANDS + BEFORE_FP32_NET, overall_coverage)),
     Q(PROJECTION, "Pascal back a band of +-{} % instead of the K80's, was tried the same day and not kept: {} % (the "
                   "host-bound set\n{} % -> {} %;",
       F(RESULTS + "issue38_band_older_generation/band_table.json",
@@ -3546,7 +3549,7 @@ def _tf32_conv_violations(d: Any) -> int:
 
 QUOTES += [
     Q(CARD, "except TF32 convolutions' backward ({} of {}, the class model, as for their forward)",
-      F(PHYSICS, OTHER_WORK + "conv_backward_n/float32.violations", INT),
+      F(PHYSICS + BEFORE_PRE_AMPERE_FLAG, OTHER_WORK + "conv_backward_n/float32.violations", INT),
       F(PHYSICS, OTHER_WORK + "conv_backward_n/float32.steps", INT)),
     Q(CARD, "holds the order on this grid, {} of {}, not by construction",
       F(PHYSICS, OTHER_WORK + "attention_seq/float32.violations", INT),
@@ -3663,7 +3666,7 @@ QUOTES += [
         for at in (BEFORE_TF32_GEMMS, TF32_FIRST_STEP, "")),
       F(PHYSICS, work_sum(TF32_GEMM_CHAINS, "tf32", "steps"), INTC),
       *(F(PHYSICS + at, work_sum(TF32_CONV_CHAINS, "tf32", "violations"), INT)
-        for at in (BEFORE_TF32_GEMMS, TF32_FIRST_STEP, "")),
+        for at in (BEFORE_TF32_GEMMS, TF32_FIRST_STEP, BEFORE_PRE_AMPERE_FLAG)),
       F(PHYSICS, work_sum(TF32_CONV_CHAINS, "tf32", "steps"), INTC)),
     Q(CARD, "Lambda's BERT\n  FP32/TF32 steps {}% -> {}% median (worst {}% -> {}%), v2 {}% -> {}% (worst {}% -> {}%, {} -> {} of\n"
             "  10 in band); ResNet-50 FP32 {}% -> {}% absolute (worst {}% -> {}%), v2 worst {}% -> {}%; the H200's FP32\n"
@@ -3698,9 +3701,10 @@ QUOTES += [
       *(F(f, "lambda_resnet50.32-true.worst_abs_error") for f in (TF32_AFTER, TF32_EVERY_AMPERE))),
     Q(CARD, "FP32 absolute on\n  tensor-core GPUs +-{}% -> +-{}%; held-out coverage {}% -> {}%, the host-bound set's {}% -> {}%",
       *(F(BANDS + at, lambda d: math.expm1(d["cells"]["fp32/absolute/matrix"]["width"]), PCT0)
-        for at in (BEFORE_TF32_GEMMS, "")),
-      F(BANDS + BEFORE_TF32_GEMMS, overall_coverage), F(BANDS, overall_coverage),
-      F(BANDS + BEFORE_TF32_GEMMS, "sets.hostbound.coverage_without_it"), F(BANDS, "sets.hostbound.coverage_without_it")),
+        for at in (BEFORE_TF32_GEMMS, BEFORE_PRE_AMPERE_FLAG)),
+      F(BANDS + BEFORE_TF32_GEMMS, overall_coverage), F(BANDS + BEFORE_PRE_AMPERE_FLAG, overall_coverage),
+      F(BANDS + BEFORE_TF32_GEMMS, "sets.hostbound.coverage_without_it"),
+      F(BANDS + BEFORE_PRE_AMPERE_FLAG, "sets.hostbound.coverage_without_it")),
     Q(CARD, "(ResNet-50's v1 FP32 by the second; BERT v1\n  FP32 {}% -> {}%), the held-out TF32 rows' worst GPU falls from "
             "{}% to {}%",
       F(TF32_BEFORE, "lambda_bert.32-true.worst_abs_error"), F(TF32_EVERY_AMPERE, "lambda_bert.32-true.worst_abs_error"),
@@ -3728,6 +3732,35 @@ QUOTES += [
       F(TF32_TRIAL + "predictor_speed_paired_both_steps.json", "ratio_quartiles.2", num(2)),
       F(TF32_TRIAL + "predictor_speed_paired_both_steps.json", "this_median_ms", INT),
       F(TF32_TRIAL + "predictor_speed_paired_both_steps.json", "other_median_ms", INT)),
+]
+
+PRE_AMPERE_TRIAL = RESULTS + "issue38_tf32_before_ampere/trial_"
+
+
+def pinned_pair(path: str, key: str, fmt=PCT1) -> tuple:
+    """One figure before a TF32 flag stopped changing prices before Ampere (286c7fd) and now."""
+    return F(path + BEFORE_PRE_AMPERE_FLAG, key, fmt), F(path, key, fmt)
+
+
+QUOTES += [
+    Q(CARD, "As adopted, before -> after: Lambda's ResNet-50 v1 FP32 steps {}% ->\n{}% median absolute (worst {}% "
+            "unchanged;",
+      *pinned_pair(LAMBDA, "summary.32-true.median_abs_error"), F(LAMBDA, "summary.32-true.worst_abs_error")),
+    Q(CARD, "relative speed {}% -> {}%; the host-bound CNN steps {}% -> {}% MAPE (median {}% -> {}%;",
+      *pinned_pair(LAMBDA, "summary.32-true.relative_speed_mape"), *pinned_pair(PROJ, "summary.hostbound_step.mape"),
+      *pinned_pair(PROJ, "summary.hostbound_step.median")),
+    Q(CARD, "but their worst step {}% -> {}% (a TITAN V ResNet-34, too slow with either model) and worst\nrelative pair "
+            "{}% -> {}%; TF32 convolutions faster at twice the work {} -> {} (batch), {} -> {} (channels), {} -> {}\n"
+            "(backward)",
+      *pinned_pair(PROJ, "summary.hostbound_step.max"), *pinned_pair(PROJ, "summary.hostbound_relative_pairs.max"),
+      *pinned_pair(PHYSICS, "work.conv_n/tf32.violations", INT),
+      *pinned_pair(PHYSICS, "work.conv_channels/tf32.violations", INT),
+      *pinned_pair(PHYSICS, OTHER_WORK + "conv_backward_n/float32.violations", INT)),
+    Q(CARD, "would take the relative speeds over Pascal and\nnewer from {}% to {}% MAPE (worst {}% -> {}%)",
+      *(F(PRE_AMPERE_TRIAL + v + ".json", "projection_accuracy.relative_speed_nvidia_pascal_and_newer.mape")
+        for v in ("flag", "tf32")),
+      *(F(PRE_AMPERE_TRIAL + v + ".json", "projection_accuracy.relative_speed_nvidia_pascal_and_newer.max", PCT0)
+        for v in ("flag", "tf32"))),
 ]
 
 
