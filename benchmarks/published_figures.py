@@ -3645,8 +3645,13 @@ TF32_FIRST_STEP = "@d0aa9c4"    # the result files after the first step, TF32 GE
 
 
 def work_sum(chains: tuple[str, ...], dtype: str, key: str) -> Callable[[Any], int]:
-    """A physics file's ``key`` (violations or steps) summed over the work ``chains`` of ``dtype``."""
-    return lambda d: sum(d["work"][f"{chain}/{dtype}"][key] for chain in chains)
+    """A physics file's ``key`` (violations or steps, or ``where_supported.`` either) summed over the work ``chains``
+    of ``dtype``."""
+    def value(row: dict) -> int:
+        for part in key.split("."):
+            row = row[part]
+        return row
+    return lambda d: sum(value(d["work"][f"{chain}/{dtype}"]) for chain in chains)
 
 
 TF32_GEMM_CHAINS, TF32_CONV_CHAINS = ("gemm_m", "gemm_k"), ("conv_n", "conv_channels")
@@ -3756,6 +3761,18 @@ QUOTES += [
       *pinned_pair(PHYSICS, "work.conv_n/tf32.violations", INT),
       *pinned_pair(PHYSICS, "work.conv_channels/tf32.violations", INT),
       *pinned_pair(PHYSICS, OTHER_WORK + "conv_backward_n/float32.violations", INT)),
+    Q(CARD, "bands re-derived (`band_table.py`): FP32 absolute on tensor-core GPUs +-{}% -> +-{}%, held-out coverage\n"
+            "{}% -> {}% (the host-bound set's {}% -> {}%)",
+      *(F(BANDS + at, lambda d: math.expm1(d["cells"]["fp32/absolute/matrix"]["width"]), PCT0)
+        for at in (BEFORE_PRE_AMPERE_FLAG, "")),
+      F(BANDS + BEFORE_PRE_AMPERE_FLAG, overall_coverage), F(BANDS, overall_coverage),
+      *pinned_pair(BANDS, "sets.hostbound.coverage_without_it")),
+    Q(CARD, "TF32 GEMMs are now counted where TF32 exists: {} of {} steps faster at twice the\nwork (the {} of {} on the "
+            "T4, V100 and P100",
+      F(PHYSICS, work_sum(TF32_GEMM_CHAINS, "tf32", "where_supported.violations"), INT),
+      F(PHYSICS, work_sum(TF32_GEMM_CHAINS, "tf32", "where_supported.steps"), INTC),
+      F(PHYSICS, work_sum(TF32_GEMM_CHAINS, "tf32", "violations"), INT),
+      F(PHYSICS, work_sum(TF32_GEMM_CHAINS, "tf32", "steps"), INTC)),
     Q(CARD, "would take the relative speeds over Pascal and\nnewer from {}% to {}% MAPE (worst {}% -> {}%)",
       *(F(PRE_AMPERE_TRIAL + v + ".json", "projection_accuracy.relative_speed_nvidia_pascal_and_newer.mape")
         for v in ("flag", "tf32")),
