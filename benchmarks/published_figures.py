@@ -3780,6 +3780,13 @@ QUOTES += [
         for v in ("flag", "tf32"))),
 ]
 
+QUOTES += [
+    Q("docs/overhead.md", "fresh processes at a quiet hour (load 0.4) on 2026-12-07, medians {}, {} and {} ms (best {} ms;",
+      *(F(RESULTS + f"issue38_speed/predictor_speed_2026-12-07_night_run{i}.json", "median_ms", Fmt(1))
+        for i in (1, 2, 3)),
+      F(RESULTS + "issue38_speed/predictor_speed_2026-12-07_night_run2.json", "best_ms", Fmt(1))),
+]
+
 
 def main(argv: list[str] | None = None) -> int:
     """Print every figure with OK / MISMATCH / MISSING; exit 1 on any but OK."""
