@@ -83,9 +83,9 @@ def test_bf16_mixed_is_faster_on_h100_and_says_it_is_a_reprojection(report_path)
     assert b["precision"] == "bf16-mixed"
     assert b["phases_s"]["forward"] + b["phases_s"]["backward"] < 0.7 * (a["phases_s"]["forward"]
                                                                          + a["phases_s"]["backward"])
-    # a CPU-measured step of this size is host-bound on an H100: no slower in bf16, to the rows' microsecond (a loaded
-    # machine's fixture once gave 10.076 against 10.075 ms)
-    assert b["step_s"] <= a["step_s"] + 1e-6
+    # a CPU-measured step of this size is host-bound on an H100: no slower in bf16, to the rounding of the rows'
+    # phases to the microsecond (loaded machines' fixtures gave 10.076 against 10.075 ms, 8.918 against 8.917)
+    assert b["step_s"] <= a["step_s"] + 2.5e-6
     graphs = _target(_rows(report_path, "bf16-mixed", cuda_graphs=True)[0])
     assert graphs["step_s"] < _target(_rows(report_path, "32-true", cuda_graphs=True)[0])["step_s"]
     assert "re-projection from the run's 32-true to bf16-mixed" in b["precision_note"]
