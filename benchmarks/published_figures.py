@@ -3554,9 +3554,9 @@ QUOTES += [
     Q(CARD, "holds the order on this grid, {} of {}, not by construction",
       F(PHYSICS, OTHER_WORK + "attention_seq/float32.violations", INT),
       F(PHYSICS, OTHER_WORK + "attention_seq/float32.steps", INT)),
-    Q(PROJECTION, "TF32 convolutions (their backward: {} of {} grid steps)",
-      F(PHYSICS, OTHER_WORK + "conv_backward_n/float32.violations", INT),
-      F(PHYSICS, OTHER_WORK + "conv_backward_n/float32.steps", INT)),
+    Q(PROJECTION, "TF32 convolutions on Ampere and later (their backward: {} of {} grid steps there)",
+      F(PHYSICS, OTHER_WORK + "conv_backward_n/float32.where_supported.violations", INT),
+      F(PHYSICS, OTHER_WORK + "conv_backward_n/float32.where_supported.steps", INT)),
     Q(CARD, "FP32 GEMMs {}% by the class model against {}-{}% levelled (with the other GPUs' median NeuSight lag) and "
             "{}% rearranged; better on the worst GPUs (DeepBench's GTX 1080 Ti {}% against {}%, V100 SXM2 {}% against "
             "{}%), worse on NeuSight's A100 PCIe 80GB ({}% against {}%)",
