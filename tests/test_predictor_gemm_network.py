@@ -204,3 +204,24 @@ def test_before_ampere_a_tf32_flag_never_changes_a_price(shipped):
     alone = shipped.predict_matrix(flagged, newer)
     np.testing.assert_allclose(with_flag[:, [0, 1, -2, -1]], alone, rtol=1e-12)
     assert not np.allclose(alone, shipped.predict_matrix(ops, newer), rtol=1e-6)   # where TF32 exists it matters
+
+
+def test_on_an_amd_gpu_cudnns_tf32_flag_changes_no_convolution_but_the_matmul_flag_still_counts(shipped):
+    """PyTorch does not pass cuDNN's TF32 flag to MIOpen: an FP32 convolution on an AMD GPU costs what it costs without
+    the flag, on every AMD catalog GPU beside NVIDIA ones; a TF32 matmul on an MI300 (hipBLASLt's xf32) keeps its
+    price, and an NVIDIA GPU with TF32 still reads the flag."""
+    from dataclasses import replace
+
+    from predictor_models.datasets.common import conv_op
+
+    amd = [d for d in list_hardware() if d.vendor == "AMD" and d.memory_bandwidth_gbs]
+    assert {"MI250X", "MI300X", "MI325X"} <= {d.name for d in amd}
+    devices = [lookup_hardware("A100-SXM4-80GB")] + amd
+    convs = [conv_op(n, c, c, side, side, 3, 3, 1, 1, "float32") for n, c, side in ((8, 64, 56), (64, 256, 28))]
+    flagged = [replace(op, tf32=True) for op in convs]
+    with_flag, without = shipped.predict_matrix(flagged, devices), shipped.predict_matrix(convs, devices)
+    np.testing.assert_allclose(with_flag[:, 1:], without[:, 1:], rtol=1e-12)
+    assert np.all(with_flag[:, 0] < 0.5 * without[:, 0])          # the A100's TF32 convolutions
+    gemm = gemm_op(1, 8192, 4096, 4096, "float32")
+    mi300x = [lookup_hardware("MI300X")]
+    assert shipped.predict_matrix([replace(gemm, tf32=True)], mi300x)[0, 0] < 0.5 * shipped.predict_matrix([gemm], mi300x)[0, 0]

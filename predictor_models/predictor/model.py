@@ -153,12 +153,14 @@ class Predictor:
         if not ops or not devices:
             return np.zeros((len(ops), len(devices)))
         # TF32 exists from Ampere on: before it `allow_tf32` changes no kernel, so a TF32 op there is priced as its FP32
-        # op. Only where a network prices the class in FP32 does the flag pick other kernels (a captured FP32
-        # convolution carries cuDNN's default flag; FP32 convolutions are the kernel network's): those ops are priced
-        # apart on those GPUs with the flag cleared (no envelope set spans two generations). Elsewhere the class models
-        # read the same figures either way, and `_predict_enveloped` holds no such GPU to its twins on TF32 ops.
-        older = [j for j, device in enumerate(devices) if _before_tf32(device)]
-        kernels_differ = {c for net in self.networks if "fp32" in net.modes for c in net.classes} if older else ()
+        # op; and on an AMD GPU PyTorch runs FP32 convolutions (MIOpen) in FP32 whatever cuDNN's flag says. Only where a
+        # network prices the class in FP32 does the flag pick other kernels (a captured FP32 convolution carries cuDNN's
+        # default flag; FP32 convolutions are the kernel network's): those ops are priced apart on those GPUs with the
+        # flag cleared (no envelope set spans two generations). Elsewhere before Ampere the class models read the same
+        # figures either way, and `_predict_enveloped` holds no such GPU to its twins on TF32 ops.
+        older = [j for j, device in enumerate(devices) if _fp32_convolutions(device)]
+        kernels_differ = {c for net in self.networks if "fp32" in net.modes for c in net.classes} & {"conv"} \
+            if older else ()
         flagged = [i for i, op in enumerate(ops) if op.tf32 and op.op_class in kernels_differ]
         if not flagged:
             return self._predict_enveloped(ops, devices)
@@ -424,6 +426,13 @@ class Predictor:
 def _before_tf32(device) -> bool:
     """An NVIDIA GPU older than Ampere (compute capability below 8.0), which has no TF32 math."""
     return 0.0 < compute_capability(device) < 8.0
+
+
+def _fp32_convolutions(device) -> bool:
+    """Whether the device runs an FP32 convolution in FP32 whatever cuDNN's TF32 flag: an NVIDIA GPU before Ampere
+    (no TF32), an AMD GPU (PyTorch does not pass the flag to MIOpen: pull request 190711, open in 2026-07; TF32 matmuls
+    on an MI300 follow the matmul flag, and keep it)."""
+    return _before_tf32(device) or getattr(device, "vendor", None) == "AMD"
 
 
 def _without_tf32(op: OpSpec) -> OpSpec:
