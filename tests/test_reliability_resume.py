@@ -81,7 +81,7 @@ def test_resume_plans_the_remaining_batches_and_predicts_them(first_fit, tmp_pat
     # the resumed fit's first prediction plans what is left of the run: the steps after it at the batch time it
     # measured (validation and epoch ends are small here), not a whole run again nor the steps before the checkpoint
     first_prediction = resumed[0]
-    left = (total - first_prediction["at_step"]) * first_prediction["rates"]["batch_s"]
+    left = (report.plan["total_batches"] - first_prediction["at_batch"]) * first_prediction["rates"]["batch_s"]
     besides = sum(v for k, v in first_prediction["breakdown"].items() if k not in ("train_s", "setup_s"))
     assert 0.95 * left <= first_prediction["eta_s"] <= 1.05 * left + besides, (first_prediction, gaps)
     assert first_prediction["predicted_total_s"] == pytest.approx(first_prediction["elapsed_s"] + first_prediction["eta_s"],
