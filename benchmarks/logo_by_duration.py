@@ -44,19 +44,16 @@ def bin_scores(ratio: np.ndarray, seconds: np.ndarray, total: int) -> dict[str, 
 def fold_ratios(ts, gpu: str, members: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per op class, the held-out ``gpu``'s predicted / measured ratios and measured seconds, from class models
     fitted on every other GPU's rows."""
-    from predictor_models.predictor import Predictor
-    from predictor_models.predictor.training import class_xy, fit_models
+    from predictor_models.evaluate import class_model_seconds
+    from predictor_models.predictor.training import fit_models
 
-    train = ts.take(np.flatnonzero(ts.gpu != gpu))
+    models = fit_models(ts.take(np.flatnonzero(ts.gpu != gpu)), members=members)
     test = ts.take(np.flatnonzero(ts.gpu == gpu))
-    models = fit_models(train, members=members)
     out = {}
     for op_class in sorted(models):
         rows = np.flatnonzero(test.ops.op_class == op_class)
         if rows.size:
-            x, _ = class_xy(test, op_class, rows)
-            sub = test.take(rows)
-            predicted = sub.bound * np.exp(np.maximum(Predictor._ensemble(models[op_class], x), 0.0))
+            sub, predicted = class_model_seconds(models, test, op_class, rows)
             out[op_class] = (predicted / sub.seconds, sub.seconds)
     return out
 
@@ -69,12 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
-    from predictor_models.evaluate import NETWORK_ONLY_SOURCES
+    from predictor_models.evaluate import class_model_rows
     from predictor_models.train import DEFAULT_MEMBERS, load_training_set
 
     members = args.members or DEFAULT_MEMBERS
-    ts, _ = load_training_set(None, None, extra=None)
-    ts = ts.take(np.flatnonzero(~np.isin(ts.source, list(NETWORK_ONLY_SOURCES))))
+    ts = class_model_rows(load_training_set(None, None, extra=None)[0])
     gpus = args.gpus or sorted(set(map(str, ts.gpu)))
     folds: dict[str, dict] = {}
     with threadpool_limits(1):

@@ -58,7 +58,7 @@ def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, members: int = 1, b
     are scored by `benchmarks/network_folds.py`; neither the class models nor the baseline learn from them."""
     from predictor_models.hardware import lookup_hardware
 
-    ts = ts.take(np.flatnonzero(~np.isin(ts.source, list(NETWORK_ONLY_SOURCES))))
+    ts = class_model_rows(ts)
     rows_out: list[dict] = []
     fold_models: dict[str, Predictor] = {}
     available = sorted(set(map(str, ts.gpu)))
@@ -76,9 +76,7 @@ def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, members: int = 1, b
             rows = np.flatnonzero(test.ops.op_class == op_class)
             if rows.size == 0 or op_class not in models:
                 continue
-            x, _ = class_xy(test, op_class, rows)
-            sub = test.take(rows)
-            ours = sub.bound * np.exp(np.maximum(Predictor._ensemble(models[op_class], x), 0.0))
+            sub, ours = class_model_seconds(models, test, op_class, rows)
             shipped = predictor.predict_matrix([sample.op for sample in sub.samples], [lookup_hardware(gpu)])[:, 0]
             entry = {"op": op_class, "gpu": gpu, "n": int(rows.size), "mape": _mape(ours, sub.seconds),
                      "time_weighted": _time_weighted(ours, sub.seconds),
@@ -108,6 +106,19 @@ def evaluate_folds(ts, *, gpus: Sequence[str] | None = None, members: int = 1, b
                 f"baseline={entry.get('baseline_mape', float('nan')):.3f} bound-only={entry['bound_only_mape']:.3f}")
         log(f"fold {gpu}: {time.time() - start:.0f} s")
     return rows_out, fold_models
+
+
+def class_model_rows(ts):
+    """The rows the class models learn from and are scored on: all but `NETWORK_ONLY_SOURCES` (DeepBench)."""
+    return ts.take(np.flatnonzero(~np.isin(ts.source, list(NETWORK_ONLY_SOURCES))))
+
+
+def class_model_seconds(models: dict, test, op_class: str, rows: np.ndarray) -> tuple:
+    """``test``'s rows ``rows`` (all of ``op_class``) and the class models' seconds for them: the bound times
+    e^max(0, the ensemble's log-ratio), utilisation at most 1."""
+    x, _ = class_xy(test, op_class, rows)
+    sub = test.take(rows)
+    return sub, sub.bound * np.exp(np.maximum(Predictor._ensemble(models[op_class], x), 0.0))
 
 
 def evaluate_labels(labels, fold_models: dict[str, Predictor], lookup) -> list[dict]:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.prediction_checks import assert_plans_what_is_left
+
 pytest.importorskip("transformers", reason="the transformers extra is not installed")
 
 SCRIPT = Path(__file__).with_name("transformers_ddp_script.py")
@@ -64,11 +66,7 @@ def test_every_rank_plans_and_measures_the_same_run(ddp_runs):
         assert r["layers"], "every rank profiles its layers"
         first = r["predictions"][0]
         assert first["at_step"] <= 10
-        # each rank plans what is left of its batches (two to a step) at the batch time it measured (how close the ETA
-        # comes to the wall time is measured by benchmarks/hf_eta_accuracy.py, not asserted on a shared machine)
-        left = (r["plan"]["total_batches"] - first["at_batch"]) * first["rates"]["batch_s"]
-        besides = sum(v for k, v in first["breakdown"].items() if k not in ("train_s", "setup_s"))
-        assert 0.95 * left <= first["eta_s"] <= 1.05 * left + besides, first
+        assert_plans_what_is_left(first, r["plan"]["total_batches"])     # two batches to a step
 
 
 def test_weights_identical_and_nothing_left_behind(ddp_runs):

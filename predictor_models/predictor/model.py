@@ -159,9 +159,8 @@ class Predictor:
         # flag cleared (no envelope set spans two generations). Elsewhere before Ampere the class models read the same
         # figures either way, and `_predict_enveloped` holds no such GPU to its twins on TF32 ops.
         older = [j for j, device in enumerate(devices) if _fp32_convolutions(device)]
-        kernels_differ = {c for net in self.networks if "fp32" in net.modes for c in net.classes} & {"conv"} \
-            if older else ()
-        flagged = [i for i, op in enumerate(ops) if op.tf32 and op.op_class in kernels_differ]
+        flagged = [i for i, op in enumerate(ops) if op.tf32 and op.op_class == "conv"] \
+            if older and "fp32" in self._network_modes else []
         if not flagged:
             return self._predict_enveloped(ops, devices)
         if len(older) == len(devices):
