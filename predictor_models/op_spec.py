@@ -39,7 +39,8 @@ class OpSpec:
         bytes_read: bytes of inputs (and weights) read, assuming each is read once.
         bytes_written: bytes of outputs written.
         dims: class-specific shape features, e.g. gemm ``{"b": 1, "m": 512, "n": 1024, "k": 768}``,
-            conv ``{"n":..,"c_in":..,"c_out":..,"h_out":..,"w_out":..,"kh":..,"kw":..,"groups":..}``.
+            conv ``{"n":..,"c_in":..,"c_out":..,"h_out":..,"w_out":..,"kh":..,"kw":..,"groups":..}`` (and
+            ``"dilation"`` where it is not 1: such a convolution runs no Winograd kernel).
         tf32: True when an fp32 matmul/conv may use TF32 tensor cores
             (``torch.backends.cuda.matmul.allow_tf32`` / ``float32_matmul_precision`` != "highest").
         name: free-text label (aten op name, e.g. ``"aten::addmm"``), for reports only.

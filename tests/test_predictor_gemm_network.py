@@ -221,7 +221,8 @@ def test_on_an_amd_gpu_cudnns_tf32_flag_changes_no_convolution_but_the_matmul_fl
     flagged = [replace(op, tf32=True) for op in convs]
     with_flag, without = shipped.predict_matrix(flagged, devices), shipped.predict_matrix(convs, devices)
     np.testing.assert_allclose(with_flag[:, 1:], without[:, 1:], rtol=1e-12)
-    assert np.all(with_flag[:, 0] < 0.5 * without[:, 0])          # the A100's TF32 convolutions
+    # the A100's TF32 convolutions: below its FP32 ones, even where those run Winograd's kernels (winograd.py)
+    assert np.all(with_flag[:, 0] < 0.8 * without[:, 0])
     gemm = gemm_op(1, 8192, 4096, 4096, "float32")
     mi300x = [lookup_hardware("MI300X")]
     assert shipped.predict_matrix([replace(gemm, tf32=True)], mi300x)[0, 0] < 0.5 * shipped.predict_matrix([gemm], mi300x)[0, 0]

@@ -66,7 +66,7 @@ class _Dipping(Predictor):
     def raw(flops: np.ndarray) -> np.ndarray:
         return np.where(flops < 1e6, 1e-8 * flops, 1e-2 * (1e6 / np.maximum(flops, 1.0)))
 
-    def _times(self, cols, devices, rungs_from=None):
+    def _times(self, cols, devices, rungs_from=None, adjust=True, alternatives=None):
         return np.repeat(self.raw(np.asarray(cols.flops, dtype=float))[:, None], len(devices), axis=1)
 
 
@@ -94,7 +94,7 @@ def _price_every_row(monkeypatch) -> None:
 class _PhysicalDipping(_Dipping):
     """The dipping model never below the roofline, as every predictor's `_times` is."""
 
-    def _times(self, cols, devices, rungs_from=None):
+    def _times(self, cols, devices, rungs_from=None, adjust=True, alternatives=None):
         return np.maximum(super()._times(cols, devices), bound_seconds(matrix(cols, device_columns(devices))))
 
 

@@ -21,6 +21,7 @@ from .mono import MonoNet
 from .monotone import DESCENDING_DTYPES, HELD_DTYPES, ladder_columns
 from .price_table import PriceTable
 from .optable import op_columns, op_mode
+from . import winograd
 from .work_grid import needed_candidates, work_grid
 
 _FP32 = MODES.index("fp32")
@@ -135,11 +136,13 @@ class Predictor:
         return DEFAULT_RELATIVE_ERROR
 
     def bound_seconds(self, ops: Sequence[OpSpec], device) -> np.ndarray:
-        """Physical lower bound per op (max of compute and memory time, plus launch latency)."""
+        """Physical lower bound per op (max of compute and memory time, plus launch latency), of the fastest
+        algorithm the op may run (a 3x3 FP32 convolution's Winograd kernels do fewer multiplies: `winograd.py`)."""
         ops = list(ops)
         if not ops:
             return np.zeros(0)
-        return np.array(bound_seconds(matrix(op_columns(ops), device_columns([device])))[:, 0])
+        direct = np.array(bound_seconds(matrix(op_columns(ops), device_columns([device])))[:, 0])
+        return winograd.least_bound(direct, ops, device, self._kernels)
 
     def predict_seconds(self, ops: Sequence[OpSpec], device) -> np.ndarray:
         """Predicted seconds per op on one device."""
@@ -254,8 +257,8 @@ class Predictor:
                 known[j][index[rows[new]]] = fresh[new, c]
         return times
 
-    def _predict_distinct(self, ops: list[OpSpec], devices: list) -> np.ndarray:
-        """`predict_matrix` of ops that are (mostly) distinct."""
+    def _predict_distinct(self, ops: list[OpSpec], devices: list, adjust: bool = True) -> np.ndarray:
+        """`predict_matrix` of ops that are (mostly) distinct; ``adjust=False``: before any calibration."""
         out = np.zeros((len(ops), len(devices)))
         virtual, parent, mult, identity = self._expand(ops)
         cols = op_columns(virtual)
@@ -287,10 +290,14 @@ class Predictor:
             candidates, anchors = grid.candidate_rows()
             read_rows = np.setdiff1d(np.arange(len(grid.cols)), candidates, assume_unique=True)
             priced = priced.concat(grid.cols.take(read_rows))
+        # a 3x3 FP32 convolution kernel costs the lesser of its direct and its Winograd kernels (winograd.py), both
+        # before a calibration, which corrects the lesser as the convolution kernel it is
+        found = winograd.alternatives([distinct[i] for i in kept], devices,
+                                      lambda parts, on: self._predict_distinct(parts, on, adjust=False))
         with one_blas_thread():
-            times = self._times(priced, devices, rungs_from=len(kept))
+            times = self._times(priced, devices, rungs_from=len(kept), adjust=adjust, alternatives=found)
             if grid is not None:
-                grid_times = self._grid_times(grid, times[rungs:], read_rows, candidates, anchors, devices)
+                grid_times = self._grid_times(grid, times[rungs:], read_rows, candidates, anchors, devices, adjust)
         distinct_times = np.empty((len(distinct), len(devices)))
         distinct_times[kept] = times[:len(kept)]
         if ladder is not None:
@@ -301,7 +308,7 @@ class Predictor:
         return self._scatter(distinct_times[inverse], parent, mult, identity, out)
 
     def _grid_times(self, grid, read_times: np.ndarray, read_rows: np.ndarray, candidates: np.ndarray,
-                    anchors: np.ndarray, devices: list) -> np.ndarray:
+                    anchors: np.ndarray, devices: list, adjust: bool = True) -> np.ndarray:
         """Every grid row's times: the rows members read (``read_times``, priced already), and of the candidate rows
         beyond them (`WorkGrid.candidate_rows`) those whose roofline lies below their anchor's time on some device
         (`work_grid.needed_candidates`); the others stand at infinity, since none of them could lower a member. A
@@ -317,12 +324,15 @@ class Predictor:
             needed = needed_candidates(bound_seconds(matrix(cols, device_columns(devices))), out[anchors])
         rows = np.flatnonzero(needed)
         if rows.size:
-            out[candidates[rows]] = self._times(cols.take(rows), devices)
+            out[candidates[rows]] = self._times(cols.take(rows), devices, adjust=adjust)
         return out
 
-    def _times(self, cols, devices: list, rungs_from: int | None = None) -> np.ndarray:
+    def _times(self, cols, devices: list, rungs_from: int | None = None, adjust: bool = True,
+               alternatives: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """Seconds for every virtual op (rows of ``cols``) on every device; rows from ``rungs_from`` on are
-        ladder rungs (`monotone.py`), whose times only matter where they exceed their owner's."""
+        ladder rungs (`monotone.py`), whose times only matter where they exceed their owner's. ``alternatives``:
+        ``(rows, seconds)``, another algorithm's price of those rows, taken where lower (`winograd.alternatives`);
+        ``adjust=False``: the times before any calibration."""
         devs = device_columns(devices)
         bound = bound_seconds(matrix(cols, devs))
         times = bound / self.default_utilisation
@@ -356,7 +366,10 @@ class Predictor:
                 pairs = matrix(_take(cols, rows), _take_devices(devs, on))
                 block = np.ix_(rows, on)
                 times[block] = np.maximum(bound[block], np.exp(net.log_seconds(pairs)))   # never below the roofline
-        return self.adjust_times(cols, devs, times, bound)
+        if alternatives is not None:
+            rows, seconds = alternatives
+            times[rows] = np.minimum(times[rows], seconds)
+        return self.adjust_times(cols, devs, times, bound) if adjust else times
 
     @staticmethod
     def _network_prices(modes: np.ndarray, devs) -> np.ndarray:
