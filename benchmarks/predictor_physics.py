@@ -109,6 +109,14 @@ def backward_conv(op: OpSpec) -> OpSpec:
                   {**op.dims, "backward": 1, "grad_input": 1, "grad_weight": 1}, op.tf32, op.name)
 
 
+def _searched_conv(n: int, c: int, hw: int, backward: bool, dtype: str) -> OpSpec:
+    """A 3x3 convolution (its backward where ``backward``) of a run whose cuDNN times its algorithms."""
+    from prenet_callbacks.projection.ops.precision import searched
+
+    op = _conv(n, c, c, hw, 3, dtype)
+    return searched(backward_conv(op) if backward else op, True)
+
+
 def _other_chains(dtype: str) -> dict[str, list[list]]:
     """Chains of the other op classes, each step twice the work of the last (in ``dtype``; optimizer updates are
     FP32 in every dtype, as mixed precision keeps its master weights)."""
@@ -127,6 +135,10 @@ def _other_chains(dtype: str) -> dict[str, list[list]]:
                                       for c in (32, 256) for hw in (14, 56)],
         "conv_backward_n": [[backward_conv(_conv(n, c, c, hw, 3, dtype)) for n in (1, 2, 4, 8, 16, 32, 64, 128)]
                             for c in (64, 256) for hw in (14, 56)],
+        # with cuDNN's algorithm search on (torch.backends.cudnn.benchmark): an FP32 3x3 convolution costs the lesser
+        # of its direct and its Winograd kernels (`predictor/winograd.py`), forward and backward; odd sides too
+        "searched_conv_n": [[_searched_conv(n, c, hw, bw, dtype) for n in (1, 2, 4, 8, 16, 32, 64, 128)]
+                            for c in (64, 256) for hw in (7, 14, 56) for bw in (False, True)],
     }
 
 

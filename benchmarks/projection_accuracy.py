@@ -61,6 +61,8 @@ from prenet_callbacks.projection.ops.workload import Unit
 GAVEL_DEVICES = {"k80": "K80", "p100": "P100-PCIe-16GB", "v100": "V100-SXM2-16GB"}
 GAVEL_REFERENCE = "v100"
 GAVEL_MODELS = {"ResNet-18": (lambda: pm.resnet18(), (3, 32, 32)), "ResNet-50": (lambda: pm.resnet50(), (3, 224, 224))}
+# Gavel's scripts: its ImageNet main.py turns cuDNN's algorithm search on (cudnn.benchmark = True), its CIFAR-10 one not
+GAVEL_SEARCH = {"ResNet-18": False, "ResNet-50": True}
 NEUSIGHT_DEVICES = {"NVIDIA_H100_80GB_HBM3": "H100-SXM5", "NVIDIA_A100_80GB_PCIe": "A100-PCIe-80GB",
                     "NVIDIA_L4": "L4", "Tesla_V100-PCIE-32GB": "V100-PCIe-32GB", "AMD_Instinct_MI100": "MI100",
                     "AMD_Instinct_MI210": "MI210", "AMD_Instinct_MI250": "MI250-GCD",
@@ -70,12 +72,18 @@ NEUSIGHT_MODELS = {"bert_large": pm.bert_large, "gpt2_large": pm.gpt2_large, "gp
                    "gpt3_27": pm.gpt3_27, "opt_13": pm.opt_13}
 
 
-def _capture(factory, shape, dtype, targets, optimizer):
+def _capture(factory, shape, dtype, targets, optimizer, *, search: bool = False):
+    """`estimate()` of the model as the source ran it: FP32, and cuDNN's algorithm search on or off (``search``)."""
     with torch.device("meta"):
         model = factory()
     x = torch.empty(shape, dtype=dtype, device="meta")
-    return estimate(model, x, targets=targets, precision="32-true", float32_matmul_precision="highest",
-                    optimizer=optimizer)
+    before = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = search
+    try:
+        return estimate(model, x, targets=targets, precision="32-true", float32_matmul_precision="highest",
+                        optimizer=optimizer)
+    finally:
+        torch.backends.cudnn.benchmark = before
 
 
 def anchored_step(workload, reference: str, measured_s: float, target: str, predictor) -> float:
@@ -122,7 +130,7 @@ def gavel(data: Path, estimates: dict | None = None) -> list[dict]:
             if len(measured) < 2:
                 continue
             est = _capture(factory, (batch, *image), torch.float32, [GAVEL_DEVICES[g] for g in measured],
-                           "sgd-momentum")
+                           "sgd-momentum", search=GAVEL_SEARCH[model])
             if estimates is not None:
                 estimates[f"{model}/{batch}"] = est
             for gpu, seconds in measured.items():

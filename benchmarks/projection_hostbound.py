@@ -71,7 +71,8 @@ def hostbound_rows(predictor) -> list[dict]:
         labels = torch.empty(12, dtype=torch.long, device="meta")
         capture = capture_step(net, x, loss_fn=lambda out: F.cross_entropy(out, labels))
         # PyTorch 1.7 (2020) ran FP32 convolutions and matmuls on TF32 by default on Ampere
-        prec = parse_precision(precision, "high", conv_tf32=True)
+        # ... and benchmark_models.py sets cudnn.benchmark = True: cuDNN times its algorithms (Winograd for FP32 3x3s)
+        prec = parse_precision(precision, "high", conv_tf32=True, conv_search=True)
         workload = workload_from_capture(capture, prec, "none", ZeroConfig(), ExecutionOptions())
         workload.units.insert(0, _zero_grad_unit(capture, "float16" if precision == "16-true" else "float32"))
         targets = [parse_projection_target(r["gpu"]) for r in rows]

@@ -39,6 +39,7 @@ REFERENCE_V2 = "H100-SXM5"
 TABLES = {"v1": (DATA, REFERENCE),
           "v2": (ROOT / "benchmarks/data/lambda_resnet50_train_v2.json", REFERENCE_V2)}
 CHANNELS_LAST = False
+CUDNN_SEARCH = True   # main.py sets cudnn.benchmark = True: cuDNN times its algorithms (FP32 3x3s may run Winograd)
 PRECISIONS = {"amp": "16-mixed", "fp32": "32-true"}
 
 
@@ -58,8 +59,13 @@ def rows(data: Path = DATA) -> list[dict]:
             with torch.device("meta"):
                 images = torch.randn(batch, 3, 224, 224)
                 labels = torch.randint(0, 1000, (batch,))
-            est = estimate(model, images, targets=[entry["gpu"]], precision=precision, optimizer="sgd-momentum",
-                           loss_fn=lambda out, labels=labels: F.cross_entropy(out, labels), channels_last=CHANNELS_LAST)
+            before, torch.backends.cudnn.benchmark = torch.backends.cudnn.benchmark, CUDNN_SEARCH
+            try:
+                est = estimate(model, images, targets=[entry["gpu"]], precision=precision, optimizer="sgd-momentum",
+                               loss_fn=lambda out, labels=labels: F.cross_entropy(out, labels),
+                               channels_last=CHANNELS_LAST)
+            finally:
+                torch.backends.cudnn.benchmark = before
             row = est.row(entry["gpu"])
             measured = batch / point["images_per_s"]
             out.append({"gpu": entry["gpu"], "precision": precision, "batch": batch, "measured_s": round(measured, 6),

@@ -6,7 +6,8 @@ The development set is DeepBench's FP32 training convolutions (Apache-2.0, in th
 (forward, data gradient, weight gradient), the time and, for the forward, the algorithm cuDNN's search chose. Its
 eligible rows (3x3, stride 1, same padding) are the only per-kernel measurements of what the rule prices; the
 direct-kernel network never fits those faster than 2/3 of the direct roofline (`training.MIN_RATIO` drops them), so
-they judge the Winograd price without having trained it. A variant is ``off`` (the direct price alone) or the output
+they judge the Winograd price without having trained it. DeepBench chose each algorithm by timing them (cuDNN's
+``cudnnFind*``, what ``torch.backends.cudnn.benchmark`` turns on), so its rows are marked as searched. A variant is ``off`` (the direct price alone) or the output
 tile edge m of F(m x m, 3 x 3); the choice is the variant with the least worst (GPU, kernel) MAPE. Each variant
 also reports, in this process only, the host-bound CNN steps (ryujaehun, batch 12, cuDNN's search on) and Lambda's
 ResNet-50 FP32 steps (v1 table), for the record; they do not choose.
@@ -53,9 +54,10 @@ def kernel_rows() -> list[tuple]:
         if s.op.op_class != "conv" or s.op.dtype != "float32":
             continue
         grad = int(s.op.dims.get("grad", 0) or 0)
-        # a backward sample is one kernel: its data gradient or its weight gradient alone
-        op = replace(s.op, dims={**s.op.dims, "grad_input": int(grad == 1), "grad_weight": int(grad == 2)}) \
-            if grad else s.op
+        # DeepBench picks each algorithm by timing them (cudnnFind*, as torch.backends.cudnn.benchmark does); a
+        # backward sample is one kernel: its data gradient or its weight gradient alone
+        dims = {**s.op.dims, "algorithm_search": 1}
+        op = replace(s.op, dims={**dims, "grad_input": int(grad == 1), "grad_weight": int(grad == 2)} if grad else dims)
         if winograd.eligible(op):
             algorithm = s.op.name.split(" ", 1)[1] if grad == 0 and " " in s.op.name else ""
             out.append((op, s.device, s.seconds, grad, algorithm))

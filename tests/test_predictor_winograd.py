@@ -13,6 +13,7 @@ from predictor_models.datasets.common import conv_op
 from predictor_models.hardware import list_hardware, lookup_hardware
 from predictor_models.predictor import load_predictor, winograd
 from predictor_models.predictor.expand import conv_kernels
+from prenet_callbacks.projection.ops.precision import parse_precision, retune, searched
 
 
 @pytest.fixture(scope="module")
@@ -28,15 +29,17 @@ def direct_only(monkeypatch):
     return off
 
 
-def _conv(n, c, k, side, *, kernel=3, stride=1, pad=1, dtype="float32"):
-    return conv_op(n, c, k, side, side, kernel, kernel, stride, pad, dtype)
+def _conv(n, c, k, side, *, kernel=3, stride=1, pad=1, dtype="float32", search=True):
+    """A convolution of a run whose cuDNN times its algorithms (``torch.backends.cudnn.benchmark``) unless not
+    ``search``."""
+    return searched(conv_op(n, c, k, side, side, kernel, kernel, stride, pad, dtype), search)
 
 
 def test_which_convolutions_can_run_winograd():
     base = _conv(8, 64, 64, 56)
     assert winograd.eligible(base)
     assert all(winograd.eligible(kernel) for kernel, _ in conv_kernels(base))
-    for other in (replace(base, tf32=True), _conv(8, 64, 64, 56, dtype="bfloat16"), _conv(8, 64, 64, 56, stride=2),
+    for other in (replace(base, tf32=True), _conv(8, 64, 64, 56, search=False), _conv(8, 64, 64, 56, dtype="bfloat16"), _conv(8, 64, 64, 56, stride=2),
                   _conv(8, 64, 64, 56, kernel=5, pad=2), _conv(8, 64, 64, 56, pad=0),
                   replace(base, dims={**base.dims, "dilation": 2}), replace(base, dims={**base.dims, "groups": 2}),
                   replace(base, dims={**base.dims, "transposed": 1})):
@@ -60,7 +63,8 @@ def test_a_3x3_fp32_convolution_costs_the_lesser_of_its_two_algorithms(shipped, 
     eligible = [_conv(16, 128, 256, 56), _conv(8, 64, 64, 56), _conv(32, 512, 512, 7)]
     backward = [replace(op, dims={**op.dims, "backward": 1, "grad_input": 1, "grad_weight": 1}) for op in eligible]
     other = [_conv(16, 128, 256, 56, stride=2), _conv(16, 128, 256, 56, dtype="bfloat16"),
-             replace(_conv(16, 128, 256, 56), tf32=True), replace(eligible[0], dims={**eligible[0].dims, "dilation": 2})]
+             replace(_conv(16, 128, 256, 56), tf32=True), replace(eligible[0], dims={**eligible[0].dims, "dilation": 2}),
+             _conv(16, 128, 256, 56, search=False)]
     ops = eligible + backward + other
     priced = shipped.predict_matrix(ops, gpus)
     direct_only()
@@ -72,7 +76,8 @@ def test_a_3x3_fp32_convolution_costs_the_lesser_of_its_two_algorithms(shipped, 
     assert np.all(priced[[0, 3], :3] < 0.99 * direct[[0, 3], :3]) and np.all(priced[[0, 3], 0] < 0.6 * direct[[0, 3], 0])
     np.testing.assert_array_equal(priced[:, -1], direct[:, -1])
     tf32 = rows + 2
-    np.testing.assert_array_equal(priced[[rows, rows + 1, rows + 3], :], direct[[rows, rows + 1, rows + 3], :])
+    unmoved = [rows, rows + 1, rows + 3, rows + 4]   # strided, bf16, dilated, and no search (cuDNN's heuristics)
+    np.testing.assert_array_equal(priced[unmoved, :], direct[unmoved, :])
     assert priced[tf32, 3] == direct[tf32, 3]
     # where TF32 does not exist (before Ampere) or cuDNN's flag does not reach the library (AMD), a TF32-flagged
     # convolution is the FP32 one, Winograd included
@@ -119,4 +124,22 @@ def test_a_dilated_convolution_is_captured_as_one_and_priced_directly(shipped):
     capture = capture_step(net, torch.empty(4, 16, 32, 32, device="meta"), loss_fn=lambda out: out.sum())
     convs = [op_spec_from_call(call) for call in capture.ops["fwd"] if call.name == "aten::convolution"]
     assert [op.dims.get("dilation", 1) for op in convs] == [2, 1]
-    assert [winograd.eligible(replace(op, tf32=False)) for op in convs] == [False, True]
+    assert [winograd.eligible(searched(replace(op, tf32=False), True)) for op in convs] == [False, True]
+
+
+def test_the_search_flag_travels_from_torch_backends_to_the_convolutions():
+    """``torch.backends.cudnn.benchmark`` (Lightning's ``Trainer(benchmark=True)``) as `parse_precision` reads it, or
+    a report's ``cudnn_benchmark``: FP32 convolutions are marked as searched, and unmarked without it."""
+    plain = conv_op(8, 64, 64, 56, 56, 3, 3, 1, 1, "float32")
+    before = torch.backends.cudnn.benchmark
+    try:
+        for flag in (True, False):
+            torch.backends.cudnn.benchmark = flag
+            precision = parse_precision("32-true", "highest", conv_tf32=False)
+            assert precision.conv_search is flag
+            assert winograd.eligible(retune(plain, precision)) is flag
+            assert winograd.eligible(retune(searched(plain, True), precision)) is flag
+    finally:
+        torch.backends.cudnn.benchmark = before
+    assert parse_precision("32-true", "highest", conv_tf32=True, conv_search=True).conv_search
+

@@ -16,7 +16,7 @@ DIM_KEYS = ("b", "m", "n", "k", "c_in", "c_out", "h_in", "w_in", "h_out", "w_out
             "groups", "transposed", "backward", "spatial_dims", "heads", "s_q", "s_kv", "d", "causal",
             "rows", "cols", "numel", "inputs", "numel_in", "numel_out", "kernel", "indices", "dim", "vocab",
             "seq", "batch", "input", "hidden", "layers", "directions", "gates", "tensors", "kind", "bytes", "ranks",
-            "grad", "grad_input", "grad_weight", "dilation")
+            "grad", "grad_input", "grad_weight", "dilation", "algorithm_search")
 _DIM_INDEX = {k: i for i, k in enumerate(DIM_KEYS)}
 # Matmul-like classes use tensor-core peaks; the rest run on the vector units.
 MATMUL_CLASSES = frozenset({"gemm", "conv", "attention", "recurrent"})

@@ -1,27 +1,34 @@
 """A 3x3 FP32 convolution as cuDNN's (and MIOpen's) Winograd algorithm runs it: the other price it may have.
 
-For an ungrouped 3x3, stride-1, same-padded 2-D convolution computed in FP32, cuDNN's algorithm search
-(``torch.backends.cudnn.benchmark``) and its heuristics pick a Winograd kernel where it is faster than the direct
-(implicit-GEMM) one: DeepBench's FP32 training convolutions name the algorithm cuDNN chose, and on the V100, T4,
-P100, GTX 1080 Ti and TITAN Xp it is WINOGRAD or WINOGRAD_NONFUSED for 27-28 of the 30 such layers on each GPU.
-Winograd's minimal filtering F(m x m, 3 x 3) computes an m x m output tile from an (m+2) x (m+2) input tile with
-(m+2)^2 multiplies where the direct form takes 9 m^2: the non-fused algorithm (F(4x4, 3x3)) turns the convolution
-into 36 independent GEMMs over the tiles, between an input transform and an output transform. So it does a
-quarter of the direct multiplies, and the kernel runs up to 2.4x the FP32 peak counted in direct FLOPs (DeepBench's
-V100 rows: 36.9 "TFLOP/s" on a 15.7 TFLOP/s GPU); the direct-kernel network, which never goes below the direct
-roofline, priced those layers 2-4x too slow.
+For an ungrouped 3x3, stride-1, same-padded, undilated 2-D convolution computed in FP32 (not TF32), cuDNN's
+algorithm search (``torch.backends.cudnn.benchmark``) and its heuristics pick a Winograd kernel where it is faster
+than the direct (implicit-GEMM) one. DeepBench's FP32 training convolutions name the forward algorithm cuDNN's
+search chose: on the V100 and T4, WINOGRAD or WINOGRAD_NONFUSED for 26 of the 30 such layers, on the P100, GTX 1080 Ti
+and TITAN Xp for 23 (FFT for 2 more). Winograd's minimal filtering F(m x m, 3 x 3) computes an m x m output tile
+from an (m+2) x (m+2) input tile with (m+2)^2 multiplies where the direct form takes 9 m^2; the non-fused algorithm,
+F(4x4, 3x3), turns the convolution into 36 independent GEMMs over the tiles between an input transform and an
+output transform: a quarter of the direct multiplies. DeepBench's V100 runs such layers at up to 2.4x the FP32 peak
+counted in direct FLOPs (36.9 "TFLOP/s" on a 15.7 TFLOP/s GPU); the direct-kernel network, which never goes below
+the direct roofline and never saw those rows (training drops rows faster than 2/3 of it), priced them 2-4x too slow.
 
-Priced here from what the predictor already knows, with no constant fitted: the batched GEMM (``b`` = 36; ``m``,
-``n``, ``k`` per kernel below) by the GEMM model, and each transform as a streaming kernel that reads its input
-once and writes the transformed tiles (the filter's transform too: cuDNN recomputes it each call). The predictor
-takes the lesser of this and the direct price per kernel (forward, data gradient, weight gradient), as the library's
-search does. Tiles are whole: an output side of 7 takes two 4-wide tiles, so the price never falls as the work grows
-in tiles; the lesser of two prices each priced on every device keeps the device envelope (`dominance.py`), which is
-applied after.
+Priced from what the predictor already knows, with no constant fitted:
 
-Half precision and TF32 run on tensor cores, where an implicit GEMM beats a Winograd kernel; the rule is FP32 only.
-Which tile: F(4x4, 3x3) against F(2x2, 3x3) and F(6x6, 3x3) on DeepBench's 3x3 FP32 rows (the development set),
-chosen by the worst GPU and kernel group (`benchmarks/winograd_trial.py`).
+- the 36 tile GEMMs as the 1x1 convolution kernel they are, over 36 images of ceil(h/4) x ceil(w/4) tiles (a 1x1
+  forward for the forward and the data gradient, a 1x1 weight gradient for the weight gradient), by the predictor's
+  own convolution pricing (the monotone network) before any calibration;
+- each transform (input, filter or output gradient, output) as a streaming kernel at its DRAM roofline: it reads
+  its input once and writes the transformed tiles (cuDNN transforms the filter on every call).
+
+The predictor takes the lesser of this and the direct price per kernel (forward, data gradient, weight gradient), as
+the library's search does, before a calibration corrects it as the convolution kernel it is. Physical by
+construction: tiles are whole (an output side of 7 takes two 4-wide tiles) and both parts are monotone in the work,
+so the price never falls as the work grows; the lesser of two prices each priced on every device keeps the device
+envelope (`dominance.py`), applied after; the bound (`Predictor.bound_seconds`) is the fastest algorithm's roofline.
+
+Half precision and TF32 run on tensor cores, where an implicit GEMM beats a Winograd kernel: FP32 only (a
+TF32-flagged convolution where TF32 does not exist, before Ampere or on an AMD GPU, is an FP32 one). Which tile:
+F(4x4, 3x3) against F(2x2, 3x3) and F(6x6, 3x3) on DeepBench's eligible FP32 kernels (the development set), chosen by
+the worst GPU and kernel group (`python benchmarks/winograd_trial.py`).
 """
 from __future__ import annotations
 
@@ -42,9 +49,10 @@ VENDORS = frozenset({"nvidia", "amd"})
 
 
 def eligible(op: OpSpec) -> bool:
-    """A dense 3x3, stride-1, same-padded, undilated 2-D convolution kernel computed in FP32 (not TF32)."""
+    """A dense 3x3, stride-1, same-padded, undilated 2-D convolution kernel computed in FP32 (not TF32), in a run
+    whose cuDNN times its algorithms (``dims["algorithm_search"]``: ``torch.backends.cudnn.benchmark``)."""
     d = op.dims
-    return (op.op_class == "conv" and op.dtype == "float32" and not op.tf32
+    return (op.op_class == "conv" and op.dtype == "float32" and not op.tf32 and bool(d.get("algorithm_search", 0))
             and d.get("kh") == 3 and d.get("kw") == 3 and d.get("stride", 1) == 1 and d.get("dilation", 1) == 1
             and int(d.get("groups", 1) or 1) == 1 and not d.get("transposed", 0) and d.get("spatial_dims", 2) == 2
             and d.get("h_out") == d.get("h_in") and d.get("w_out") == d.get("w_in")

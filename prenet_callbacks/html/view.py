@@ -139,7 +139,8 @@ def roof(data: dict[str, Any]) -> tuple[Roof | None, str]:
         accelerator = lookup_hardware(name)
         precision = parse_precision(current.get("precision") or "32-true",
                                     current.get("float32_matmul_precision") or "highest",
-                                    conv_tf32=bool(current.get("cudnn_allow_tf32", True)))
+                                    conv_tf32=bool(current.get("cudnn_allow_tf32", True)),
+                                    conv_search=bool(current.get("cudnn_benchmark", False)))
         peak = accelerator.peak_flops(precision.compute_dtype, tf32=precision.matmul_tf32, matrix=True)
     except (UnknownHardwareError, UnsupportedPrecisionError, ValueError) as error:
         return None, f"no roof for {name}: {error}"

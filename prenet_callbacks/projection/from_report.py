@@ -82,7 +82,8 @@ def workload_from_report(report, *, options: ExecutionOptions | None = None,
     memory = measured.get("memory") or {}
     run_precision = parse_precision(current.get("precision") or "32-true",
                                     current.get("float32_matmul_precision") or "highest",
-                                    conv_tf32=bool(current.get("cudnn_allow_tf32", True)))
+                                    conv_tf32=bool(current.get("cudnn_allow_tf32", True)),
+                                    conv_search=bool(current.get("cudnn_benchmark", False)))
     target = requested_precision(precision, run_precision, current)
     anchor = anchor_accelerator(current)
     on_cpu = current.get("device") == "cpu"

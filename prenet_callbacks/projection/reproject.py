@@ -61,7 +61,8 @@ def requested_precision(precision: Any, run: Precision, current: dict[str, Any])
     if precision is None:
         return None
     target = parse_precision(precision, current.get("float32_matmul_precision") or "highest",
-                             conv_tf32=bool(current.get("cudnn_allow_tf32", True)), allow_fp8=True)
+                             conv_tf32=bool(current.get("cudnn_allow_tf32", True)),
+                             conv_search=bool(current.get("cudnn_benchmark", False)), allow_fp8=True)
     return None if target == run else target
 
 

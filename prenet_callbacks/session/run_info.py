@@ -21,6 +21,7 @@ def describe_run(device: torch.device | str, *, devices: int, precision: str, st
         "precision": precision,
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),   # cuDNN's search: 3x3 FP32 convs may run Winograd
         "strategy": strategy,
         "framework": framework,
     }

@@ -47,6 +47,7 @@ class Precision:
     conv_tf32: bool           # fp32 cuDNN convolutions on TF32 (32-true only)
     matmul_precision: str     # "highest" | "high" | "medium"
     fp8: bool = False         # FP8 training: Linear GEMMs in FP8 (torchao float8 tensorwise), the rest bf16-mixed
+    conv_search: bool = False  # cuDNN's algorithm search (torch.backends.cudnn.benchmark): FP32 3x3s may run Winograd
 
     @property
     def compute_dtype(self) -> str:
@@ -95,12 +96,15 @@ def precision_alias_note(precision: str | int | None, parsed: Precision) -> str 
 
 
 def parse_precision(precision: str | int | None = "32-true", float32_matmul_precision: str | None = None,
-                    *, conv_tf32: bool | None = None, allow_fp8: bool = False) -> Precision:
-    """Validate a Lightning precision string; resolve TF32 from the arguments or `torch.backends`.
+                    *, conv_tf32: bool | None = None, conv_search: bool | None = None,
+                    allow_fp8: bool = False) -> Precision:
+    """Validate a Lightning precision string; resolve TF32 and cuDNN's search from the arguments or `torch.backends`.
 
     ``float32_matmul_precision=None`` reads ``torch.get_float32_matmul_precision()``;
-    ``conv_tf32=None`` reads ``torch.backends.cudnn.allow_tf32``. ``allow_fp8``: accept ``"fp8"``
-    (a projection of FP8 training; a measured run's precision is one of Lightning's names).
+    ``conv_tf32=None`` reads ``torch.backends.cudnn.allow_tf32``; ``conv_search=None`` reads
+    ``torch.backends.cudnn.benchmark`` (with it on, cuDNN times its algorithms and a 3x3 FP32 convolution may run
+    Winograd's: `predictor/winograd.py`). ``allow_fp8``: accept ``"fp8"`` (a projection of FP8 training; a measured
+    run's precision is one of Lightning's names).
     """
     text = str(precision if precision is not None else "32-true").strip().lower()
     if allow_fp8 and text in _FP8_ALIASES:
@@ -109,7 +113,7 @@ def parse_precision(precision: str | int | None = "32-true", float32_matmul_prec
     if name is None:
         known = ESTIMATE_PRECISIONS if allow_fp8 else PRECISIONS
         raise ValueError(f"unknown precision {precision!r}; use one of {', '.join(known)}")
-    if float32_matmul_precision is None or conv_tf32 is None:
+    if float32_matmul_precision is None or conv_tf32 is None or conv_search is None:
         try:
             import torch
 
@@ -117,9 +121,12 @@ def parse_precision(precision: str | int | None = "32-true", float32_matmul_prec
                 float32_matmul_precision = torch.get_float32_matmul_precision()
             if conv_tf32 is None:
                 conv_tf32 = bool(torch.backends.cudnn.allow_tf32)
+            if conv_search is None:
+                conv_search = bool(torch.backends.cudnn.benchmark)
         except ImportError:  # pragma: no cover - torch is a dependency; keep PyTorch's defaults
             float32_matmul_precision = float32_matmul_precision or "highest"
             conv_tf32 = True if conv_tf32 is None else conv_tf32
+            conv_search = bool(conv_search)
     matmul = str(float32_matmul_precision).strip().lower()
     if matmul not in MATMUL_PRECISIONS:
         raise ValueError(f"unknown float32_matmul_precision {float32_matmul_precision!r}; "
@@ -127,7 +134,7 @@ def parse_precision(precision: str | int | None = "32-true", float32_matmul_prec
     half = {"16-mixed": "float16", "16-true": "float16", "bf16-mixed": "bfloat16", "bf16-true": "bfloat16"}.get(name)
     fp32 = name == "32-true"
     return Precision(name, half, name.endswith("-mixed"), fp32 and matmul != "highest", fp32 and bool(conv_tf32),
-                     matmul)
+                     matmul, conv_search=bool(conv_search))
 
 
 def precision_note(precision: Precision, accelerator, *, has_conv: bool = True) -> str | None:
@@ -152,16 +159,26 @@ def precision_note(precision: Precision, accelerator, *, has_conv: bool = True) 
 
 
 def retune(spec: OpSpec, precision: Precision) -> OpSpec:
-    """The spec with its TF32 flag set as this precision would on a GPU (fp32 ops only)."""
+    """The spec with its TF32 flag set as this precision would on a GPU (fp32 ops only), and an FP32 convolution
+    marked where cuDNN's algorithm search runs (``dims["algorithm_search"]``: it may run Winograd's kernels)."""
     if spec.dtype != "float32":
         return spec if not spec.tf32 else replace(spec, tf32=False)
     if spec.op_class == "conv":
+        spec = searched(spec, precision.conv_search)
         wanted = precision.conv_tf32
     elif spec.op_class in _TF32_CLASSES:
         wanted = precision.matmul_tf32
     else:
         wanted = False
     return spec if spec.tf32 == wanted else replace(spec, tf32=wanted)
+
+
+def searched(spec: OpSpec, search: bool) -> OpSpec:
+    """The convolution ``spec`` with ``dims["algorithm_search"]`` set (1) or cleared as cuDNN's search runs or not."""
+    if bool(spec.dims.get("algorithm_search", 0)) == bool(search):
+        return spec
+    dims = {k: v for k, v in spec.dims.items() if k != "algorithm_search"}
+    return replace(spec, dims={**dims, "algorithm_search": 1} if search else dims)
 
 
 def convert(spec: OpSpec, precision: Precision, phase: str) -> OpSpec:
