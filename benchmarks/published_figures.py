@@ -246,6 +246,7 @@ BEFORE_UP_SETS = "@f149ee3"    # the result files before unmeasured GPUs joined 
 BEFORE_DESCENDING = "@b260cbd"  # the result files before fp32 pointwise ops and norms were held from above (2026-12-07)
 BEFORE_TF32_GEMMS = "@92a0393"  # the result files before TF32 GEMMs went to the GEMM network (predictor 1.4.0)
 BEFORE_PRE_AMPERE_FLAG = "@286c7fd"  # the result files before a TF32 flag stopped changing prices before Ampere
+BEFORE_WINOGRAD = "@75c88fb"   # the result files before 3x3 FP32 convolutions under cuDNN's search ran Winograd
 
 
 def ab_figures(path: str) -> list:
@@ -1208,10 +1209,12 @@ QUOTES += [
       F(H200, acceptance("bert_base", "bf16-mixed", max), num(1)),
       F(H200, acceptance("gpt2_small", "bf16-mixed", max), num(1))),
     # Accuracy: what issue #15 added
-    Q(PROJECTION, "step-time MAPE | {} | **{} %** (median {} %); A100 {} % | {} % before 1x1 convolutions were priced "
-                  "as GEMMs (the file at a69c739, 2026-12-02) | {} % — not reached |",
+    Q(PROJECTION, "step-time MAPE | {} | **{} %** (median {} %); A100 {} % | {} % before a 3x3 FP32 convolution under "
+                  "cuDNN's search was priced at the lesser of its direct and Winograd kernels (the file at 75c88fb); "
+                  "{} % before 1x1 convolutions were priced as GEMMs (the file at a69c739, 2026-12-02) | {} % — not reached |",
       F(PROJ, "summary.hostbound_step.n", INT), F(PROJ, "summary.hostbound_step.mape"),
       F(PROJ, "summary.hostbound_step.median"), F(PROJ, "summary.hostbound_step.by_gpu.A100-SXM4-40GB"),
+      F(PROJ + BEFORE_WINOGRAD, "summary.hostbound_step.mape"),
       F(PROJ + "@a69c739", "summary.hostbound_step.mape"), F(PROJ, "targets.hostbound_step_mape", PCT0)),
     Q(PROJECTION, "median absolute step-time error | {} | **{} %**; H100 {} % (n={}: MPT 760M-13B on 8 GPUs, Llama 3.1 "
                   "8B FSDP at 500 W {} %; too fast); A100 {} % (n={}:",
@@ -3173,11 +3176,13 @@ def overall_coverage(d: Any) -> float:
 
 
 QUOTES += [
-    Q(PROJECTION, "Over every set together, bands built without each\nset cover {} % of its steps ({} % before FP32 "
-                  "convolutions before Ampere were priced alike with and without\nthe TF32 flag, the same day, at 286c7fd; "
+    Q(PROJECTION, "Over every set together, bands built without each\nset cover {} % of its steps ({} % before that "
+                  "Winograd rule, at 75c88fb; {} % before FP32 convolutions before Ampere were priced alike with and "
+                  "without\nthe TF32 flag, the same day, at 286c7fd; "
                   "{} % before the MPT steps were captured as llm-foundry ran them, 2026-12-07, below;\n{} % before FP32 "
                   "convolutions with TF32 off went to the kernel network",
-      F(BANDS, overall_coverage), F(BANDS + BEFORE_PRE_AMPERE_FLAG, overall_coverage),
+      F(BANDS, overall_coverage), F(BANDS + BEFORE_WINOGRAD, overall_coverage),
+      F(BANDS + BEFORE_PRE_AMPERE_FLAG, overall_coverage),
       F(BANDS + "@4969abf", overall_coverage), F(BANDS + BEFORE_FP32_NET, overall_coverage)),
     Q(PROJECTION, "Pascal back a band of +-{} % instead of the K80's, was tried the same day and not kept: {} % (the "
                   "host-bound set\n{} % -> {} %;",
@@ -3743,8 +3748,9 @@ PRE_AMPERE_TRIAL = RESULTS + "issue38_tf32_before_ampere/trial_"
 
 
 def pinned_pair(path: str, key: str, fmt=PCT1) -> tuple:
-    """One figure before a TF32 flag stopped changing prices before Ampere (286c7fd) and now."""
-    return F(path + BEFORE_PRE_AMPERE_FLAG, key, fmt), F(path, key, fmt)
+    """One figure before a TF32 flag stopped changing prices before Ampere (286c7fd) and after it (75c88fb, before
+    the Winograd rule moved the same sets)."""
+    return F(path + BEFORE_PRE_AMPERE_FLAG, key, fmt), F(path + BEFORE_WINOGRAD, key, fmt)
 
 
 QUOTES += [
@@ -3764,8 +3770,8 @@ QUOTES += [
     Q(CARD, "bands re-derived (`band_table.py`): FP32 absolute on tensor-core GPUs +-{}% -> +-{}%, held-out coverage\n"
             "{}% -> {}% (the host-bound set's {}% -> {}%)",
       *(F(BANDS + at, lambda d: math.expm1(d["cells"]["fp32/absolute/matrix"]["width"]), PCT0)
-        for at in (BEFORE_PRE_AMPERE_FLAG, "")),
-      F(BANDS + BEFORE_PRE_AMPERE_FLAG, overall_coverage), F(BANDS, overall_coverage),
+        for at in (BEFORE_PRE_AMPERE_FLAG, BEFORE_WINOGRAD)),
+      F(BANDS + BEFORE_PRE_AMPERE_FLAG, overall_coverage), F(BANDS + BEFORE_WINOGRAD, overall_coverage),
       *pinned_pair(BANDS, "sets.hostbound.coverage_without_it")),
     Q(CARD, "TF32 GEMMs are now counted where TF32 exists: {} of {} steps faster at twice the\nwork (the {} of {} on the "
             "T4, V100 and P100",
@@ -3778,6 +3784,86 @@ QUOTES += [
         for v in ("flag", "tf32")),
       *(F(PRE_AMPERE_TRIAL + v + ".json", "projection_accuracy.relative_speed_nvidia_pascal_and_newer.max", PCT0)
         for v in ("flag", "tf32"))),
+]
+
+WINOGRAD_TRIAL = RESULTS + "issue38_winograd/trial.json"
+WINOGRAD_SPEED = RESULTS + "issue38_winograd/speed_paired.json"
+
+
+def winograd(variant: str, *keys: str) -> Callable[[Any], Any]:
+    """A figure of one variant of the Winograd trial ("off", or the tile edge "2", "4", "6")."""
+    def read(d: Any) -> Any:
+        value = d["variants"][variant]
+        for key in keys:
+            value = value[key]
+        return value
+    return read
+
+
+def lambda_fp32(variant: str, gpu: str) -> F:
+    return F(WINOGRAD_TRIAL, winograd(variant, "lambda_resnet50_v1_fp32", "signed", gpu), SPCT1)
+
+
+def kernel_score(variant: str, *keys: str, fmt: Fmt = PCT1) -> F:
+    return F(WINOGRAD_TRIAL, winograd(variant, "deepbench_kernels", *keys), fmt)
+
+
+QUOTES += [
+    Q(CARD, "so it had\npriced these {} kernels (forward, data and weight gradient) {}x too slow at the median, {}% MAPE.",
+      F(WINOGRAD_TRIAL, "eligible_kernels", INT), kernel_score("off", "pooled", "median_predicted_over_measured", fmt=Fmt(2)),
+      kernel_score("off", "pooled", "mape")),
+    Q(CARD, "direct only {}%, F(2x2, 3x3) {}%, **F(4x4, 3x3) {}%** (the V100's weight gradients), F(6x6,\n3x3) {}%.",
+      *(kernel_score(v, "worst_group_mape") for v in ("off", "2", "4", "6"))),
+    Q(CARD, "Pooled MAPE {}% -> {}% and median {} -> {}; the\nlayers DeepBench ran as WINOGRAD_NONFUSED {}% -> {}%, as "
+            "WINOGRAD {}% -> {}%.",
+      kernel_score("off", "pooled", "mape"), kernel_score("4", "pooled", "mape"),
+      kernel_score("off", "pooled", "median_predicted_over_measured", fmt=Fmt(2)),
+      kernel_score("4", "pooled", "median_predicted_over_measured", fmt=Fmt(2)),
+      *(kernel_score(v, "forward_by_cudnn_algorithm", algorithm, "mape")
+        for algorithm in ("WINOGRAD_NONFUSED", "WINOGRAD") for v in ("off", "4"))),
+    Q(CARD, "host-bound CNN steps (ryujaehun): {}% -> {}% MAPE, worst {}% -> {}%, worst relative pair {}% ->\n{}%; the "
+            "FP32 half alone {}% -> {}% (the trial);",
+      *(F(PROJ + at, "summary.hostbound_step.mape") for at in (BEFORE_WINOGRAD, "")),
+      *(F(PROJ + at, "summary.hostbound_step.max") for at in (BEFORE_WINOGRAD, "")),
+      *(F(PROJ + at, "summary.hostbound_relative_pairs.max") for at in (BEFORE_WINOGRAD, "")),
+      *(F(WINOGRAD_TRIAL, winograd(v, "hostbound_32-true", "mape")) for v in ("off", "4"))),
+    Q(CARD, "the V100 {}% -> {}%, the Quadro RTX 8000 {}% -> {}%,\nmedian absolute over the 12 GPUs {}% -> {}% (its "
+            "middle rows moved), relative speed {}% -> {}%;",
+      lambda_fp32("off", "V100-SXM2-16GB"), lambda_fp32("4", "V100-SXM2-16GB"),
+      lambda_fp32("off", "Quadro RTX 8000"), lambda_fp32("4", "Quadro RTX 8000"),
+      *(F(LAMBDA + at, "summary.32-true.median_abs_error") for at in (BEFORE_WINOGRAD, "")),
+      *(F(LAMBDA + at, "summary.32-true.relative_speed_mape") for at in (BEFORE_WINOGRAD, ""))),
+    Q(CARD, "Gavel\nabsolute {}% -> {}% MAPE; relative speed over Pascal and newer {}% -> {}% (anchored {}% -> {}%).",
+      *(F(PROJ + at, "summary.absolute_gavel.mape") for at in (BEFORE_WINOGRAD, "")),
+      *(F(PROJ + at, "summary.relative_speed_nvidia_pascal_and_newer.mape") for at in (BEFORE_WINOGRAD, "")),
+      *(F(PROJ + at, "summary.relative_speed_anchored_nvidia_pascal_and_newer.mape") for at in (BEFORE_WINOGRAD, ""))),
+    Q(CARD, "Bands re-derived: FP32 absolute on tensor-core GPUs +-{}% -> +-{}%; held-out coverage {}% -> {}% (the\n"
+            "host-bound set {}% -> {}%, the public absolute steps {}% -> {}%).",
+      *(F(BANDS + at, lambda d: math.expm1(d["cells"]["fp32/absolute/matrix"]["width"]), PCT0)
+        for at in (BEFORE_WINOGRAD, "")),
+      *(F(BANDS + at, overall_coverage) for at in (BEFORE_WINOGRAD, "")),
+      *(F(BANDS + at, "sets.hostbound.coverage_without_it") for at in (BEFORE_WINOGRAD, "")),
+      *(F(BANDS + at, "sets.absolute.coverage_without_it", PCT0) for at in (BEFORE_WINOGRAD, ""))),
+    Q(CARD, "A searched 3x3 chain on the physics grids is {} of {} FP32 steps faster with more work",
+      F(PHYSICS, OTHER_WORK + "searched_conv_n/float32.violations", INT),
+      F(PHYSICS, OTHER_WORK + "searched_conv_n/float32.steps", INTC)),
+    Q(CARD, "The speed benchmark's ops with their convolutions marked as searched ({} eligible): {}x\nwith the rule on "
+            "({} against {} ms, {}-{}). As the benchmark builds them, unsearched: {}x (noise).",
+      F(WINOGRAD_SPEED, "eligible_ops", INT), F(WINOGRAD_SPEED, "on_over_off.median", Fmt(3)),
+      F(WINOGRAD_SPEED, "median_ms.searched_rule_on", Fmt(1)), F(WINOGRAD_SPEED, "median_ms.searched_rule_off", Fmt(1)),
+      F(WINOGRAD_SPEED, "on_over_off.min", Fmt(2)), F(WINOGRAD_SPEED, "on_over_off.max", Fmt(2)),
+      F(WINOGRAD_SPEED, "unsearched_over_off.median", Fmt(2))),
+    Q(ACCURACY, "FP32 was {}% absolute before a 3x3 FP32 convolution under cuDNN's search (DeepLearningExamples\nturns it "
+                "on) was priced at the lesser of its direct and Winograd kernels (2026-12-08): the V100 went from {}% to\n"
+                "{}%, the Quadro RTX 8000 from {}% to {}%",
+      F(LAMBDA + BEFORE_WINOGRAD, "summary.32-true.median_abs_error"),
+      lambda_fp32("off", "V100-SXM2-16GB"), lambda_fp32("4", "V100-SXM2-16GB"),
+      lambda_fp32("off", "Quadro RTX 8000"), lambda_fp32("4", "Quadro RTX 8000")),
+    Q(PROJECTION, "the FP32 tensor-core band they help set narrowed from +-{} % to +-{} %, which Gavel's steps (an input "
+                  "pipeline the\ncapture cannot see, all of them too fast) do not fit ({} % before)",
+      *(F(BANDS + at, lambda d: math.expm1(d["cells"]["fp32/absolute/matrix"]["width"]), PCT0)
+        for at in (BEFORE_WINOGRAD, "")),
+      F(BANDS + BEFORE_WINOGRAD, "sets.absolute.coverage_without_it", PCT0)),
 ]
 
 QUOTES += [

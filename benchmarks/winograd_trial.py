@@ -1,6 +1,7 @@
 """Trial (issue 38): 3x3 FP32 convolutions at the lesser of their direct and Winograd price, and which Winograd tile.
 
     python benchmarks/winograd_trial.py [--variants off 2 4 6] [--json OUT]
+    python benchmarks/winograd_trial.py --speed [--json OUT]     # the rule's cost on the speed benchmark
 
 The development set is DeepBench's FP32 training convolutions (Apache-2.0, in the shipped row file): per kernel
 (forward, data gradient, weight gradient), the time and, for the forward, the algorithm cuDNN's search chose. Its
@@ -105,12 +106,57 @@ def step_scores(predictor) -> dict:
     return out
 
 
+def paired_speed(repeats: int = 7) -> dict:
+    """The rule's cost on the speed benchmark's 10,000 ops x 40 devices, alternated in one process: its
+    convolutions marked as searched (every FP32 3x3 eligible) with the rule on and off, and as the benchmark builds
+    them (unsearched: no Winograd priced)."""
+    import statistics
+    import time
+
+    from benchmarks.predictor_speed import mixed_ops
+    from predictor_models.hardware import list_hardware
+    from predictor_models.predictor import load_predictor, winograd
+    from prenet_callbacks.projection.ops.precision import searched
+
+    predictor = load_predictor()
+    plain = mixed_ops(10_000)
+    marked = [searched(op, True) if op.op_class == "conv" else op for op in plain]
+    devices = [d for d in list_hardware() if d.memory_bandwidth_gbs][:40]
+    shipped = winograd.VENDORS
+    runs: dict[str, list[float]] = {"searched_rule_on": [], "searched_rule_off": [], "unsearched": []}
+    predictor.predict_matrix(marked, devices)
+    try:
+        for _ in range(repeats):
+            for name, times in runs.items():
+                winograd.VENDORS = frozenset() if name == "searched_rule_off" else shipped
+                start = time.perf_counter()
+                predictor.predict_matrix(plain if name == "unsearched" else marked, devices)
+                times.append(time.perf_counter() - start)
+    finally:
+        winograd.VENDORS = shipped
+
+    def ratio(a: str, b: str) -> dict:
+        r = [x / y for x, y in zip(runs[a], runs[b])]
+        return {"median": round(statistics.median(r), 3), "min": round(min(r), 3), "max": round(max(r), 3)}
+    return {"eligible_ops": sum(winograd.eligible(op) for op in marked),
+            "median_ms": {k: round(statistics.median(v) * 1e3, 1) for k, v in runs.items()},
+            "on_over_off": ratio("searched_rule_on", "searched_rule_off"),
+            "unsearched_over_off": ratio("unsearched", "searched_rule_off")}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", nargs="+", default=["off", "2", "4", "6"])
     parser.add_argument("--no-steps", action="store_true", help="the DeepBench kernels only")
+    parser.add_argument("--speed", action="store_true", help="only the rule's cost on the speed benchmark, paired")
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
+    if args.speed:
+        result = paired_speed()
+        print(json.dumps(result, indent=1))
+        if args.json:
+            write_result(args.json, "winograd_trial", argv, **result)
+        return 0
     from predictor_models.predictor import winograd
     from prenet_callbacks.projection.pricing.predictor_source import default_predictor
 

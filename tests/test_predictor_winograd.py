@@ -12,6 +12,7 @@ import torch
 from predictor_models.datasets.common import conv_op
 from predictor_models.hardware import list_hardware, lookup_hardware
 from predictor_models.predictor import load_predictor, winograd
+from predictor_models.predictor.dominance import dominates
 from predictor_models.predictor.expand import conv_kernels
 from prenet_callbacks.projection.ops.precision import parse_precision, retune, searched
 
@@ -89,6 +90,10 @@ def test_the_price_stays_physical(shipped):
     AMD catalog GPU (tiles are whole, the tile GEMMs priced by the monotone network, the transforms at their roofline);
     never slower on a GPU that dominates another of its generation (the envelope, after the lesser is taken)."""
     gpus = [d for d in list_hardware() if d.vendor in ("NVIDIA", "AMD") and d.memory_bandwidth_gbs and d.sm_count]
+    measured = set(shipped.metadata.get("trained_on") or ())
+    pairs = [(a, b) for a in range(len(gpus)) for b in range(len(gpus))
+             if a != b and gpus[b].name in measured and dominates(gpus[a], gpus[b], "fp32")]
+    assert len(pairs) > 10
     rng = np.random.default_rng(38)
     for _ in range(12):
         n, c, k = (int(2 ** rng.uniform(lo, hi)) for lo, hi in ((0, 6), (3, 9), (3, 9)))
@@ -104,6 +109,8 @@ def test_the_price_stays_physical(shipped):
             assert np.all(times[1:] >= times[:-1] * (1 - 1e-9)), chain[0].dims
             for j in range(0, len(gpus), 7):
                 assert np.all(times[:, j] >= shipped.bound_seconds(chain, gpus[j]) * (1 - 1e-9)), gpus[j].name
+            for a, b in pairs:
+                assert np.all(times[:, a] <= times[:, b] * (1 + 1e-9)), (gpus[a].name, gpus[b].name)
     # the roofline a Winograd kernel can reach is below the direct one: that is what lets the price go below it
     from predictor_models.predictor.bound import bound_seconds, matrix
     from predictor_models.predictor.devices import device_columns
@@ -142,4 +149,16 @@ def test_the_search_flag_travels_from_torch_backends_to_the_convolutions():
     finally:
         torch.backends.cudnn.benchmark = before
     assert parse_precision("32-true", "highest", conv_tf32=True, conv_search=True).conv_search
+    # a report records the flag with the run, and its re-projection reads it back (absent in older reports: off)
+    from prenet_callbacks.projection.ops.precision import recorded_precision
+    from prenet_callbacks.session.run_info import describe_run
+
+    before = torch.backends.cudnn.benchmark
+    try:
+        torch.backends.cudnn.benchmark = True
+        current = describe_run("cpu", devices=1, precision="32-true", strategy="auto", framework="lightning")
+    finally:
+        torch.backends.cudnn.benchmark = before
+    assert current["cudnn_benchmark"] is True and recorded_precision(current).conv_search
+    assert not recorded_precision({"precision": "32-true"}).conv_search
 

@@ -1,10 +1,13 @@
 """A 3x3 FP32 convolution as cuDNN's (and MIOpen's) Winograd algorithm runs it: the other price it may have.
 
 For an ungrouped 3x3, stride-1, same-padded, undilated 2-D convolution computed in FP32 (not TF32), cuDNN's
-algorithm search (``torch.backends.cudnn.benchmark``) and its heuristics pick a Winograd kernel where it is faster
-than the direct (implicit-GEMM) one. DeepBench's FP32 training convolutions name the forward algorithm cuDNN's
-search chose: on the V100 and T4, WINOGRAD or WINOGRAD_NONFUSED for 26 of the 30 such layers, on the P100, GTX 1080 Ti
-and TITAN Xp for 23 (FFT for 2 more). Winograd's minimal filtering F(m x m, 3 x 3) computes an m x m output tile
+algorithm search (``torch.backends.cudnn.benchmark = True``, Lightning's ``Trainer(benchmark=True)``) times the
+algorithms it has and keeps the fastest, a Winograd kernel where it beats the direct (implicit-GEMM) one. Without the
+search PyTorch takes cuDNN's heuristic pick, which no public measurement here shows, so the rule applies only to
+convolutions marked as searched (``dims["algorithm_search"]``, set from the flag by the projection's `retune`).
+DeepBench's FP32 training convolutions name the forward algorithm cuDNN's search chose: on the V100 and T4,
+WINOGRAD or WINOGRAD_NONFUSED for 26 of the 30 such layers, on the P100, GTX 1080 Ti and TITAN Xp for 23 (FFT for 2
+more). Winograd's minimal filtering F(m x m, 3 x 3) computes an m x m output tile
 from an (m+2) x (m+2) input tile with (m+2)^2 multiplies where the direct form takes 9 m^2; the non-fused algorithm,
 F(4x4, 3x3), turns the convolution into 36 independent GEMMs over the tiles between an input transform and an
 output transform: a quarter of the direct multiplies. DeepBench's V100 runs such layers at up to 2.4x the FP32 peak

@@ -128,7 +128,7 @@ class Roof:
 def roof(data: dict[str, Any]) -> tuple[Roof | None, str]:
     """The current device's roof from the hardware catalog, or ``(None, why there is none)``."""
     from predictor_models.hardware import UnknownHardwareError, UnsupportedPrecisionError, lookup_hardware
-    from prenet_callbacks.projection.ops.precision import parse_precision
+    from prenet_callbacks.projection.ops.precision import recorded_precision
 
     current = data.get("current") or {}
     name = current.get("catalog_name")
@@ -137,10 +137,7 @@ def roof(data: dict[str, Any]) -> tuple[Roof | None, str]:
         return None, f"no roof: {device} is not in the hardware catalog"
     try:
         accelerator = lookup_hardware(name)
-        precision = parse_precision(current.get("precision") or "32-true",
-                                    current.get("float32_matmul_precision") or "highest",
-                                    conv_tf32=bool(current.get("cudnn_allow_tf32", True)),
-                                    conv_search=bool(current.get("cudnn_benchmark", False)))
+        precision = recorded_precision(current)
         peak = accelerator.peak_flops(precision.compute_dtype, tf32=precision.matmul_tf32, matrix=True)
     except (UnknownHardwareError, UnsupportedPrecisionError, ValueError) as error:
         return None, f"no roof for {name}: {error}"

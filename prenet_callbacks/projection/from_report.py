@@ -17,7 +17,7 @@ from prenet_callbacks.projection.ops.alignment import unaligned_gemm_note
 from prenet_callbacks.projection.pricing.host import ExecutionOptions, HostCosts, default_host_costs
 from prenet_callbacks.projection.rows.memory import StateAccount
 from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig
-from prenet_callbacks.projection.ops.precision import Precision, parse_precision, retune
+from prenet_callbacks.projection.ops.precision import Precision, recorded_precision, retune
 from prenet_callbacks.projection.rows.project import RunShape
 from prenet_callbacks.projection.reproject import memory_scale, reproject_units, reprojection_note, requested_precision
 from prenet_callbacks.projection.ops.workload import PHASES, Unit, Workload
@@ -80,10 +80,7 @@ def workload_from_report(report, *, options: ExecutionOptions | None = None,
     plan = report.plan or {}
     deepspeed = current.get("deepspeed") or {}
     memory = measured.get("memory") or {}
-    run_precision = parse_precision(current.get("precision") or "32-true",
-                                    current.get("float32_matmul_precision") or "highest",
-                                    conv_tf32=bool(current.get("cudnn_allow_tf32", True)),
-                                    conv_search=bool(current.get("cudnn_benchmark", False)))
+    run_precision = recorded_precision(current)
     target = requested_precision(precision, run_precision, current)
     anchor = anchor_accelerator(current)
     on_cpu = current.get("device") == "cpu"

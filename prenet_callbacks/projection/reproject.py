@@ -38,7 +38,7 @@ from predictor_models.op_spec import OpSpec
 from prenet_callbacks.projection.ops import fp8
 from prenet_callbacks.projection.ops.autocast import CAST_NAME
 from prenet_callbacks.projection.ops.layout import layout_ops_from_dims
-from prenet_callbacks.projection.ops.precision import Precision, activation_scale, convert, parse_precision
+from prenet_callbacks.projection.ops.precision import Precision, activation_scale, convert, recorded_precision
 from prenet_callbacks.projection.ops.workload import Unit
 
 _WEIGHT_CLASSES = frozenset({"gemm", "conv", "recurrent"})
@@ -60,9 +60,7 @@ def requested_precision(precision: Any, run: Precision, current: dict[str, Any])
     or the run's own precision (the rows are then exactly those of the run's precision)."""
     if precision is None:
         return None
-    target = parse_precision(precision, current.get("float32_matmul_precision") or "highest",
-                             conv_tf32=bool(current.get("cudnn_allow_tf32", True)),
-                             conv_search=bool(current.get("cudnn_benchmark", False)), allow_fp8=True)
+    target = recorded_precision(current, precision, allow_fp8=True)
     return None if target == run else target
 
 

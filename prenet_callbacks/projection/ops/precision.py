@@ -12,6 +12,8 @@ separately for cuDNN convolutions, with ``torch.backends.cudnn.allow_tf32`` (def
 """
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass, replace
 
 from predictor_models.op_spec import OpSpec
@@ -135,6 +137,15 @@ def parse_precision(precision: str | int | None = "32-true", float32_matmul_prec
     fp32 = name == "32-true"
     return Precision(name, half, name.endswith("-mixed"), fp32 and matmul != "highest", fp32 and bool(conv_tf32),
                      matmul, conv_search=bool(conv_search))
+
+
+def recorded_precision(current: dict[str, Any], precision: str | None = None, *, allow_fp8: bool = False) -> Precision:
+    """The precision a report's ``current`` block records, with its TF32 and cuDNN-search flags; ``precision``: another
+    training precision under the same flags."""
+    return parse_precision(precision or current.get("precision") or "32-true",
+                           current.get("float32_matmul_precision") or "highest",
+                           conv_tf32=bool(current.get("cudnn_allow_tf32", True)),
+                           conv_search=bool(current.get("cudnn_benchmark", False)), allow_fp8=allow_fp8)
 
 
 def precision_note(precision: Precision, accelerator, *, has_conv: bool = True) -> str | None:
