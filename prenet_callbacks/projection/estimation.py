@@ -29,6 +29,7 @@ from prenet_callbacks.projection.estimate_checks import check_batch_size, check_
 from prenet_callbacks.projection.ops.accumulation import accumulation_ops, check_accumulate
 from prenet_callbacks.projection.ops.alignment import unaligned_gemm_note
 from prenet_callbacks.projection.ops.autocast import CAST_NAME
+from prenet_callbacks.projection.ops.conv_search import conv_search_note
 from prenet_callbacks.projection.rows.advice import recommend
 from prenet_callbacks.projection.ops.capture import Capture, CaptureError, capture_step
 from prenet_callbacks.projection.ops.fp8 import check_fp8_targets, fp8_notes, fp8_targets
@@ -406,9 +407,10 @@ def workload_from_capture(capture: Capture, precision: Precision, optimizer: str
     scale = activation_scale(precision) if capture.param_dtype == "float32" and not capture.autocast else 1.0
     notes = ["estimated from the model alone: eager PyTorch's host cost per kernel is modelled, data loading "
              "and the training loop's own Python are not included"]
-    alignment = unaligned_gemm_note(op for unit in units for op in unit.ops)
-    if alignment:
-        notes.append(alignment)
+    for note in (unaligned_gemm_note(op for unit in units for op in unit.ops),
+                 conv_search_note((op for unit in units for op in unit.ops), precision)):
+        if note:
+            notes.append(note)
     _, named_impl = split_optimizer(optimizer)
     return Workload(units=units, params=float(capture.params), precision=precision,
                     optimizer=memory_optimizer_name(optimizer), batch_size=capture.batch_size, accumulate=accumulate,

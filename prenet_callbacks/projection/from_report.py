@@ -14,6 +14,7 @@ from typing import Any
 from predictor_models.op_spec import OpSpec
 
 from prenet_callbacks.projection.ops.alignment import unaligned_gemm_note
+from prenet_callbacks.projection.ops.conv_search import conv_search_note
 from prenet_callbacks.projection.pricing.host import ExecutionOptions, HostCosts, default_host_costs
 from prenet_callbacks.projection.rows.memory import StateAccount
 from prenet_callbacks.projection.parallel.data_parallel import ZeroConfig
@@ -137,9 +138,10 @@ def _add_notes(workload: Workload, current: dict[str, Any], run_precision: Preci
     if workload.anchor is None:
         workload.notes.append(f"measured on {current.get('name') or current.get('device', 'an unknown device')}: "
                               "target times are absolute predictions, not anchored on measurements")
-    note = unaligned_gemm_note(workload.flat().distinct_counts())
-    if note:
-        workload.notes.append(note)
+    ops = workload.flat().distinct_counts()
+    for note in (unaligned_gemm_note(ops), conv_search_note(ops, workload.precision)):
+        if note:
+            workload.notes.append(note)
 
 
 # A mean this much above the fast steps' pace was slowed by something else (a quiet host's clean steps
