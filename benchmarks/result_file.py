@@ -19,6 +19,14 @@ def write_result(path: str | Path, benchmark: str, argv: Sequence[str] | None, *
     return result
 
 
+def show_and_record(result: dict[str, Any], path: str | Path | None, benchmark: str, argv: Sequence[str] | None) -> int:
+    """Print ``result`` and, when ``path`` is given, write it with the command and date (`write_result`); exit 0."""
+    print(json.dumps(result, indent=1))
+    if path:
+        write_result(path, benchmark, argv, **result)
+    return 0
+
+
 def show_and_write(result: dict[str, Any], path: str | Path | None) -> int:
     """Print ``result`` and write it as JSON to ``path`` when given (a trial's figures); the exit code."""
     text = json.dumps(result, indent=1)

@@ -30,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.result_file import write_result  # noqa: E402
+from benchmarks.result_file import show_and_record  # noqa: E402
 
 ACCURACY_KEYS = ("relative_speed_gavel", "relative_speed_all", "relative_speed_nvidia_pascal_and_newer",
                  "absolute_gavel", "absolute_all", "hostbound_step", "hostbound_relative_pairs", "transformer_step")
@@ -93,10 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     install(args.variant)
     result = {"variant": args.variant, **evaluate(Path(args.data))}
-    print(json.dumps(result, indent=1))
-    if args.json:
-        write_result(args.json, "tf32_before_ampere_trial", argv, **result)
-    return 0
+    return show_and_record(result, args.json, "tf32_before_ampere_trial", argv)
 
 
 if __name__ == "__main__":

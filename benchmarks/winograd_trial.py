@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from benchmarks.result_file import write_result  # noqa: E402
+from benchmarks.result_file import show_and_record  # noqa: E402
 
 KERNELS = {0: "forward", 1: "data gradient", 2: "weight gradient"}
 
@@ -152,11 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
     if args.speed:
-        result = paired_speed()
-        print(json.dumps(result, indent=1))
-        if args.json:
-            write_result(args.json, "winograd_trial", argv, **result)
-        return 0
+        return show_and_record(paired_speed(), args.json, "winograd_trial", argv)
     from predictor_models.predictor import winograd
     from prenet_callbacks.projection.pricing.predictor_source import default_predictor
 
@@ -176,10 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         print(variant, json.dumps({k: v for k, v in entry["deepbench_kernels"].items() if k != "groups"}))
     result["chosen_by_worst_group"] = min(result["variants"],
                                           key=lambda v: result["variants"][v]["deepbench_kernels"]["worst_group_mape"])
-    print(json.dumps(result, indent=1))
-    if args.json:
-        write_result(args.json, "winograd_trial", argv, **result)
-    return 0
+    return show_and_record(result, args.json, "winograd_trial", argv)
 
 
 if __name__ == "__main__":
