@@ -9,8 +9,12 @@ catalog lacks compares with nothing. Two sets, taken over the whole catalog and 
 them a prediction names:
 
 - the *down-set* of a device: itself and the GPUs the training data measures that it dominates in the op's mode. Its
-  envelope time is the smallest over its down-set. Unmeasured GPUs stay out of every down-set: the models extrapolate
-  to them, and a measured GPU would take their errors. Dominance is a partial order, so for B measured
+  envelope time is the smallest over its down-set. On a half-precision or TF32 op unmeasured GPUs stay out of every
+  down-set: the models extrapolate to them, and a measured GPU would take their errors. On an FP32 op (since
+  2026-12-08, `OPEN_DOWN_MODES`) every GPU it dominates is in it, measured or not, so the order below holds between
+  any two GPUs of a generation. The FP32 math mode is also every pointwise op's and norm's, whatever its dtype (the
+  vector units' FP32 rate): there the open down-sets order the GPUs already and the up-sets below raise nothing.
+  Dominance is a partial order, so for B measured (any B on an FP32 op)
 
       A dominates B  =>  down(A) contains down(B)  =>  env(A) = min over down(A) <= min over down(B) <= env(B);
 
@@ -61,6 +65,13 @@ def generation(device) -> str:
 
 
 _OTHER_FIGURES = ("memory_bandwidth_gbs", "sm_count", "l2_cache_mb", "tdp_w")   # what the models read
+# math modes whose down-sets hold every catalog GPU a device dominates, measured or not: FP32 (2026-12-08). There a
+# measured GPU's training times carry its harness's host lag (NeuSight's A100 FP32 GEMMs: 58-68 us where the floor is
+# 30-35 us), so an unmeasured GPU the models extrapolate to could be priced faster than a stronger measured one (an
+# A100 2.9x slower than an RTX A4000 on a 16x256x256 FP32 GEMM); taking the least over every weaker GPU orders any two
+# GPUs of a generation. On the development sets it moved no figure by more than 0.2 points but one (the worst
+# NeuSight pair, 41.7% -> 43.7%).
+OPEN_DOWN_MODES = (MODES.index("fp32"),)
 
 
 def _figures(devices: Sequence) -> np.ndarray:
@@ -100,7 +111,8 @@ def _cached_key(device) -> tuple:
 
 
 def envelope_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int], measured: Sequence[str] = (),
-                  unmeasured_above: bool = False) -> tuple[list, dict[int, tuple[list[np.ndarray], list[np.ndarray]]]]:
+                  unmeasured_above: bool = False, open_modes: Sequence[int] = ()
+                  ) -> tuple[list, dict[int, tuple[list[np.ndarray], list[np.ndarray]]]]:
     """The devices to predict and, per mode (indices into `MODES`), the envelope's sets:
 
     - ``ups``: per device asked for, indices into ``downs`` of itself (first) and of the devices of its generation
@@ -108,7 +120,8 @@ def envelope_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int], me
       devices asked for (`Predictor.predict_matrix` asks for every catalog GPU above each of its devices,
       `stronger_unmeasured`, so that the up-sets span the catalog whichever devices a prediction names);
     - ``downs``: per device of those, indices into the returned device list of its down-set: itself first, then the
-      devices of ``measured`` (the GPUs the training data holds) it dominates.
+      devices of ``measured`` (the GPUs the training data holds) it dominates; in a mode of ``open_modes``, every
+      catalog GPU it dominates, measured or not (`OPEN_DOWN_MODES`).
 
     On a half-precision op a device's time is the largest over its up-set of each member's smallest time over that
     member's down-set; on an fp32 op, its own smallest (`Predictor.predict_matrix`). The devices to predict are
@@ -117,10 +130,16 @@ def envelope_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int], me
     devices = list(devices)
     asked = {d.name for d in devices}
     trusted = frozenset(measured)
-    extra = [d for d in catalog if d.name not in asked and d.name in trusted]   # no set holds an unmeasured other
     keys = tuple(device_key(d) for d in devices)
-    order, sets = _envelope_sets(keys, tuple(device_key(d) for d in extra), tuple(sorted(set(modes))),
-                                 tuple(d.name in trusted for d in devices), unmeasured_above)
+    modes = tuple(sorted(set(modes)))
+    opened = tuple(m for m in modes if m in open_modes)
+    extra = [d for d in catalog if d.name not in asked and d.name in trusted]
+    if opened:   # in an open mode, the unmeasured catalog devices below a device asked for too
+        others = [d for d in catalog if d.name not in asked and d.name not in trusted]
+        extra += [others[k] for k in _weaker(keys, tuple(device_key(d) for d in others), opened)]
+    order, sets = _envelope_sets(keys, tuple(device_key(d) for d in extra), modes,
+                                 tuple(d.name in trusted for d in devices), unmeasured_above,
+                                 tuple(d.name in trusted for d in extra), opened)
     pool = devices + extra
     as_arrays = lambda lists: [np.asarray(x, dtype=np.int64) for x in lists]  # noqa: E731
     return [pool[i] for i in order], {mode: (as_arrays(ups), as_arrays(downs)) for mode, (ups, downs) in sets.items()}
@@ -142,10 +161,24 @@ def _dominance(gens_a: np.ndarray, figs_a: np.ndarray, gens_b: np.ndarray, figs_
 
 
 @lru_cache(maxsize=64)
+def _weaker(asked: tuple, pool: tuple, modes: tuple) -> tuple[int, ...]:
+    """Indices into ``pool`` of the devices some device of ``asked`` dominates in one of ``modes``."""
+    if not asked or not pool:
+        return ()
+    (gens_a, figs_a), (gens_p, figs_p) = _key_arrays(asked), _key_arrays(pool)
+    hit = np.zeros(len(pool), dtype=bool)
+    for mode in modes:
+        hit |= _dominance(gens_a, figs_a, gens_p, figs_p, mode).any(axis=0)
+    return tuple(np.flatnonzero(hit).tolist())
+
+
+@lru_cache(maxsize=64)
 def _envelope_sets(asked: tuple, extra: tuple, modes: tuple, asked_measured: tuple,
-                   unmeasured_above: bool = False) -> tuple[list[int], dict[int, tuple[list[list[int]], list[list[int]]]]]:
+                   unmeasured_above: bool = False, extra_measured: tuple | None = None, open_modes: tuple = ()
+                   ) -> tuple[list[int], dict[int, tuple[list[list[int]], list[list[int]]]]]:
     keys = list(asked) + list(extra)
-    measured = np.array(list(asked_measured) + [True] * len(extra), dtype=bool)
+    measured = np.array(list(asked_measured) + list(extra_measured if extra_measured is not None
+                                                     else (True,) * len(extra)), dtype=bool)
     gens, figs = _key_arrays(keys)
     order = list(range(len(asked)))        # the devices asked for keep their places
     index = {i: i for i in order}
@@ -170,7 +203,8 @@ def _envelope_sets(asked: tuple, extra: tuple, modes: tuple, asked_measured: tup
             for u in itself_then(a, above):                                 # a and the devices above it
                 if u not in env:
                     env[u] = len(downs)
-                    downs.append([placed(b) for b in itself_then(u, below[u] & measured)])   # u and those below
+                    lower = below[u] if mode in open_modes else below[u] & measured
+                    downs.append([placed(b) for b in itself_then(u, lower)])   # u and those below
                 up.append(env[u])
             ups.append(up)
         sets[mode] = (ups, downs)

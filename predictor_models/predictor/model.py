@@ -12,7 +12,7 @@ from predictor_models.op_spec import OpSpec
 
 from .bound import bound_seconds, matrix, roofline_seconds
 from .devices import MODES, compute_capability, device_columns
-from .dominance import device_key, envelope_sets, stronger_unmeasured, twin_sets
+from .dominance import OPEN_DOWN_MODES, device_key, envelope_sets, stronger_unmeasured, twin_sets
 from .expand import PROXIED, conv_kernels, expand, is_depthwise
 from .features import FEATURES
 from .kernel_features import feature_arrays
@@ -104,6 +104,8 @@ class Predictor:
         self.device_envelope: bool = True
         # on half-precision ops, unmeasured GPUs above a device in its up-set too (dominance.stronger_unmeasured)
         self.unmeasured_up_sets: bool = True
+        # on FP32 ops, unmeasured GPUs below a device in its down-set too (dominance.OPEN_DOWN_MODES)
+        self.open_down_sets: bool = True
         self._memo: PriceTable | None = None   # the `remembering` scope's times: per device, by op
         self._memo_ladder = self._holds()   # the ladder and grids the scope's times were priced with
         self._metadata = dict(metadata)
@@ -200,7 +202,8 @@ class Predictor:
         twins = {i: [where[t.name] for t in ts] for i, ts in found.items()}     # by index into ``asked``
         # a TF32 op on a GPU without TF32 is an FP32 one, which no GPU is held to its twins on
         tf32_twins = {i: ts for i, ts in twins.items() if not _before_tf32(asked[i])}
-        pool, sets = envelope_sets(asked, catalog, modes.tolist(), measured, unmeasured_above=self.unmeasured_up_sets)
+        pool, sets = envelope_sets(asked, catalog, modes.tolist(), measured, unmeasured_above=self.unmeasured_up_sets,
+                                   open_modes=OPEN_DOWN_MODES if self.open_down_sets else ())
         times = self._remembered(distinct_ops, keys, pool)
         # a device whose times an adjustment corrects (a calibration measured on it) keeps its own, and raises no
         # other device: what it measured is that machine's, not its generation's
