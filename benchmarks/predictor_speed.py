@@ -1,7 +1,7 @@
 """Timing of the vectorised prediction path: 10,000 mixed ops on 40 catalog devices (target <= 100 ms).
 
     python -m benchmarks.predictor_speed [--ops 10000] [--devices 40] [--repeats 5] [--predictor DIR]
-                                         [--envelope-cost | --up-sets-cost] [--json OUT]
+                                         [--envelope-cost | --up-sets-cost | --open-down-sets-cost] [--json OUT]
 
 ``--predictor`` times another predictor folder, e.g. a calibration from `prenet calibrate` (its
 device is predicted with the correction when it is among the devices).
@@ -65,6 +65,9 @@ def main(argv=None) -> int:
     parser.add_argument("--up-sets-cost", action="store_true",
                         help="alternate the unmeasured GPUs of the up-sets (`Predictor.unmeasured_up_sets`) on and off "
                              "in this process and report both medians")
+    parser.add_argument("--open-down-sets-cost", action="store_true",
+                        help="alternate the unmeasured GPUs of the FP32 down-sets (`Predictor.open_down_sets`) on and "
+                             "off in this process and report both medians")
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
     from predictor_models.hardware import list_hardware
@@ -74,7 +77,8 @@ def main(argv=None) -> int:
     devices = [d for d in list_hardware() if d.memory_bandwidth_gbs][: args.devices]
     ops = mixed_ops(args.ops)
     predictor.predict_matrix(ops[:10], devices)  # warm caches (artifact load, imports)
-    toggled = "device_envelope" if args.envelope_cost else "unmeasured_up_sets" if args.up_sets_cost else None
+    toggled = ("device_envelope" if args.envelope_cost else "unmeasured_up_sets" if args.up_sets_cost
+               else "open_down_sets" if args.open_down_sets_cost else None)
     settings = (True, False) if toggled else (None,)
     times: dict = {on: [] for on in settings}
     for _ in range(args.repeats):
@@ -92,8 +96,8 @@ def main(argv=None) -> int:
     if args.envelope_cost:
         result["without_envelope_median_ms"] = statistics.median(times[False]) * 1e3
         result["runs_ms"] = {"with_envelope": [t * 1e3 for t in times[True]], "without": [t * 1e3 for t in times[False]]}
-    if args.up_sets_cost:
-        result["without_unmeasured_up_sets_median_ms"] = statistics.median(times[False]) * 1e3
+    if args.up_sets_cost or args.open_down_sets_cost:
+        result[f"without_{toggled}_median_ms"] = statistics.median(times[False]) * 1e3
         result["paired_ratio_median"] = statistics.median(a / b for a, b in zip(times[True], times[False]))
         result["runs_ms"] = {"with": [t * 1e3 for t in times[True]], "without": [t * 1e3 for t in times[False]]}
     print(json.dumps(result))

@@ -247,6 +247,7 @@ BEFORE_DESCENDING = "@b260cbd"  # the result files before fp32 pointwise ops and
 BEFORE_TF32_GEMMS = "@92a0393"  # the result files before TF32 GEMMs went to the GEMM network (predictor 1.4.0)
 BEFORE_PRE_AMPERE_FLAG = "@286c7fd"  # the result files before a TF32 flag stopped changing prices before Ampere
 BEFORE_WINOGRAD = "@75c88fb"   # the result files before 3x3 FP32 convolutions under cuDNN's search ran Winograd
+AFTER_WINOGRAD = "@3789f56"    # ... with it, before FP32 down-sets held unmeasured GPUs (dominance.OPEN_DOWN_MODES)
 
 
 def ab_figures(path: str) -> list:
@@ -3176,12 +3177,13 @@ def overall_coverage(d: Any) -> float:
 
 
 QUOTES += [
-    Q(PROJECTION, "Over every set together, bands built without each\nset cover {} % of its steps ({} % before that "
-                  "Winograd rule, at 75c88fb; {} % before FP32 convolutions before Ampere were priced alike with and "
-                  "without\nthe TF32 flag, the same day, at 286c7fd; "
+    Q(PROJECTION, "Over every set together, bands built without each\nset cover {} % of its steps ({} % before FP32 "
+                  "down-sets held unmeasured GPUs, at 3789f56; {} % before the\nWinograd rule, at 75c88fb; {} % before "
+                  "FP32 convolutions before Ampere were priced alike with and without\nthe TF32 flag, the same day, at "
+                  "286c7fd; "
                   "{} % before the MPT steps were captured as llm-foundry ran them, 2026-12-07, below;\n{} % before FP32 "
                   "convolutions with TF32 off went to the kernel network",
-      F(BANDS, overall_coverage), F(BANDS + BEFORE_WINOGRAD, overall_coverage),
+      F(BANDS, overall_coverage), F(BANDS + AFTER_WINOGRAD, overall_coverage), F(BANDS + BEFORE_WINOGRAD, overall_coverage),
       F(BANDS + BEFORE_PRE_AMPERE_FLAG, overall_coverage),
       F(BANDS + "@4969abf", overall_coverage), F(BANDS + BEFORE_FP32_NET, overall_coverage)),
     Q(PROJECTION, "Pascal back a band of +-{} % instead of the K80's, was tried the same day and not kept: {} % (the "
@@ -3435,7 +3437,8 @@ QUOTES += [
       F(PHYSICS + BEFORE_UP_SETS, BF16_EVERY + "violations", INT), F(PHYSICS, BF16_EVERY + "violations", INT),
       F(PHYSICS, BF16_EVERY + "comparisons", INTC),
       F(PHYSICS + BEFORE_UP_SETS, PEAK_BW_SMS + "bf16_ops.violations", INTC),
-      F(PHYSICS, PEAK_BW_SMS + "bf16_ops.violations", INTC), F(PHYSICS, PEAK_BW_SMS + "bf16_ops.comparisons", INTC)),
+      F(PHYSICS + AFTER_WINOGRAD, PEAK_BW_SMS + "bf16_ops.violations", INTC),
+      F(PHYSICS, PEAK_BW_SMS + "bf16_ops.comparisons", INTC)),
     Q(CARD, "over\n  every op, fp32 included, {} -> {} of {}",
       F(PHYSICS + BEFORE_UP_SETS, EVERY_FIGURE + "violations", INTC),
       F(PHYSICS + BEFORE_DESCENDING, EVERY_FIGURE + "violations", INTC), F(PHYSICS, EVERY_FIGURE + "comparisons", INTC)),
@@ -3592,7 +3595,8 @@ QUOTES += [
     Q(CARD, "the H200's FP32 steps {}% -> {}% median, all too fast; FP32 GEMM work violations {} -> {}: the lag",
       F(H200_EST, "summary.32-true.median_abs_error"),
       F(RESULTS + "issue38_remove_host_lag_rerun/estimate_h200.json", "summary.32-true.median_abs_error"),
-      F(PHYSICS, lambda d: d["work"]["gemm_m/float32"]["violations"] + d["work"]["gemm_k/float32"]["violations"], INT),
+      F(PHYSICS + AFTER_WINOGRAD,
+        lambda d: d["work"]["gemm_m/float32"]["violations"] + d["work"]["gemm_k/float32"]["violations"], INT),
       F(RESULTS + "issue38_remove_host_lag_rerun/predictor_physics.json",
         lambda d: d["work"]["gemm_m/float32"]["violations"] + d["work"]["gemm_k/float32"]["violations"], INT)),
     Q(CARD, "the class model on a sample of those rows goes from {}% to {}% with m and n in tiles of 32",
@@ -3673,7 +3677,7 @@ QUOTES += [
     Q(CARD, "TF32 GEMMs faster at twice the work {} -> {} -> {} of {}\n  grid steps (the first step, then the second; "
             "the rest on the T4, V100 and P100, above); TF32 convolutions\n  {} -> {} -> {} of {} (the 1x1 ones)",
       *(F(PHYSICS + at, work_sum(TF32_GEMM_CHAINS, "tf32", "violations"), INT)
-        for at in (BEFORE_TF32_GEMMS, TF32_FIRST_STEP, "")),
+        for at in (BEFORE_TF32_GEMMS, TF32_FIRST_STEP, AFTER_WINOGRAD)),
       F(PHYSICS, work_sum(TF32_GEMM_CHAINS, "tf32", "steps"), INTC),
       *(F(PHYSICS + at, work_sum(TF32_CONV_CHAINS, "tf32", "violations"), INT)
         for at in (BEFORE_TF32_GEMMS, TF32_FIRST_STEP, BEFORE_PRE_AMPERE_FLAG)),
@@ -3823,27 +3827,27 @@ QUOTES += [
         for algorithm in ("WINOGRAD_NONFUSED", "WINOGRAD") for v in ("off", "4"))),
     Q(CARD, "host-bound CNN steps (ryujaehun): {}% -> {}% MAPE, worst {}% -> {}%, worst relative pair {}% ->\n{}%; the "
             "FP32 half alone {}% -> {}% (the trial);",
-      *(F(PROJ + at, "summary.hostbound_step.mape") for at in (BEFORE_WINOGRAD, "")),
-      *(F(PROJ + at, "summary.hostbound_step.max") for at in (BEFORE_WINOGRAD, "")),
-      *(F(PROJ + at, "summary.hostbound_relative_pairs.max") for at in (BEFORE_WINOGRAD, "")),
+      *(F(PROJ + at, "summary.hostbound_step.mape") for at in (BEFORE_WINOGRAD, AFTER_WINOGRAD)),
+      *(F(PROJ + at, "summary.hostbound_step.max") for at in (BEFORE_WINOGRAD, AFTER_WINOGRAD)),
+      *(F(PROJ + at, "summary.hostbound_relative_pairs.max") for at in (BEFORE_WINOGRAD, AFTER_WINOGRAD)),
       *(F(WINOGRAD_TRIAL, winograd(v, "hostbound_32-true", "mape")) for v in ("off", "4"))),
     Q(CARD, "the V100 {}% -> {}%, the Quadro RTX 8000 {}% -> {}%,\nmedian absolute over the 12 GPUs {}% -> {}% (its "
             "middle rows moved), relative speed {}% -> {}%;",
       lambda_fp32("off", "V100-SXM2-16GB"), lambda_fp32("4", "V100-SXM2-16GB"),
       lambda_fp32("off", "Quadro RTX 8000"), lambda_fp32("4", "Quadro RTX 8000"),
-      *(F(LAMBDA + at, "summary.32-true.median_abs_error") for at in (BEFORE_WINOGRAD, "")),
-      *(F(LAMBDA + at, "summary.32-true.relative_speed_mape") for at in (BEFORE_WINOGRAD, ""))),
+      *(F(LAMBDA + at, "summary.32-true.median_abs_error") for at in (BEFORE_WINOGRAD, AFTER_WINOGRAD)),
+      *(F(LAMBDA + at, "summary.32-true.relative_speed_mape") for at in (BEFORE_WINOGRAD, AFTER_WINOGRAD))),
     Q(CARD, "Gavel\nabsolute {}% -> {}% MAPE; relative speed over Pascal and newer {}% -> {}% (anchored {}% -> {}%).",
-      *(F(PROJ + at, "summary.absolute_gavel.mape") for at in (BEFORE_WINOGRAD, "")),
-      *(F(PROJ + at, "summary.relative_speed_nvidia_pascal_and_newer.mape") for at in (BEFORE_WINOGRAD, "")),
-      *(F(PROJ + at, "summary.relative_speed_anchored_nvidia_pascal_and_newer.mape") for at in (BEFORE_WINOGRAD, ""))),
+      *(F(PROJ + at, "summary.absolute_gavel.mape") for at in (BEFORE_WINOGRAD, AFTER_WINOGRAD)),
+      *(F(PROJ + at, "summary.relative_speed_nvidia_pascal_and_newer.mape") for at in (BEFORE_WINOGRAD, AFTER_WINOGRAD)),
+      *(F(PROJ + at, "summary.relative_speed_anchored_nvidia_pascal_and_newer.mape") for at in (BEFORE_WINOGRAD, AFTER_WINOGRAD))),
     Q(CARD, "Bands re-derived: FP32 absolute on tensor-core GPUs +-{}% -> +-{}%; held-out coverage {}% -> {}% (the\n"
             "host-bound set {}% -> {}%, the public absolute steps {}% -> {}%).",
       *(F(BANDS + at, lambda d: math.expm1(d["cells"]["fp32/absolute/matrix"]["width"]), PCT0)
-        for at in (BEFORE_WINOGRAD, "")),
-      *(F(BANDS + at, overall_coverage) for at in (BEFORE_WINOGRAD, "")),
-      *(F(BANDS + at, "sets.hostbound.coverage_without_it") for at in (BEFORE_WINOGRAD, "")),
-      *(F(BANDS + at, "sets.absolute.coverage_without_it", PCT0) for at in (BEFORE_WINOGRAD, ""))),
+        for at in (BEFORE_WINOGRAD, AFTER_WINOGRAD)),
+      *(F(BANDS + at, overall_coverage) for at in (BEFORE_WINOGRAD, AFTER_WINOGRAD)),
+      *(F(BANDS + at, "sets.hostbound.coverage_without_it") for at in (BEFORE_WINOGRAD, AFTER_WINOGRAD)),
+      *(F(BANDS + at, "sets.absolute.coverage_without_it", PCT0) for at in (BEFORE_WINOGRAD, AFTER_WINOGRAD))),
     Q(CARD, "A searched 3x3 chain on the physics grids is {} of {} FP32 steps faster with more work",
       F(PHYSICS, OTHER_WORK + "searched_conv_n/float32.violations", INT),
       F(PHYSICS, OTHER_WORK + "searched_conv_n/float32.steps", INTC)),
@@ -3862,8 +3866,48 @@ QUOTES += [
     Q(PROJECTION, "the FP32 tensor-core band they help set narrowed from +-{} % to +-{} %, which Gavel's steps (an input "
                   "pipeline the\ncapture cannot see, all of them too fast) do not fit ({} % before)",
       *(F(BANDS + at, lambda d: math.expm1(d["cells"]["fp32/absolute/matrix"]["width"]), PCT0)
-        for at in (BEFORE_WINOGRAD, "")),
+        for at in (BEFORE_WINOGRAD, AFTER_WINOGRAD)),
       F(BANDS + BEFORE_WINOGRAD, "sets.absolute.coverage_without_it", PCT0)),
+]
+
+def open_pair(path: str, key, fmt=PCT1) -> tuple:
+    """One figure before FP32 down-sets held unmeasured GPUs (3789f56) and now."""
+    return F(path + AFTER_WINOGRAD, key, fmt), F(path, key, fmt)
+
+
+def fp32_gemm_work(d: Any) -> int:
+    return d["work"]["gemm_m/float32"]["violations"] + d["work"]["gemm_k/float32"]["violations"]
+
+
+def heldout_gpu(gpu: str, op: str) -> Callable[[Any], float]:
+    return lambda d: next(r["shipped_mape"] for r in d["heldout"] if r["gpu"] == gpu and r["op"] == op)
+
+
+QUOTES += [
+    Q(CARD, "FP32 order between GPUs over every figure: {} -> {} of {};",
+      *open_pair(PHYSICS, EVERY_FIGURE + "violations", INTC), F(PHYSICS, EVERY_FIGURE + "comparisons", INTC)),
+    Q(CARD, "counting the peak, bandwidth and SMs only: {} -> {} of {}",
+      *open_pair(PHYSICS, PEAK_BW_SMS + "violations", INTC), F(PHYSICS, PEAK_BW_SMS + "comparisons", INTC)),
+    Q(CARD, "FP32 GEMM work violations {} -> {}.", *open_pair(PHYSICS, fp32_gemm_work, INT)),
+    Q(CARD, "FP32 GEMMs {}% -> {}% MAPE,\nall {} ops {}% -> {}%.",
+      *open_pair(H200_OPS, op_rows("gemm/float32", "shipped", "mape")),
+      F(H200_OPS, op_rows("all", "shipped", "n"), INT), *open_pair(H200_OPS, op_rows("all", "shipped", "mape"))),
+    Q(CARD, "**Leave-one-GPU-out as shipped: {}% -> {}%** (`heldout_eval.json`; the class models alone {}% either way).",
+      *open_pair(HELDOUT, "summary.shipped_mape", Fmt(2, 100)), F(HELDOUT, "summary.mape", Fmt(2, 100))),
+    Q(CARD, "Norms {}% -> {}%:\nthe held-out A100 PCIe 40GB's {}% -> {}% and the V100 PCIe 32GB's {}% -> {}%",
+      *open_pair(HELDOUT, "summary.by_class.norm.shipped_mape"),
+      *open_pair(HELDOUT, heldout_gpu("A100-PCIe-40GB", "norm")),
+      *open_pair(HELDOUT, heldout_gpu("V100-PCIe-32GB", "norm"))),
+    Q(CARD, "GEMMs {}% either\nway; convolutions {}% -> {}%; pointwise {}% -> {}%.",
+      F(HELDOUT, "summary.by_class.gemm.shipped_mape"), *open_pair(HELDOUT, "summary.by_class.conv.shipped_mape"),
+      *open_pair(HELDOUT, "summary.by_class.elementwise.shipped_mape")),
+    Q(CARD, "paired in one process, {}x ({} against {} ms).",
+      F(RESULTS + "issue38_open_down_sets_speed.json", "paired_ratio_median", Fmt(3)),
+      F(RESULTS + "issue38_open_down_sets_speed.json", "median_ms", Fmt(1)),
+      F(RESULTS + "issue38_open_down_sets_speed.json", "without_open_down_sets_median_ms", Fmt(1))),
+    Q(CARD, "the worst NeuSight pair, {}% -> {}%.\n  Held-out band coverage {}% -> {}%.",
+      *open_pair(PROJ, "summary.relative_speed_neusight_nvidia_all_pairs.max"),
+      *open_pair(BANDS, overall_coverage)),
 ]
 
 QUOTES += [

@@ -126,3 +126,9 @@ def compute_capability(dev) -> float:
         return float(dev.compute_capability)
     except (TypeError, ValueError):
         return 0.0
+
+
+def before_tf32(dev) -> bool:
+    """An NVIDIA GPU older than Ampere (compute capability below 8.0), which has no TF32 math."""
+    return 0.0 < compute_capability(dev) < 8.0
+

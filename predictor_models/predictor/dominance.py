@@ -52,7 +52,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .devices import MODES, device_columns
+from .devices import MODES, before_tf32, device_columns
 
 _TOLERANCE = 1e-9   # figures equal to this relative precision count as equal
 
@@ -72,6 +72,7 @@ _OTHER_FIGURES = ("memory_bandwidth_gbs", "sm_count", "l2_cache_mb", "tdp_w")   
 # GPUs of a generation. On the development sets it moved no figure by more than 0.2 points but one (the worst
 # NeuSight pair, 41.7% -> 43.7%).
 OPEN_DOWN_MODES = (MODES.index("fp32"),)
+_FP32, _TF32 = MODES.index("fp32"), MODES.index("tf32")
 
 
 def _figures(devices: Sequence) -> np.ndarray:
@@ -134,12 +135,18 @@ def envelope_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int], me
     modes = tuple(sorted(set(modes)))
     opened = tuple(m for m in modes if m in open_modes)
     extra = [d for d in catalog if d.name not in asked and d.name in trusted]
-    if opened:   # in an open mode, the unmeasured catalog devices below a device asked for too
+    # before Ampere a TF32 op is an FP32 one: there its mode's down-sets are as open as FP32's
+    older = tuple(keys[i] for i, d in enumerate(devices) if before_tf32(d))
+    older_opened = tuple(m for m in (_TF32,) if m in modes and _FP32 in open_modes and older)
+    if opened or older_opened:   # in an open mode, the unmeasured catalog devices below a device asked for too
         others = [d for d in catalog if d.name not in asked and d.name not in trusted]
-        extra += [others[k] for k in _weaker(keys, tuple(device_key(d) for d in others), opened)]
+        other_keys = tuple(device_key(d) for d in others)
+        found = set(_weaker(keys, other_keys, opened)) | set(_weaker(older, other_keys, older_opened))
+        extra += [others[k] for k in sorted(found)]
     order, sets = _envelope_sets(keys, tuple(device_key(d) for d in extra), modes,
                                  tuple(d.name in trusted for d in devices), unmeasured_above,
-                                 tuple(d.name in trusted for d in extra), opened)
+                                 tuple(d.name in trusted for d in extra), opened,
+                                 tuple(before_tf32(d) for d in devices + extra) if older_opened else ())
     pool = devices + extra
     as_arrays = lambda lists: [np.asarray(x, dtype=np.int64) for x in lists]  # noqa: E731
     return [pool[i] for i in order], {mode: (as_arrays(ups), as_arrays(downs)) for mode, (ups, downs) in sets.items()}
@@ -174,8 +181,8 @@ def _weaker(asked: tuple, pool: tuple, modes: tuple) -> tuple[int, ...]:
 
 @lru_cache(maxsize=64)
 def _envelope_sets(asked: tuple, extra: tuple, modes: tuple, asked_measured: tuple,
-                   unmeasured_above: bool = False, extra_measured: tuple | None = None, open_modes: tuple = ()
-                   ) -> tuple[list[int], dict[int, tuple[list[list[int]], list[list[int]]]]]:
+                   unmeasured_above: bool = False, extra_measured: tuple | None = None, open_modes: tuple = (),
+                   older: tuple = ()) -> tuple[list[int], dict[int, tuple[list[list[int]], list[list[int]]]]]:
     keys = list(asked) + list(extra)
     measured = np.array(list(asked_measured) + list(extra_measured if extra_measured is not None
                                                      else (True,) * len(extra)), dtype=bool)
@@ -203,7 +210,8 @@ def _envelope_sets(asked: tuple, extra: tuple, modes: tuple, asked_measured: tup
             for u in itself_then(a, above):                                 # a and the devices above it
                 if u not in env:
                     env[u] = len(downs)
-                    lower = below[u] if mode in open_modes else below[u] & measured
+                    opened = mode in open_modes or (mode == _TF32 and bool(older) and older[u])
+                    lower = below[u] if opened else below[u] & measured
                     downs.append([placed(b) for b in itself_then(u, lower)])   # u and those below
                 up.append(env[u])
             ups.append(up)

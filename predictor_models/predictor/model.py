@@ -11,7 +11,7 @@ import numpy as np
 from predictor_models.op_spec import OpSpec
 
 from .bound import bound_seconds, matrix, roofline_seconds
-from .devices import MODES, compute_capability, device_columns
+from .devices import MODES, before_tf32 as _before_tf32, device_columns
 from .dominance import OPEN_DOWN_MODES, device_key, envelope_sets, stronger_unmeasured, twin_sets
 from .expand import PROXIED, conv_kernels, expand, is_depthwise
 from .features import FEATURES
@@ -436,11 +436,6 @@ class Predictor:
     def count_unmodelled(self, ops: Sequence[OpSpec]) -> int:
         """How many ops fall back to the bound with the default utilisation."""
         return sum(1 for op in ops if not self.is_modelled(op))
-
-
-def _before_tf32(device) -> bool:
-    """An NVIDIA GPU older than Ampere (compute capability below 8.0), which has no TF32 math."""
-    return 0.0 < compute_capability(device) < 8.0
 
 
 def _fp32_convolutions(device) -> bool:
