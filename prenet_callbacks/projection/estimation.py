@@ -169,6 +169,9 @@ def estimate(model: Any, example_input: Any, *, targets: Sequence[str] | None = 
             each target: foreach on GPUs), or with the implementation named: "adamw-fused",
             "adamw-foreach", "adamw-forloop", ...
         float32_matmul_precision: "highest" | "high" | "medium" (None: `torch.get_float32_matmul_precision()`).
+            cuDNN's flags are read as this process has them: ``torch.backends.cudnn.allow_tf32`` (TF32 convolutions)
+            and ``torch.backends.cudnn.benchmark`` (its algorithm search: 3x3 FP32 convolutions may run Winograd's
+            kernels, docs/projection.md).
         steps: optimizer steps of the whole run on one device; gives totals and costs.
         batch_size: the batch when the input's first dimension is not it.
         loss_fn: turns the model's output into the scalar loss (default: ``output.loss`` or a sum).
