@@ -173,9 +173,9 @@ def _describe_conv(call: OpCall) -> tuple[float, dict[str, float]]:
             "stride": int(stride[0]) if stride else 1, "groups": groups,
             "transposed": int(transposed), "backward": int(backward),
             "spatial_dims": spatial}
-    dilation = call.scalar("dilation", (1,)) or (1,)
-    if max(int(x) for x in dilation) > 1:   # only where it is not 1: a dilated 3x3 runs no Winograd kernel
-        dims["dilation"] = max(int(x) for x in dilation)
+    dilation = max(int(x) for x in (call.scalar("dilation", (1,)) or (1,)))
+    if dilation > 1:   # only where it is not 1: a dilated 3x3 runs no Winograd kernel
+        dims["dilation"] = dilation
     if backward:  # which gradients the backward computes (the first layer's needs no input gradient)
         mask = call.scalar("output_mask", (True, True, True)) or (True, True, True)
         dims["grad_input"], dims["grad_weight"] = int(bool(mask[0])), int(bool(mask[1]))

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .devices import DeviceColumns
-from .optable import OpColumns
+from .devices import DeviceColumns, device_columns
+from .optable import OpColumns, op_columns
 
 LAUNCH_S = 2e-6  # a kernel launch and its tail: no measured kernel in our data is shorter
 
@@ -72,3 +72,9 @@ def roofline_seconds(flops, moved, peak, bandwidth) -> np.ndarray:
 def bound_seconds(p: Pairs) -> np.ndarray:
     """max(compute, memory) + launch latency, broadcast to the pair shape."""
     return np.broadcast_to(roofline_seconds(p.ops.flops, p.ops.bytes, p.peak, p.dev.bandwidth), p.shape)
+
+
+def rooflines(ops, devices) -> np.ndarray:
+    """`bound_seconds` of every op (`OpSpec`) on every device: ``(len(ops), len(devices))``."""
+    return np.array(bound_seconds(matrix(op_columns(list(ops)), device_columns(list(devices)))))
+

@@ -137,7 +137,7 @@ def envelope_sets(devices: Sequence, catalog: Sequence, modes: Sequence[int], me
     extra = [d for d in catalog if d.name not in asked and d.name in trusted]
     # before Ampere a TF32 op is an FP32 one: there its mode's down-sets are as open as FP32's
     older = tuple(keys[i] for i, d in enumerate(devices) if before_tf32(d))
-    older_opened = tuple(m for m in (_TF32,) if m in modes and _FP32 in open_modes and older)
+    older_opened = (_TF32,) if older and _TF32 in modes and _FP32 in open_modes else ()
     if opened or older_opened:   # in an open mode, the unmeasured catalog devices below a device asked for too
         others = [d for d in catalog if d.name not in asked and d.name not in trusted]
         other_keys = tuple(device_key(d) for d in others)
@@ -181,11 +181,10 @@ def _weaker(asked: tuple, pool: tuple, modes: tuple) -> tuple[int, ...]:
 
 @lru_cache(maxsize=64)
 def _envelope_sets(asked: tuple, extra: tuple, modes: tuple, asked_measured: tuple,
-                   unmeasured_above: bool = False, extra_measured: tuple | None = None, open_modes: tuple = (),
+                   unmeasured_above: bool, extra_measured: tuple, open_modes: tuple = (),
                    older: tuple = ()) -> tuple[list[int], dict[int, tuple[list[list[int]], list[list[int]]]]]:
     keys = list(asked) + list(extra)
-    measured = np.array(list(asked_measured) + list(extra_measured if extra_measured is not None
-                                                     else (True,) * len(extra)), dtype=bool)
+    measured = np.array(list(asked_measured) + list(extra_measured), dtype=bool)
     gens, figs = _key_arrays(keys)
     order = list(range(len(asked)))        # the devices asked for keep their places
     index = {i: i for i in order}

@@ -10,7 +10,7 @@ import numpy as np
 
 from predictor_models.op_spec import OpSpec
 
-from .bound import bound_seconds, matrix, roofline_seconds
+from .bound import bound_seconds, matrix, roofline_seconds, rooflines
 from .devices import MODES, before_tf32 as _before_tf32, device_columns
 from .dominance import OPEN_DOWN_MODES, device_key, envelope_sets, stronger_unmeasured, twin_sets
 from .expand import PROXIED, conv_kernels, expand, is_depthwise
@@ -143,7 +143,7 @@ class Predictor:
         ops = list(ops)
         if not ops:
             return np.zeros(0)
-        direct = np.array(bound_seconds(matrix(op_columns(ops), device_columns([device])))[:, 0])
+        direct = rooflines(ops, [device])[:, 0]
         return winograd.least_bound(direct, ops, device, self._kernels)
 
     def predict_seconds(self, ops: Sequence[OpSpec], device) -> np.ndarray:

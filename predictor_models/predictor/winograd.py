@@ -41,9 +41,7 @@ import numpy as np
 
 from predictor_models.op_spec import OpSpec
 
-from .bound import bound_seconds, matrix
-from .devices import device_columns
-from .optable import op_columns
+from .bound import rooflines
 
 TILE = 4                    # output tile edge m of F(m x m, 3 x 3)
 _FP32_BYTES = 4.0
@@ -122,7 +120,7 @@ def alternatives(ops: list[OpSpec], devices, price) -> tuple[np.ndarray, np.ndar
         transforms += parts
         owner += [r] * len(parts)
     composite = price(gemms, on)
-    np.add.at(composite, np.asarray(owner), bound_seconds(matrix(op_columns(transforms), device_columns(on))))
+    np.add.at(composite, np.asarray(owner), rooflines(transforms, on))
     seconds = np.full((len(rows), len(devices)), np.inf)
     seconds[:, where] = composite
     return np.asarray(rows), seconds
@@ -140,15 +138,11 @@ def least_bound(direct: np.ndarray, ops: list[OpSpec], device, kernels_of) -> np
             continue
         total = 0.0
         for kernel, multiplicity in parts:
-            least = _rooflines([kernel], device)[0]
+            least = rooflines([kernel], [device])[0, 0]
             if eligible(kernel):
                 gemm, transforms = kernels(kernel)
-                least = min(least, float(_rooflines([gemm, *transforms], device).sum()))
+                least = min(least, float(rooflines([gemm, *transforms], [device]).sum()))
             total += multiplicity * least
         direct[i] = min(direct[i], total)
     return direct
-
-
-def _rooflines(ops: list[OpSpec], device) -> np.ndarray:
-    return bound_seconds(matrix(op_columns(ops), device_columns([device])))[:, 0]
 
